@@ -1,0 +1,527 @@
+"""The Database class: every read and write of the crawl's state (DESIGN.md §3, §5, §6, §8).
+
+The crawler, the CLI and the panel all go through it, so each rule has one
+implementation. Methods are synchronous; the crawler calls them from a thread
+so the event loop never blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import Connection, Engine, bindparam, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.types import String
+
+from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
+from crawler.hostnames import HostnameError, normalize, normalize_entry, root
+from crawler.links import FilteredLinks, filter_links
+from crawler.outcomes import is_network_failure
+from crawler.traps import DEFAULT_WINDOW, Observation, trap_reason
+
+log = logging.getLogger(__name__)
+
+DENYLIST_CHANNEL = "hostcrawl_denylist"
+DEFAULT_LEASE = timedelta(minutes=10)
+NAMES = ARRAY(String)
+
+
+@dataclass(frozen=True)
+class CrawlResult:
+    """What fetching one host's front page came to."""
+
+    outcome: str
+    http_status: int | None = None
+    final_url: str | None = None
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class EntryChange:
+    """The result of one operator input: what was stored, or why not."""
+
+    input: str
+    hostname: str | None
+    status: str  # added | already | removed | absent | refused | queued | unblocked
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "refused"
+
+    def describe(self) -> str:
+        if self.hostname is None:
+            return f"{self.input!r}: {self.message}"
+        stored = self.hostname if self.input == self.hostname else f"{self.input} → {self.hostname}"
+        return f"{stored}: {self.status}" + (f" ({self.message})" if self.message else "")
+
+
+def suffix_range(hostname: str) -> tuple[str, str]:
+    """Bounds of reverse(name) for every name strictly below `hostname`.
+
+    '/' follows '.' in byte order, so [lo, hi) holds exactly the names ending in
+    '.' + hostname, and never 'notexample.org' or 'example.orgx'.
+    """
+    lo = hostname[::-1] + "."
+    return lo, lo[:-1] + "/"
+
+
+UNDER = "reverse(hostname::text) >= :lo AND reverse(hostname::text) < :hi"
+
+# The nearest other deny entry above a row, or NULL when none covers it.
+NEAREST_ENTRY = """
+    (SELECT d.hostname FROM queue d
+      WHERE d.hostname = ANY(host_parents(q.hostname)) AND d.hostname <> q.hostname
+        AND d.status_reason IS NOT NULL
+      ORDER BY length(d.hostname) DESC LIMIT 1)
+"""
+
+CLAIM = text(
+    """
+    WITH due AS (
+        SELECT q.hostname FROM queue q
+         WHERE q.status_reason IS NULL AND q.denied_by IS NULL
+           AND q.next_claim_at <= now()
+           AND NOT EXISTS (
+               SELECT 1 FROM queue d
+                WHERE d.hostname = ANY(host_parents(q.hostname))
+                  AND d.status_reason IS NOT NULL)
+         ORDER BY q.next_claim_at
+         LIMIT :n
+         FOR UPDATE OF q SKIP LOCKED)
+    UPDATE queue q
+       SET next_claim_at = now() + :lease, claimed_by = :worker, claimed_at = now()
+      FROM due WHERE q.hostname = due.hostname
+    RETURNING q.hostname
+    """
+)
+
+
+class Database:
+    """The crawl's state in Postgres, with this process's copy of the deny list."""
+
+    def __init__(self, engine: Engine | None = None, *, actor: str = "system") -> None:
+        if engine is None:
+            from crawler.db.engine import get_engine
+
+            engine = get_engine()
+        self.engine = engine
+        self.actor = actor
+        self.denylist = DenyList()
+        self.reload_denylist()
+
+    # -- the deny list ---------------------------------------------------------
+
+    def deny_entries(self) -> list[tuple[str, str]]:
+        """Every deny entry as (hostname, rule)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text("SELECT hostname, status_reason FROM queue WHERE status_reason IS NOT NULL")
+            )
+            return [(h, r) for h, r in rows]
+
+    def reload_denylist(self) -> None:
+        self.denylist.replace(self.deny_entries())
+
+    # -- discovery -------------------------------------------------------------
+
+    def save_hosts(
+        self, hostnames: Iterable[str], discovered_from: str | None = None, conn=None
+    ) -> int:
+        """Insert normalized, allowed hostnames into hosts and the queue (due now).
+
+        Idempotent. Returns how many hosts were new. Callers filter first; a
+        dateless row (made by a deny entry) gets a date when a link finds it.
+        """
+        names = sorted(set(hostnames))
+        if not names:
+            return 0
+        if conn is None:
+            with self.engine.begin() as conn:
+                return self._insert_hosts(conn, names, discovered_from)
+        return self._insert_hosts(conn, names, discovered_from)
+
+    def _insert_hosts(self, conn: Connection, names: list[str], discovered_from: str | None) -> int:
+        roots = [root(n) for n in names]
+        new = conn.execute(
+            text(
+                """
+                INSERT INTO hosts (hostname, root, discovered_from)
+                SELECT h, r, :src FROM unnest(:names, :roots) AS t(h, r)
+                ON CONFLICT (hostname) DO NOTHING
+                RETURNING hostname
+                """
+            ).bindparams(bindparam("names", type_=NAMES), bindparam("roots", type_=NAMES)),
+            {"names": names, "roots": roots, "src": discovered_from},
+        ).fetchall()
+        conn.execute(
+            text(
+                """
+                INSERT INTO queue (hostname, next_claim_at)
+                SELECT h, now() FROM unnest(:names) AS t(h)
+                ON CONFLICT (hostname) DO UPDATE SET next_claim_at = now()
+                 WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
+                """
+            ).bindparams(bindparam("names", type_=NAMES)),
+            {"names": names},
+        )
+        return len(new)
+
+    def seed(self, values: Sequence[str]) -> list[EntryChange]:
+        """Queue operator-given hostnames; denied or malformed ones are refused."""
+        changes = []
+        for value in values:
+            try:
+                hostname = normalize(value)
+            except HostnameError as exc:
+                changes.append(EntryChange(value, None, "refused", exc.reason))
+                continue
+            denial = self.denylist.denial(hostname)
+            if denial is not None:
+                why = f"under {denial.rule} entry {denial.entry}"
+                changes.append(EntryChange(value, hostname, "refused", why))
+                continue
+            new = self.save_hosts([hostname])
+            changes.append(EntryChange(value, hostname, "queued" if new else "already"))
+        return changes
+
+    # -- claiming (§6) -----------------------------------------------------------
+
+    def start_urls(self, n: int, worker: str, lease: timedelta = DEFAULT_LEASE) -> list[str]:
+        """Claim up to n due hosts, oldest first, pushing their date by the lease."""
+        with self.engine.begin() as conn:
+            rows = conn.execute(CLAIM, {"n": n, "worker": worker, "lease": lease})
+            return [h for (h,) in rows]
+
+    def finish(
+        self,
+        hostname: str,
+        result: CrawlResult,
+        hrefs: Iterable[str] = (),
+        recrawl_after: timedelta = timedelta(days=7),
+    ) -> FilteredLinks:
+        """Write a crawled host's result, its new links and its next date atomically."""
+        links = filter_links(hrefs, hostname, self.denylist)
+        links.hostnames.discard(hostname)
+        with self.engine.begin() as conn:
+            self._write_result(conn, hostname, result, links)
+            self._insert_hosts(conn, sorted(links.hostnames), hostname)
+            self._schedule_next(conn, hostname, recrawl_after)
+        return links
+
+    def _write_result(
+        self, conn: Connection, hostname: str, result: CrawlResult, links: FilteredLinks
+    ) -> None:
+        conn.execute(
+            text(
+                """
+                UPDATE hosts SET last_crawled_at = now(), outcome = :outcome,
+                       http_status = :status, final_url = :final_url, title = :title,
+                       links_found = :found, links_saved = :saved, links_filtered = :filtered,
+                       crawl_count = crawl_count + 1,
+                       fail_streak = CASE WHEN :failed THEN fail_streak + 1 ELSE 0 END
+                 WHERE hostname = :hostname
+                """
+            ),
+            {
+                "hostname": hostname,
+                "outcome": result.outcome,
+                "status": result.http_status,
+                "final_url": result.final_url,
+                "title": result.title,
+                "found": links.found,
+                "saved": len(links.hostnames),
+                "filtered": links.filtered,
+                "failed": is_network_failure(result.outcome),
+            },
+        )
+
+    def _schedule_next(self, conn: Connection, hostname: str, after: timedelta) -> None:
+        conn.execute(
+            text(
+                """
+                UPDATE queue SET next_claim_at = now() + :after, claimed_by = NULL,
+                       claimed_at = NULL
+                 WHERE hostname = :hostname AND status_reason IS NULL
+                """
+            ),
+            {"hostname": hostname, "after": after},
+        )
+
+    # -- deny entries -------------------------------------------------------------
+
+    def upsert_blocked(self, hostname: str, reason: str, actor: str | None = None) -> bool:
+        """Block a hostname (a trap root) with a readable reason; True if newly blocked.
+
+        A no_follow entry stays as it is: the operator's word wins.
+        """
+        with self.engine.begin() as conn:
+            previous = self._ensure_row(conn, hostname)
+            if previous in (BLOCKED, NO_FOLLOW):
+                return False
+            conn.execute(
+                text(
+                    """
+                    UPDATE queue SET status_reason = 'blocked', blocked_reason = :reason,
+                           blocked_at = now()
+                     WHERE hostname = :hostname
+                    """
+                ),
+                {"hostname": hostname, "reason": reason},
+            )
+            self._take_out_of_routing(conn, hostname)
+            self._audit(conn, actor, "block", hostname, reason)
+            self._notify(conn, "add", hostname, BLOCKED)
+        self.denylist.add(hostname, BLOCKED)
+        log.warning("blocked %s: %s", hostname, reason)
+        return True
+
+    def add_no_follow(
+        self,
+        values: Sequence[str],
+        note: str | None = None,
+        actor: str | None = None,
+        force: bool = False,
+    ) -> list[EntryChange]:
+        """Add operator no_follow entries; each input normalized and reported."""
+        changes = []
+        for value in values:
+            try:
+                hostname = normalize_entry(value, force=force)
+            except HostnameError as exc:
+                changes.append(EntryChange(value, None, "refused", exc.reason))
+                continue
+            changes.append(self._add_no_follow(value, hostname, note, actor))
+        return changes
+
+    def _add_no_follow(
+        self, value: str, hostname: str, note: str | None, actor: str | None
+    ) -> EntryChange:
+        with self.engine.begin() as conn:
+            previous = self._ensure_row(conn, hostname)
+            if previous == NO_FOLLOW:
+                return EntryChange(value, hostname, "already")
+            conn.execute(
+                text(
+                    "UPDATE queue SET status_reason = 'no_follow', note = :note"
+                    " WHERE hostname = :hostname"
+                ),
+                {"hostname": hostname, "note": note},
+            )
+            self._take_out_of_routing(conn, hostname)
+            self._audit(conn, actor, "no_follow.add", hostname, note)
+            self._notify(conn, "add", hostname, NO_FOLLOW)
+        self.denylist.add(hostname, NO_FOLLOW)
+        return EntryChange(value, hostname, "added", "was blocked" if previous else "")
+
+    def remove_no_follow(
+        self, values: Sequence[str], actor: str | None = None, note: str | None = None
+    ) -> list[EntryChange]:
+        """Remove no_follow entries; the hosts they took out of routing come back."""
+        return [self._remove_entry(v, NO_FOLLOW, "no_follow.remove", actor, note) for v in values]
+
+    def unblock(
+        self, values: Sequence[str], actor: str | None = None, note: str | None = None
+    ) -> list[EntryChange]:
+        """Lift blocks (false positives); the hosts they took out come back."""
+        return [self._remove_entry(v, BLOCKED, "unblock", actor, note) for v in values]
+
+    def _remove_entry(
+        self, value: str, rule: str, action: str, actor: str | None, note: str | None
+    ) -> EntryChange:
+        try:
+            hostname = normalize(value)
+        except HostnameError as exc:
+            return EntryChange(value, None, "refused", exc.reason)
+        with self.engine.begin() as conn:
+            found = conn.execute(
+                text(
+                    """
+                    WITH old AS (
+                        SELECT hostname, blocked_reason, note FROM queue
+                         WHERE hostname = :hostname AND status_reason = :rule FOR UPDATE)
+                    UPDATE queue q SET status_reason = NULL, blocked_reason = NULL,
+                           blocked_at = NULL, note = NULL
+                      FROM old WHERE q.hostname = old.hostname
+                    RETURNING old.blocked_reason, old.note
+                    """
+                ),
+                {"hostname": hostname, "rule": rule},
+            ).first()
+            if found is None:
+                return EntryChange(value, hostname, "absent", f"no {rule} entry")
+            restored = self._put_back_in_routing(conn, hostname)
+            detail = "; ".join(filter(None, [note, found.blocked_reason or found.note]))
+            self._audit(conn, actor, action, hostname, detail or None)
+            self._notify(conn, "remove", hostname, rule)
+        self.denylist.remove(hostname)
+        status = "unblocked" if rule == BLOCKED else "removed"
+        return EntryChange(value, hostname, status, f"{restored} hosts back in routing")
+
+    def _ensure_row(self, conn: Connection, hostname: str) -> str | None:
+        """Make sure hosts and queue rows exist (locked); return the current rule."""
+        conn.execute(
+            text("INSERT INTO hosts (hostname, root) VALUES (:h, :r) ON CONFLICT DO NOTHING"),
+            {"h": hostname, "r": root(hostname)},
+        )
+        conn.execute(
+            text("INSERT INTO queue (hostname) VALUES (:h) ON CONFLICT DO NOTHING"),
+            {"h": hostname},
+        )
+        return conn.execute(
+            text("SELECT status_reason FROM queue WHERE hostname = :h FOR UPDATE"),
+            {"h": hostname},
+        ).scalar_one()
+
+    def _take_out_of_routing(self, conn: Connection, entry: str) -> int:
+        lo, hi = suffix_range(entry)
+        return conn.execute(
+            text(
+                f"UPDATE queue SET denied_by = :entry WHERE {UNDER}"
+                " AND denied_by IS NULL AND status_reason IS NULL"
+            ),
+            {"entry": entry, "lo": lo, "hi": hi},
+        ).rowcount
+
+    def _put_back_in_routing(self, conn: Connection, entry: str) -> int:
+        """Rows the entry took out: back to routing, unless another entry covers them."""
+        rows = conn.execute(
+            text(
+                f"UPDATE queue q SET denied_by = {NEAREST_ENTRY} WHERE q.denied_by = :entry"
+                " RETURNING q.denied_by"
+            ),
+            {"entry": entry},
+        ).fetchall()
+        return sum(1 for (by,) in rows if by is None)
+
+    def _audit(
+        self, conn: Connection, actor: str | None, action: str, hostname: str, detail: str | None
+    ) -> None:
+        conn.execute(
+            text(
+                "INSERT INTO audit_log (actor, action, hostname, detail)"
+                " VALUES (:actor, :action, :hostname, :detail)"
+            ),
+            {
+                "actor": actor or self.actor,
+                "action": action,
+                "hostname": hostname,
+                "detail": detail,
+            },
+        )
+
+    def _notify(self, conn: Connection, change: str, hostname: str, rule: str) -> None:
+        """Tell every listening worker, when this transaction commits."""
+        payload = json.dumps({"change": change, "hostname": hostname, "rule": rule})
+        conn.execute(
+            text("SELECT pg_notify(:channel, :payload)"),
+            {"channel": DENYLIST_CHANNEL, "payload": payload},
+        )
+
+    def take_out_of_routing(self, hostname: str, entry: str) -> None:
+        """A request to `hostname` was denied by `entry`: its row leaves routing."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "UPDATE queue SET denied_by = :entry, claimed_by = NULL, claimed_at = NULL"
+                    " WHERE hostname = :hostname AND status_reason IS NULL"
+                ),
+                {"hostname": hostname, "entry": entry},
+            )
+
+    # -- listing -------------------------------------------------------------------
+
+    def list_entries(self, rule: str) -> list[dict]:
+        """Deny entries of one rule with their reason, note and date, by hostname."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    """
+                    SELECT hostname, blocked_reason, blocked_at, note FROM queue
+                     WHERE status_reason = :rule ORDER BY hostname
+                    """
+                ),
+                {"rule": rule},
+            )
+            return [dict(r._mapping) for r in rows]
+
+    # -- the trap window (§5) --------------------------------------------------------
+
+    def record_outcome(
+        self, hostname: str, outcome: str, size: int = DEFAULT_WINDOW, actor: str | None = None
+    ) -> str | None:
+        """Put a subdomain's outcome into its root's window; block the root if it is a trap.
+
+        Returns the blocked_reason when this call blocked the root.
+        """
+        domain = root(hostname)
+        if domain == hostname:
+            return None
+        with self.engine.begin() as conn:
+            window = self._update_window(conn, domain, hostname, outcome, size)
+        reason = trap_reason(domain, window, size)
+        if reason and self.upsert_blocked(domain, reason, actor):
+            return reason
+        return None
+
+    def _update_window(
+        self, conn: Connection, domain: str, hostname: str, outcome: str, size: int
+    ) -> list[Observation]:
+        conn.execute(
+            text(
+                """
+                INSERT INTO trap_window (root, hostname, outcome, seen_at)
+                VALUES (:root, :hostname, :outcome, clock_timestamp())
+                ON CONFLICT (root, hostname)
+                DO UPDATE SET outcome = excluded.outcome, seen_at = excluded.seen_at
+                """
+            ),
+            {"root": domain, "hostname": hostname, "outcome": outcome},
+        )
+        rows = conn.execute(
+            text(
+                "SELECT hostname, outcome, seen_at FROM trap_window WHERE root = :root"
+                " ORDER BY seen_at DESC LIMIT :keep"
+            ),
+            {"root": domain, "keep": size + 1},
+        ).fetchall()
+        if len(rows) > size:
+            conn.execute(
+                text("DELETE FROM trap_window WHERE root = :root AND seen_at <= :oldest"),
+                {"root": domain, "oldest": rows[size].seen_at},
+            )
+        return [Observation(*r) for r in rows[:size]]
+
+    def window(self, domain: str) -> list[Observation]:
+        """A root's current window, newest first (the evidence /blocked shows)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT hostname, outcome, seen_at FROM trap_window WHERE root = :root"
+                    " ORDER BY seen_at DESC"
+                ),
+                {"root": domain},
+            )
+            return [Observation(*r) for r in rows]
+
+    # -- operators -------------------------------------------------------------------
+
+    def create_user(self, username: str, password: str) -> None:
+        """Create a panel operator; the password is stored as an Argon2id hash."""
+        from crawler.passwords import check_new_user, hash_password
+
+        check_new_user(username, password)
+        with self.engine.begin() as conn:
+            taken = conn.execute(
+                text("SELECT 1 FROM users WHERE username = :u"), {"u": username}
+            ).first()
+            if taken:
+                raise ValueError(f"{username!r}: user already exists")
+            conn.execute(
+                text("INSERT INTO users (username, password_hash) VALUES (:u, :p)"),
+                {"u": username, "p": hash_password(password)},
+            )

@@ -1,0 +1,150 @@
+"""The one schema, shared by the crawler, the CLI, the panel and Alembic."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# Byte order (C collation): hostnames are ASCII, and suffix ranges must not depend on locale.
+HOSTNAME = String(253, collation="C")
+Timestamp = DateTime(timezone=True)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def reversed_name(column: str) -> object:
+    """reverse(hostname): "every name under example.org" becomes a range scan."""
+    return text(f"reverse({column}::text)")
+
+
+class Host(Base):
+    """A discovered hostname and the facts of its last crawl."""
+
+    __tablename__ = "hosts"
+
+    hostname: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
+    root: Mapped[str] = mapped_column(HOSTNAME)
+    discovered_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+    discovered_from: Mapped[str | None] = mapped_column(HOSTNAME)
+    last_crawled_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    outcome: Mapped[str | None] = mapped_column(String(32))
+    http_status: Mapped[int | None] = mapped_column(SmallInteger)
+    final_url: Mapped[str | None] = mapped_column(Text)
+    title: Mapped[str | None] = mapped_column(Text)
+    links_found: Mapped[int | None] = mapped_column(Integer)
+    links_saved: Mapped[int | None] = mapped_column(Integer)
+    links_filtered: Mapped[int | None] = mapped_column(Integer)
+    fail_streak: Mapped[int] = mapped_column(Integer, server_default="0")
+    crawl_count: Mapped[int] = mapped_column(Integer, server_default="0")
+
+    __table_args__ = (
+        Index("ix_hosts_root", "root"),
+        Index("ix_hosts_discovered_at", "discovered_at"),
+        Index("ix_hosts_outcome", "outcome"),
+        Index("ix_hosts_reversed", reversed_name("hostname")),
+    )
+
+
+class QueueRow(Base):
+    """Routing state of a hostname; a deny entry when status_reason is set."""
+
+    __tablename__ = "queue"
+
+    hostname: Mapped[str] = mapped_column(
+        HOSTNAME, ForeignKey("hosts.hostname", ondelete="CASCADE"), primary_key=True
+    )
+    next_claim_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    status_reason: Mapped[str | None] = mapped_column(String(16))
+    blocked_reason: Mapped[str | None] = mapped_column(Text)
+    blocked_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    note: Mapped[str | None] = mapped_column(Text)
+    # The deny entry that took this row out of routing, so removing that entry
+    # puts back exactly the rows it took.
+    denied_by: Mapped[str | None] = mapped_column(HOSTNAME)
+    claimed_by: Mapped[str | None] = mapped_column(String(128))
+    claimed_at: Mapped[datetime | None] = mapped_column(Timestamp)
+
+    __table_args__ = (
+        CheckConstraint("status_reason IN ('blocked', 'no_follow')", name="status_reason"),
+        Index(
+            "ix_queue_due",
+            "next_claim_at",
+            postgresql_where=text("status_reason IS NULL AND denied_by IS NULL"),
+        ),
+        Index(
+            "ix_queue_entries",
+            "status_reason",
+            postgresql_where=text("status_reason IS NOT NULL"),
+        ),
+        Index("ix_queue_denied_by", "denied_by", postgresql_where=text("denied_by IS NOT NULL")),
+        Index("ix_queue_reversed", reversed_name("hostname")),
+    )
+
+
+class TrapWindowRow(Base):
+    """The latest outcome of one subdomain in its root's trap window."""
+
+    __tablename__ = "trap_window"
+
+    root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
+    hostname: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
+    outcome: Mapped[str] = mapped_column(String(32))
+    seen_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+
+    __table_args__ = (Index("ix_trap_window_root_seen_at", "root", "seen_at"),)
+
+
+class AuditEntry(Base):
+    """One change to the deny entries: who, what, when."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+    actor: Mapped[str] = mapped_column(String(128))
+    action: Mapped[str] = mapped_column(String(32))
+    hostname: Mapped[str] = mapped_column(HOSTNAME)
+    detail: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (
+        Index("ix_audit_log_at", "at"),
+        Index("ix_audit_log_hostname", "hostname"),
+    )
+
+
+class User(Base):
+    """A panel operator."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(64), unique=True)
+    password_hash: Mapped[str] = mapped_column(Text)
+    api_token_hash: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+    failed_logins: Mapped[int] = mapped_column(Integer, server_default="0")
+    locked_until: Mapped[datetime | None] = mapped_column(Timestamp)

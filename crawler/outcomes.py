@@ -1,0 +1,41 @@
+"""Outcome types: what one request to a host came to (DESIGN.md 'outcome')."""
+
+from __future__ import annotations
+
+OK = "OK"
+DNS_ALIVE = "DNS_ALIVE"
+DNS_NXDOMAIN = "DNS_NXDOMAIN"
+DNS_SERVFAIL = "DNS_SERVFAIL"
+DNS_NOANSWER = "DNS_NOANSWER"
+DNS_TIMEOUT = "DNS_TIMEOUT"
+DNS_REFUSED = "DNS_REFUSED"
+TCP_REFUSED = "TCP_REFUSED"
+TCP_TIMEOUT = "TCP_TIMEOUT"
+TCP_RESET = "TCP_RESET"
+TLS_HANDSHAKE = "TLS_HANDSHAKE"
+TLS_TIMEOUT = "TLS_TIMEOUT"
+HTTP_TIMEOUT = "HTTP_TIMEOUT"
+HTTP_ERROR = "HTTP_ERROR"
+IGNORED = "IGNORED"
+
+# Failures below HTTP: the host name leads nowhere. Only these count towards a trap.
+NETWORK_FAILURES = frozenset(
+    {
+        DNS_NXDOMAIN,
+        DNS_SERVFAIL,
+        DNS_NOANSWER,
+        DNS_TIMEOUT,
+        DNS_REFUSED,
+        TCP_REFUSED,
+        TCP_TIMEOUT,
+        TCP_RESET,
+        TLS_HANDSHAKE,
+        TLS_TIMEOUT,
+    }
+)
+ALIVE = frozenset({OK, DNS_ALIVE})
+ALL = NETWORK_FAILURES | ALIVE | {HTTP_TIMEOUT, HTTP_ERROR, IGNORED}
+
+
+def is_network_failure(outcome: str) -> bool:
+    return outcome in NETWORK_FAILURES

@@ -1,0 +1,246 @@
+"""HTTP(S) page server and the misbehaving TCP endpoints, as asyncio protocols."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import socket
+import struct
+from http import HTTPStatus
+from urllib.parse import urlsplit
+
+from .eventlog import EventLog
+from .world import World, normalize_host
+
+MAX_HEAD = 64 * 1024
+
+# A TLS fatal alert record (handshake_failure). Sent in reply to a
+# ClientHello it makes the client's handshake fail at once.
+TLS_ALERT = bytes([0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x28])
+
+DEFAULT_TITLE = "fakeweb default page"
+
+
+def render_page(page: dict) -> str:
+    """HTML for a page dict of a World (title and links)."""
+    title = html.escape(page["title"])
+    items = "".join(
+        f'<li><a href="{html.escape(href)}">{html.escape(href)}</a></li>\n'
+        for href in page["links"]
+    )
+    head = f"<title>{title}</title>" if title else ""
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f"{head}</head>\n<body><h1>{title}</h1>\n<ul>\n{items}</ul>\n</body></html>\n"
+    )
+
+
+def build_response(
+    status: int, body: str, content_type: str, extra: str = ""
+) -> tuple[int, bytes, bytes]:
+    """(status, head bytes, body bytes) of a complete HTTP/1.1 response."""
+    data = body.encode("utf-8")
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = "Status"
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\nServer: fakeweb\r\n"
+        f"Content-Type: {content_type}\r\nContent-Length: {len(data)}\r\n"
+        f"{extra}\r\n"
+    )
+    return status, head.encode("latin-1"), data
+
+
+class Responses:
+    """Every response of a world, rendered once so serving is a dict lookup."""
+
+    def __init__(self, world: World):
+        """Render all pages, redirects and robots.txt files of world."""
+        self.by_key: dict[tuple[str, str], tuple[int, bytes, bytes]] = {}
+        for host, pages in world.pages.items():
+            for path, page in pages.items():
+                self.by_key[host, path] = self._render(page)
+        for host, text in world.robots.items():
+            self.by_key[host, "/robots.txt"] = build_response(
+                200, text, "text/plain; charset=utf-8"
+            )
+        self.known = set(world.pages) | set(world.robots)
+        empty = {"title": DEFAULT_TITLE, "links": []}
+        html_type = "text/html; charset=utf-8"
+        self.default = build_response(200, render_page(empty), html_type)
+        missing = {"title": "Not Found", "links": []}
+        self.not_found = build_response(404, render_page(missing), html_type)
+
+    @staticmethod
+    def _render(page: dict) -> tuple[int, bytes, bytes]:
+        """Response for one page dict (a redirect or an HTML page)."""
+        if "location" in page:
+            location = page["location"]
+            body = f'<a href="{html.escape(location)}">moved</a>\n'
+            extra = f"Location: {location}\r\n"
+            return build_response(page["status"], body, "text/html", extra)
+        body = render_page(page)
+        return build_response(page["status"], body, "text/html; charset=utf-8")
+
+    def lookup(self, host: str, path: str) -> tuple[int, bytes, bytes]:
+        """Response for a request; unknown hosts get the default page."""
+        found = self.by_key.get((host, path))
+        if found is not None:
+            return found
+        if host in self.known or path == "/robots.txt":
+            return self.not_found
+        return self.default
+
+
+def parse_head(head: bytes) -> tuple[str, str, str, dict[str, str]]:
+    """(method, target, version, lower-cased headers) of a request head."""
+    lines = head.decode("latin-1").split("\r\n")
+    method, target, version = lines[0].split(" ", 2)
+    headers = {}
+    for line in lines[1:]:
+        key, _, value = line.partition(":")
+        headers[key.strip().lower()] = value.strip()
+    return method, target, version, headers
+
+
+def split_host(value: str) -> str:
+    """Host header value without port, normalised."""
+    if value.startswith("["):  # IPv6 literal
+        return value.split("]")[0] + "]"
+    return normalize_host(value.rsplit(":", 1)[0] if ":" in value else value)
+
+
+class HttpProtocol(asyncio.Protocol):
+    """Minimal HTTP/1.1 server with keep-alive, answering from Responses."""
+
+    def __init__(self, responses: Responses, scheme: str, log: EventLog):
+        """Serve responses; log every request to log."""
+        self.responses = responses
+        self.scheme = scheme
+        self.log = log
+        self.buffer = bytearray()
+        self.transport = None
+        self.local = ("", 0)
+
+    def connection_made(self, transport) -> None:
+        """Remember the transport and the address the client connected to."""
+        self.transport = transport
+        self.local = transport.get_extra_info("sockname")[:2]
+
+    def data_received(self, data: bytes) -> None:
+        """Answer every complete request in the buffer (pipelining allowed)."""
+        self.buffer += data
+        while self.transport is not None and not self.transport.is_closing():
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self.buffer) > MAX_HEAD:
+                    self.transport.close()
+                return
+            try:
+                request = parse_head(bytes(self.buffer[:end]))
+                length = int(request[3].get("content-length", "0"))
+            except ValueError:
+                self._bad_request()
+                return
+            if len(self.buffer) < end + 4 + length:
+                return  # wait for the rest of the body
+            del self.buffer[: end + 4 + length]
+            self._answer(*request)
+
+    def _answer(self, method: str, target: str, version: str, headers: dict) -> None:
+        """Log one request, send its response and close if the client wants."""
+        raw_host = headers.get("host", "")
+        host = split_host(raw_host)
+        parts = urlsplit(target)
+        if parts.netloc:  # absolute-form target, as sent to proxies
+            host = normalize_host(parts.hostname or "")
+        path = parts.path or "/"
+        status, head, body = self.responses.lookup(host, path)
+        self.log.write(
+            event="request",
+            scheme=self.scheme,
+            address=self.local[0],
+            port=self.local[1],
+            method=method,
+            host=host,
+            raw_host=raw_host,
+            path=path,
+            target=target,
+            status=status,
+            user_agent=headers.get("user-agent", ""),
+        )
+        self.transport.write(head if method == "HEAD" else head + body)
+        connection = headers.get("connection", "").lower()
+        if connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive"):
+            self.transport.close()
+
+    def _bad_request(self) -> None:
+        """Answer an unparsable request with 400 and close."""
+        _, head, body = build_response(400, "bad request\n", "text/plain")
+        self.transport.write(head + body)
+        self.transport.close()
+
+    def connection_lost(self, exc) -> None:
+        """Drop the transport."""
+        self.transport = None
+
+
+class MisbehavingProtocol(asyncio.Protocol):
+    """Base for the failure endpoints: logs each connection it accepts."""
+
+    behaviour = ""
+
+    def __init__(self, log: EventLog, scheme: str):
+        """Log connections to log, tagged with scheme (which port it was)."""
+        self.log = log
+        self.scheme = scheme
+        self.transport = None
+
+    def connection_made(self, transport) -> None:
+        """Log the connection, then react()."""
+        self.transport = transport
+        address, port = transport.get_extra_info("sockname")[:2]
+        self.log.write(
+            event="connection",
+            behaviour=self.behaviour,
+            scheme=self.scheme,
+            address=address,
+            port=port,
+        )
+        self.react()
+
+    def react(self) -> None:
+        """What to do once connected (nothing by default)."""
+
+
+class ResetProtocol(MisbehavingProtocol):
+    """Accepts, then aborts the connection with a TCP RST."""
+
+    behaviour = "reset"
+
+    def react(self) -> None:
+        """Linger 0 turns close into an RST instead of an orderly FIN."""
+        sock = self.transport.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
+
+
+class TlsBrokenProtocol(MisbehavingProtocol):
+    """Answers the first bytes (a ClientHello) with a TLS fatal alert."""
+
+    behaviour = "tls_broken"
+
+    def data_received(self, data: bytes) -> None:
+        """Reply with the alert and close."""
+        self.transport.write(TLS_ALERT)
+        self.transport.close()
+
+
+class BlackholeProtocol(MisbehavingProtocol):
+    """Accepts and never answers; the client has to time out."""
+
+    behaviour = "blackhole"
+
+    def data_received(self, data: bytes) -> None:
+        """Discard everything."""
