@@ -152,3 +152,7 @@ def user_create(name: str) -> None:
         password = sys.stdin.readline().rstrip("\r\n")
     _db().create_user(name, password)
     click.echo(f"user {name} created")
+
+
+if __name__ == "__main__":
+    main()

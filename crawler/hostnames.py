@@ -136,6 +136,8 @@ def _is_port(text: str) -> bool:
 
 
 def _ipv6(value: object, text: str) -> str:
+    if "%" in text:  # a zone index only means something on the sender's own machine
+        raise HostnameError(value, "bad IPv6 address (zone index)")
     try:
         return "[" + ipaddress.IPv6Address(text).compressed + "]"
     except ValueError:

@@ -1,0 +1,50 @@
+"""Shared fixtures: a throwaway embedded Postgres (or TEST_DATABASE_URL), migrated once."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from crawler.db.database import Database
+
+TABLES = "audit_log, trap_window, queue, hosts, users"
+
+
+@pytest.fixture(scope="session")
+def database_url() -> str:
+    """A migrated database for this test session; subprocesses get it via DATABASE_URL."""
+    url = os.environ.get("TEST_DATABASE_URL")
+    if not url:
+        from crawler.db.engine import embedded_server_url
+
+        pgdata = Path(tempfile.mkdtemp(prefix="hostcrawl-test-")) / "pg"
+        url = embedded_server_url(pgdata, cleanup_mode="delete")
+    os.environ["DATABASE_URL"] = url
+    from crawler.db.migrate import upgrade_to_head
+
+    upgrade_to_head()
+    return url
+
+
+@pytest.fixture(scope="session")
+def engine(database_url):
+    engine = create_engine(database_url, pool_size=10)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def clean_db(engine):
+    """An empty schema for one test."""
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    return engine
+
+
+@pytest.fixture
+def db(clean_db) -> Database:
+    return Database(clean_db, actor="test")

@@ -1,0 +1,113 @@
+"""The hostcrawl CLI as an operator runs it: real processes, real exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from sqlalchemy import text
+
+
+def hostcrawl(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "crawler.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def assert_refused(run: subprocess.CompletedProcess, *words: str) -> None:
+    assert run.returncode == 1, run
+    assert "Traceback" not in run.stderr
+    for word in words:
+        assert word in run.stderr
+
+
+def test_db_upgrade_is_idempotent(database_url):
+    run = hostcrawl("db", "upgrade")
+    assert run.returncode == 0, run.stderr
+    assert "head" in run.stdout
+
+
+def test_seed_prints_what_it_stored(db):
+    run = hostcrawl("seed", "Example.ORG:8080", "bücher.de")
+    assert run.returncode == 0, run.stderr
+    assert "Example.ORG:8080 → example.org: queued" in run.stdout
+    assert "bücher.de → xn--bcher-kva.de: queued" in run.stdout
+    assert set(db.start_urls(10, "w")) == {"example.org", "xn--bcher-kva.de"}
+
+
+def test_seed_from_file(db, tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("# comment\na.test\n\nb.test\n")
+    run = hostcrawl("seed", "-f", str(seeds))
+    assert run.returncode == 0, run.stderr
+    assert set(db.start_urls(10, "w")) == {"a.test", "b.test"}
+
+
+def test_seed_refuses_bad_input_but_keeps_the_good(db):
+    run = hostcrawl("seed", "good.test", "bad..test")
+    assert_refused(run, "'bad..test'", "empty label")
+    assert db.start_urls(10, "w") == ["good.test"]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("no-follow", "add", "com"), ("'com'", "public suffix")),
+        (("no-follow", "add", "bad-.test"), ("'bad-.test'", "bad label")),
+        (("no-follow", "add", "x.test:99999"), ("bad port",)),
+        (("blocked", "unblock", "a..b"), ("'a..b'", "empty label")),
+        (("no-follow", "remove", "http://"), ("empty",)),
+    ],
+)
+def test_refusals_exit_1_with_input_and_reason(db, args, words):
+    assert_refused(hostcrawl(*args), *words)
+    with db.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM queue")).scalar() == 0
+
+
+def test_no_follow_add_list_remove(db):
+    run = hostcrawl("no-follow", "add", "Facebook.COM:443", "*.youtube.com", "--note", "giant")
+    assert run.returncode == 0, run.stderr
+    assert "Facebook.COM:443 → facebook.com: added" in run.stdout
+    assert "*.youtube.com → youtube.com: added" in run.stdout
+    listed = hostcrawl("no-follow", "list").stdout.splitlines()
+    assert listed == ["facebook.com\tgiant", "youtube.com\tgiant"]
+    run = hostcrawl("no-follow", "remove", "facebook.com")
+    assert "facebook.com: removed" in run.stdout
+    assert hostcrawl("no-follow", "list").stdout.splitlines() == ["youtube.com\tgiant"]
+
+
+def test_no_follow_force_accepts_a_public_suffix(db):
+    run = hostcrawl("no-follow", "add", "co.uk", "--force")
+    assert run.returncode == 0, run.stderr
+    assert db.deny_entries() == [("co.uk", "no_follow")]
+
+
+def test_blocked_list_and_unblock(db):
+    db.upsert_blocked("trap.test", "subdomain generator: 50 of 50 failed")
+    run = hostcrawl("blocked", "list")
+    assert run.stdout == "trap.test\tsubdomain generator: 50 of 50 failed\n"
+    run = hostcrawl("blocked", "unblock", "TRAP.test")
+    assert run.returncode == 0, run.stderr
+    assert "TRAP.test → trap.test: unblocked" in run.stdout
+    assert hostcrawl("blocked", "list").stdout == ""
+
+
+def test_user_create_reads_password_from_stdin(db):
+    run = hostcrawl("user", "create", "alice", stdin="correct horse battery\n")
+    assert run.returncode == 0, run.stderr
+    with db.engine.connect() as conn:
+        stored = conn.execute(text("SELECT password_hash FROM users")).scalar()
+    assert stored.startswith("$argon2id$")
+    assert_refused(hostcrawl("user", "create", "alice", stdin="another password\n"), "exists")
+    assert_refused(hostcrawl("user", "create", "bob", stdin="short\n"), "at least")
+
+
+def test_database_outage_is_one_clear_line(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgresql+psycopg://nobody@/none?host=/nonexistent")
+    assert_refused(hostcrawl("no-follow", "list"), "database unavailable")

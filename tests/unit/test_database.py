@@ -1,0 +1,171 @@
+"""The Database class on real Postgres: saving, finishing, deny entries, the trap window."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import text
+
+from crawler.db.database import CrawlResult, Database
+from crawler.outcomes import DNS_NXDOMAIN, OK, TCP_REFUSED
+from crawler.traps import Observation, trap_reason
+
+
+def queue_row(db: Database, hostname: str):
+    with db.engine.connect() as conn:
+        return conn.execute(
+            text("SELECT * FROM queue WHERE hostname = :h"), {"h": hostname}
+        ).first()
+
+
+def hostnames(db: Database) -> set[str]:
+    with db.engine.connect() as conn:
+        return set(conn.execute(text("SELECT hostname FROM hosts")).scalars())
+
+
+def claim_all(db: Database) -> set[str]:
+    return set(db.start_urls(10_000, "test-worker"))
+
+
+def test_save_hosts_is_idempotent_and_due_now(db):
+    assert db.save_hosts(["a.test", "b.test"]) == 2
+    assert db.save_hosts(["b.test", "c.test"]) == 1
+    assert hostnames(db) == {"a.test", "b.test", "c.test"}
+    assert claim_all(db) == {"a.test", "b.test", "c.test"}
+
+
+def test_finish_writes_result_links_and_next_date(db):
+    db.save_hosts(["page.test"])
+    db.add_no_follow(["social.test"])
+    claimed = db.start_urls(1, "w1")
+    hrefs = ["/about", "http://new.test/", "http://SOCIAL.test:8080/x", "mailto:x@y.test"]
+    links = db.finish(claimed[0], CrawlResult(OK, 200, "http://page.test/", "Page"), hrefs)
+    assert links.hostnames == {"new.test"}
+    assert hostnames(db) >= {"page.test", "new.test"}
+    assert "www.social.test" not in hostnames(db)
+    row = queue_row(db, "page.test")
+    assert row.claimed_by is None
+    assert row.next_claim_at > datetime.now(UTC) + timedelta(days=6)
+    with db.engine.connect() as conn:
+        host = conn.execute(text("SELECT * FROM hosts WHERE hostname = 'page.test'")).first()
+    assert (host.outcome, host.http_status, host.title) == (OK, 200, "Page")
+    assert (host.links_found, host.links_saved, host.links_filtered) == (4, 1, 2)
+
+
+def test_finish_failing_half_way_writes_nothing(db, monkeypatch):
+    db.save_hosts(["page.test"])
+    db.start_urls(1, "w1")
+    before = queue_row(db, "page.test")
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("injected failure")
+
+    monkeypatch.setattr(Database, "_schedule_next", crash)
+    with pytest.raises(RuntimeError, match="injected"):
+        db.finish("page.test", CrawlResult(OK, 200), ["http://new.test/"])
+    assert hostnames(db) == {"page.test"}
+    assert queue_row(db, "page.test") == before
+    with db.engine.connect() as conn:
+        assert conn.execute(text("SELECT outcome FROM hosts")).scalar() is None
+
+
+def test_no_follow_takes_hosts_out_and_removal_brings_them_back(db):
+    db.save_hosts(["www.social.test", "a.b.social.test", "notsocial.test"])
+    [change] = db.add_no_follow(["HTTP://Social.TEST:8080/"], note="giant")
+    assert (change.hostname, change.status) == ("social.test", "added")
+    assert claim_all(db) == {"notsocial.test"}
+    assert queue_row(db, "www.social.test").denied_by == "social.test"
+    [again] = db.add_no_follow(["social.test"])
+    assert again.status == "already"
+    [removed] = db.remove_no_follow(["social.test"])
+    assert removed.status == "removed"
+    assert "2 hosts back" in removed.message
+    # The restored rows keep their dates, which are due.
+    assert claim_all(db) == {"www.social.test", "a.b.social.test"}
+
+
+def test_removing_an_inner_entry_leaves_hosts_under_the_outer_one(db):
+    db.save_hosts(["x.www.example.test"])
+    db.add_no_follow(["www.example.test"])
+    db.add_no_follow(["example.test"])
+    db.remove_no_follow(["www.example.test"])
+    assert queue_row(db, "x.www.example.test").denied_by == "example.test"
+    assert claim_all(db) == set()
+
+
+def test_claim_skips_host_under_entry_even_if_not_taken_out(db):
+    db.add_no_follow(["social.test"])
+    # A worker with a stale deny list saved it: the claim itself must still refuse it.
+    with db.engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO hosts (hostname, root) VALUES ('x.social.test', 'social.test')")
+        )
+        conn.execute(
+            text("INSERT INTO queue (hostname, next_claim_at) VALUES ('x.social.test', now())")
+        )
+    assert claim_all(db) == set()
+
+
+def test_upsert_blocked_and_unblock(db):
+    db.save_hosts(["a.trap.test", "b.trap.test", "ok.test"])
+    assert db.upsert_blocked("trap.test", "test reason") is True
+    assert db.upsert_blocked("trap.test", "again") is False
+    assert db.denylist.denial("z.trap.test") == ("trap.test", "blocked")
+    assert claim_all(db) == {"ok.test"}
+    [entry] = db.list_entries("blocked")
+    assert (entry["hostname"], entry["blocked_reason"]) == ("trap.test", "test reason")
+    [change] = db.unblock(["trap.test"], note="false positive")
+    assert change.status == "unblocked"
+    assert db.list_entries("blocked") == []
+    assert not db.denylist.is_denied("a.trap.test")
+    with db.engine.connect() as conn:
+        audit = conn.execute(text("SELECT action, actor, detail FROM audit_log ORDER BY id")).all()
+    assert [a.action for a in audit] == ["block", "unblock"]
+    assert "false positive" in audit[1].detail and "test reason" in audit[1].detail
+
+
+def test_block_does_not_override_no_follow(db):
+    db.add_no_follow(["social.test"])
+    assert db.upsert_blocked("social.test", "trap") is False
+    assert queue_row(db, "social.test").status_reason == "no_follow"
+
+
+def test_seed_refuses_bad_and_denied_input(db):
+    db.add_no_follow(["social.test"])
+    changes = db.seed(["Example.TEST:8080", "www.social.test", "bad..name", "example.test"])
+    assert [c.status for c in changes] == ["queued", "refused", "refused", "already"]
+    assert "no_follow entry social.test" in changes[1].message
+    assert "empty label" in changes[2].message
+
+
+def test_trap_window_blocks_after_fifty_failures(db):
+    reasons = [db.record_outcome(f"n{i}.trap.test", DNS_NXDOMAIN, size=50) for i in range(49)]
+    assert not any(reasons) and not db.denylist.is_denied("x.trap.test")
+    reason = db.record_outcome("n49.trap.test", TCP_REFUSED, size=50)
+    assert reason and "subdomain generator" in reason
+    assert "DNS_NXDOMAIN 49" in reason and "TCP_REFUSED 1" in reason
+    assert db.denylist.is_denied("x.trap.test")
+    assert len(db.window("trap.test")) == 50
+
+
+def test_one_ok_in_the_window_prevents_a_block(db):
+    db.record_outcome("alive.wild.test", OK, size=50)
+    for i in range(49):
+        assert db.record_outcome(f"n{i}.wild.test", DNS_NXDOMAIN, size=50) is None
+    # The OK falls out only when 50 newer unique failures push it out.
+    assert db.record_outcome("n49.wild.test", DNS_NXDOMAIN, size=50) is not None
+
+
+def test_a_subdomain_seen_again_replaces_its_outcome(db):
+    for _ in range(60):
+        db.record_outcome("same.trap.test", DNS_NXDOMAIN, size=50)
+    assert [o.hostname for o in db.window("trap.test")] == ["same.trap.test"]
+    assert not db.denylist.is_denied("trap.test")
+
+
+def test_trap_reason_is_pure_and_needs_a_full_window():
+    now = datetime.now(UTC)
+    window = [Observation(f"n{i}.t.test", DNS_NXDOMAIN, now) for i in range(3)]
+    assert trap_reason("t.test", window, size=4) is None
+    assert "the last 3 unique subdomains of t.test" in trap_reason("t.test", window, size=3)
