@@ -16,6 +16,7 @@ TLS_HANDSHAKE = "TLS_HANDSHAKE"
 TLS_TIMEOUT = "TLS_TIMEOUT"
 HTTP_TIMEOUT = "HTTP_TIMEOUT"
 HTTP_ERROR = "HTTP_ERROR"
+DNS_ERROR = "DNS_ERROR"
 IGNORED = "IGNORED"
 
 # Failures below HTTP: the host name leads nowhere. Only these count towards a trap.
@@ -26,6 +27,7 @@ NETWORK_FAILURES = frozenset(
         DNS_NOANSWER,
         DNS_TIMEOUT,
         DNS_REFUSED,
+        DNS_ERROR,
         TCP_REFUSED,
         TCP_TIMEOUT,
         TCP_RESET,
@@ -39,3 +41,52 @@ ALL = NETWORK_FAILURES | ALIVE | {HTTP_TIMEOUT, HTTP_ERROR, IGNORED}
 
 def is_network_failure(outcome: str) -> bool:
     return outcome in NETWORK_FAILURES
+
+
+def classify(exc: BaseException, hostname: str) -> str:
+    """The outcome type of a failed request to `hostname`.
+
+    Scrapy wraps Twisted's errors (CannotResolveHostError, DownloadFailedError…);
+    the original is in __cause__, and a TLS error hides in its `reasons`.
+    """
+    from scrapy.exceptions import (
+        CannotResolveHostError,
+        DownloadConnectionRefusedError,
+        DownloadFailedError,
+        DownloadTimeoutError,
+        IgnoreRequest,
+    )
+    from twisted.internet import error as tx
+
+    from crawler.resolver import DNSFailure, last_failure
+
+    cause = exc.__cause__ or exc
+    if isinstance(exc, IgnoreRequest):
+        return IGNORED
+    if isinstance(cause, DNSFailure):
+        return cause.resolution.outcome
+    if isinstance(exc, CannotResolveHostError | tx.DNSLookupError):
+        return last_failure(hostname) or DNS_ERROR
+    if isinstance(exc, DownloadConnectionRefusedError) or isinstance(
+        cause, tx.ConnectionRefusedError
+    ):
+        return TCP_REFUSED
+    if isinstance(cause, tx.TCPTimedOutError | tx.TimeoutError):
+        return TCP_TIMEOUT
+    if isinstance(exc, DownloadTimeoutError):
+        return HTTP_TIMEOUT
+    if isinstance(exc, DownloadFailedError) or isinstance(
+        cause, tx.ConnectError | tx.ConnectionLost
+    ):
+        return _connection_failure(cause)
+    return HTTP_ERROR
+
+
+def _connection_failure(cause: BaseException) -> str:
+    """TLS_HANDSHAKE when OpenSSL is among the reasons, else TCP_RESET."""
+    from OpenSSL import SSL
+
+    reasons = [getattr(r, "value", r) for r in getattr(cause, "reasons", [])] or [cause]
+    if any(isinstance(r, SSL.Error) for r in reasons):
+        return TLS_HANDSHAKE
+    return TCP_RESET

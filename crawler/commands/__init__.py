@@ -1,0 +1,1 @@
+"""Project Scrapy commands (`scrapy audit` arrives with the DNS/TLS audit)."""

@@ -1,0 +1,79 @@
+"""Keep a worker's deny list current: LISTEN for changes, reload on a timer.
+
+Changes made anywhere (another worker's block, an operator's no_follow) are
+sent with pg_notify in the transaction that makes them, so they reach every
+running worker within moments of the commit. A full reload on reconnect and
+every `reload_every` seconds covers anything a dropped connection missed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+
+import psycopg
+
+from crawler.db.database import DENYLIST_CHANNEL, Database
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF = 30.0
+
+
+def conninfo(db: Database) -> str:
+    """The engine's URL as plain libpq conninfo for a psycopg connection."""
+    return db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class DenyListListener:
+    """A daemon thread applying deny-list notifications to `db.denylist`."""
+
+    def __init__(self, db: Database, reload_every: float = 60.0) -> None:
+        self.db = db
+        self.reload_every = reload_every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="denylist-listener", daemon=True)
+        self.ready = threading.Event()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        backoff = 1.0
+        while not self._stop.is_set():
+            try:
+                self._listen()
+                backoff = 1.0
+            except (psycopg.Error, OSError) as exc:
+                log.warning(
+                    "deny-list listener lost the database (%s); retrying in %.0fs", exc, backoff
+                )
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF)
+
+    def _listen(self) -> None:
+        with psycopg.connect(conninfo(self.db), autocommit=True) as conn:
+            conn.execute(f"LISTEN {DENYLIST_CHANNEL}")
+            self.db.reload_denylist()  # after LISTEN, so nothing falls between
+            self.ready.set()
+            reloaded = time.monotonic()
+            while not self._stop.is_set():
+                for note in conn.notifies(timeout=1.0, stop_after=100):
+                    self._apply(note.payload)
+                if time.monotonic() - reloaded > self.reload_every:
+                    self.db.reload_denylist()
+                    reloaded = time.monotonic()
+
+    def _apply(self, payload: str) -> None:
+        change = json.loads(payload)
+        if change["change"] == "add":
+            self.db.denylist.add(change["hostname"], change["rule"])
+        else:
+            self.db.denylist.remove(change["hostname"])
+        log.info("deny list: %s %s (%s)", change["change"], change["hostname"], change["rule"])

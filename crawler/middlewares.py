@@ -1,0 +1,115 @@
+"""BlacklistMiddleware (DESIGN.md §4): denied hosts never reach the network.
+
+It sees every request — start requests, retries and redirects included — both
+when scheduled and before download. `dont_filter` does not bypass it (the
+retry middleware sets it); only `meta['allow_blocked']` does. It also feeds
+the outcome of every request to a subdomain into its root's trap window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from urllib.parse import urlsplit
+
+from scrapy import Request, signals
+from scrapy.downloadermiddlewares.retry import RetryMiddleware
+from scrapy.exceptions import IgnoreRequest
+
+from crawler.hostnames import HostnameError, is_subdomain, normalize
+from crawler.outcomes import DNS_NOANSWER, DNS_NXDOMAIN, OK, classify
+
+log = logging.getLogger(__name__)
+
+
+def request_hostname(request: Request) -> str | None:
+    """The normalized hostname a request goes to (None for a URL with no host)."""
+    host = urlsplit(request.url).hostname
+    if not host:
+        return None
+    try:
+        return normalize(host)
+    except HostnameError:
+        return None
+
+
+class BlacklistMiddleware:
+    """Raise IgnoreRequest for a request whose hostname is blocked or no_follow."""
+
+    def __init__(self, crawler) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.trap_window = crawler.settings.getint("TRAP_WINDOW", 50)
+        self._logged: set[str] = set()
+        crawler.signals.connect(self.request_scheduled, signal=signals.request_scheduled)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    @property
+    def db(self):
+        return self.crawler.spider.db
+
+    def request_scheduled(self, request: Request, spider) -> None:
+        """Raising here keeps a denied request out of the scheduler (no errback runs)."""
+        try:
+            self._check(request)
+        except IgnoreRequest:
+            spider.request_denied(request)
+            raise
+
+    def process_request(self, request: Request):
+        self._check(request)
+        return None
+
+    def _check(self, request: Request) -> None:
+        if request.meta.get("allow_blocked"):
+            return
+        hostname = request_hostname(request)
+        denial = self.db.denylist.denial(hostname) if hostname else None
+        if denial is None:
+            return
+        self.stats.inc_value("blacklist/filtered")
+        self.stats.inc_value(f"blacklist/filtered/{denial.rule}")
+        if denial.entry not in self._logged:
+            self._logged.add(denial.entry)
+            self.stats.inc_value("blacklist/domains")
+            self.stats.inc_value(f"blacklist/domains/{denial.rule}")
+            log.debug("Filtered request to %s: under %s entry %s", hostname, *denial[::-1])
+        request.meta["denial"] = denial
+        raise IgnoreRequest(f"{hostname} is under {denial.rule} entry {denial.entry}")
+
+    async def process_response(self, request: Request, response):
+        await self._record(request, OK)
+        return response
+
+    async def process_exception(self, request: Request, exception: Exception):
+        if not isinstance(exception, IgnoreRequest):
+            await self._record(request, classify(exception, request_hostname(request) or ""))
+        return None
+
+    async def _record(self, request: Request, outcome: str) -> None:
+        """Put a subdomain's outcome into its root's window (robots.txt included)."""
+        hostname = request_hostname(request)
+        if hostname is None or not is_subdomain(hostname):
+            return
+        reason = await asyncio.to_thread(
+            self.db.record_outcome, hostname, outcome, self.trap_window
+        )
+        if reason:
+            self.stats.inc_value("traps/blocked")
+
+
+class AnswerAwareRetryMiddleware(RetryMiddleware):
+    """RetryMiddleware that does not retry an authoritative 'no such name'.
+
+    NXDOMAIN is an answer, not a glitch; retrying it makes a trap cost three
+    lookups per junk name. SERVFAIL and timeouts are still retried.
+    """
+
+    def process_exception(self, request: Request, exception: Exception):
+        outcome = classify(exception, request_hostname(request) or "")
+        if outcome in (DNS_NXDOMAIN, DNS_NOANSWER):
+            return None
+        return super().process_exception(request, exception)

@@ -1,0 +1,216 @@
+"""A DNS resolver that knows why a lookup failed (DESIGN.md 'Scrapy facts').
+
+Scrapy's built-in resolvers turn NXDOMAIN, SERVFAIL and a timeout alike into
+CannotResolveHostError. This one, on twisted.names, keeps the real kind: the
+trap rule and the audit need it. It caches answers by TTL and NXDOMAIN by the
+zone's SOA minimum, so a trap costs one lookup per junk name.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from twisted.internet import defer
+from twisted.internet.abstract import isIPAddress, isIPv6Address
+from twisted.internet.error import DNSLookupError
+from twisted.internet.interfaces import IResolverSimple
+from twisted.names import client, dns
+from twisted.names import error as dns_error
+from zope.interface import implementer
+
+from crawler.outcomes import (
+    DNS_ALIVE,
+    DNS_NOANSWER,
+    DNS_NXDOMAIN,
+    DNS_REFUSED,
+    DNS_SERVFAIL,
+    DNS_TIMEOUT,
+)
+
+MAX_CNAME_HOPS = 8
+NEGATIVE_TTL_CAP = 3600
+# Kinds a lookup may be retried for; NXDOMAIN and NOANSWER are answers.
+TRANSIENT = frozenset({DNS_SERVFAIL, DNS_TIMEOUT, DNS_REFUSED})
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """One lookup's outcome: DNS_ALIVE with an address, or a failure kind."""
+
+    hostname: str
+    outcome: str
+    address: str | None = None
+    ttl: int = 0
+
+
+class DNSFailure(DNSLookupError):
+    """A failed lookup that keeps its kind (a DNSLookupError, as Twisted expects)."""
+
+    def __init__(self, resolution: Resolution) -> None:
+        super().__init__(f"{resolution.hostname}: {resolution.outcome}")
+        self.resolution = resolution
+
+
+class _Cache:
+    """A small LRU of resolutions with expiry times."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, tuple[float, Resolution]] = OrderedDict()
+
+    def get(self, name: str) -> Resolution | None:
+        item = self._items.get(name)
+        if item is None:
+            return None
+        expires, resolution = item
+        if expires < time.monotonic():
+            del self._items[name]
+            return None
+        self._items.move_to_end(name)
+        return resolution
+
+    def put(self, resolution: Resolution) -> None:
+        if self.size <= 0 or resolution.ttl <= 0:
+            return
+        self._items[resolution.hostname] = (time.monotonic() + resolution.ttl, resolution)
+        self._items.move_to_end(resolution.hostname)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+
+# The latest failure per name, so a CannotResolveHostError (which carries no
+# kind) can be classified exactly. Bounded like the cache.
+_failures: OrderedDict[str, str] = OrderedDict()
+_FAILURES_KEPT = 100_000
+
+
+def last_failure(hostname: str) -> str | None:
+    """The kind of the last failed lookup of `hostname` in this process, if any."""
+    return _failures.get(hostname)
+
+
+def _remember(resolution: Resolution) -> None:
+    if resolution.outcome == DNS_ALIVE:
+        _failures.pop(resolution.hostname, None)
+        return
+    _failures[resolution.hostname] = resolution.outcome
+    _failures.move_to_end(resolution.hostname)
+    if len(_failures) > _FAILURES_KEPT:
+        _failures.popitem(last=False)
+
+
+def parse_nameservers(value: str | list | None) -> list[tuple[str, int]]:
+    """'127.0.0.1:5353,10.0.0.1' → [('127.0.0.1', 5353), ('10.0.0.1', 53)]."""
+    if not value:
+        return []
+    items = value.split(",") if isinstance(value, str) else value
+    servers = []
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        host, _, port = item.rpartition(":") if item.count(":") == 1 else (item, "", "53")
+        try:
+            servers.append((host, int(port)))
+        except ValueError:
+            raise ValueError(f"DNS_NAMESERVERS: bad server {item!r} (want host:port)") from None
+    return servers
+
+
+@implementer(IResolverSimple)
+class OutcomeResolver:
+    """TWISTED_DNS_RESOLVER: IPv4 lookups through twisted.names, failures with their kind."""
+
+    def __init__(
+        self,
+        reactor,
+        nameservers: list[tuple[str, int]] | None = None,
+        timeout: float = 5.0,
+        cache_size: int = 100_000,
+    ) -> None:
+        self.reactor = reactor
+        self.timeout = timeout
+        self._cache = _Cache(cache_size)
+        if nameservers:
+            self._client = client.Resolver(servers=nameservers, reactor=reactor)
+        else:
+            self._client = client.Resolver(resolv="/etc/resolv.conf", reactor=reactor)
+
+    @classmethod
+    def from_crawler(cls, crawler, reactor):
+        settings = crawler.settings
+        return cls(
+            reactor,
+            parse_nameservers(settings.get("DNS_NAMESERVERS")),
+            settings.getfloat("DNS_TIMEOUT", 5.0),
+            settings.getint("DNSCACHE_SIZE", 100_000)
+            if settings.getbool("DNSCACHE_ENABLED", True)
+            else 0,
+        )
+
+    def install_on_reactor(self) -> None:
+        self.reactor.installResolver(self)
+
+    def getHostByName(self, name: str, timeout=()) -> defer.Deferred:  # noqa: N802 (Twisted API)
+        """IResolverSimple: an address, or a DNSFailure carrying the kind."""
+        if isIPAddress(name) or isIPv6Address(name):
+            return defer.succeed(name)
+        return self.resolve(name).addCallback(_address_or_failure)
+
+    def resolve(self, name: str) -> defer.Deferred:
+        """Deferred[Resolution]; never fails."""
+        name = name.lower().rstrip(".")
+        cached = self._cache.get(name)
+        if cached is not None:
+            return defer.succeed(cached)
+        return defer.Deferred.fromCoroutine(self._resolve(name))
+
+    async def _resolve(self, name: str) -> Resolution:
+        resolution = await self._lookup(name, name, MAX_CNAME_HOPS)
+        self._cache.put(resolution)
+        _remember(resolution)
+        return resolution
+
+    async def _lookup(self, hostname: str, query: str, hops: int) -> Resolution:
+        try:
+            answers, authority, _ = await self._client.lookupAddress(query, (self.timeout,))
+        except dns_error.DNSNameError as exc:
+            return Resolution(hostname, DNS_NXDOMAIN, ttl=_negative_ttl(exc))
+        except (dns_error.DNSServerError, dns_error.DNSFormatError):
+            return Resolution(hostname, DNS_SERVFAIL)
+        except dns_error.DNSQueryRefusedError:
+            return Resolution(hostname, DNS_REFUSED)
+        except (defer.TimeoutError, dns_error.DNSQueryTimeoutError, OSError):
+            return Resolution(hostname, DNS_TIMEOUT)
+        except dns_error.DomainError:
+            return Resolution(hostname, DNS_SERVFAIL)
+        return await self._from_answers(hostname, query, answers, authority, hops)
+
+    async def _from_answers(self, hostname, query, answers, authority, hops) -> Resolution:
+        for record in answers:
+            if record.type == dns.A:
+                return Resolution(hostname, DNS_ALIVE, record.payload.dottedQuad(), record.ttl)
+        for record in answers:
+            if record.type == dns.CNAME and hops > 0:
+                return await self._lookup(hostname, str(record.payload.name), hops - 1)
+        return Resolution(hostname, DNS_NOANSWER, ttl=_soa_minimum(authority))
+
+
+def _address_or_failure(resolution: Resolution):
+    if resolution.address is None:
+        raise DNSFailure(resolution)
+    return resolution.address
+
+
+def _negative_ttl(exc: Exception) -> int:
+    message = exc.args[0] if exc.args else None
+    return _soa_minimum(getattr(message, "authority", []))
+
+
+def _soa_minimum(authority) -> int:
+    """RFC 2308: a negative answer lives min(SOA TTL, SOA minimum) seconds."""
+    for record in authority:
+        if record.type == dns.SOA:
+            return min(record.ttl, record.payload.minimum, NEGATIVE_TTL_CAP)
+    return 0

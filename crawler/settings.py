@@ -1,0 +1,54 @@
+"""Scrapy settings for the hosts spider; every one can be overridden with -s or the environment."""
+
+from __future__ import annotations
+
+import os
+
+BOT_NAME = "hostcrawl"
+SPIDER_MODULES = ["crawler.spiders"]
+NEWSPIDER_MODULE = "crawler.spiders"
+COMMANDS_MODULE = "crawler.commands"
+
+USER_AGENT = "hostcrawl/0.1 (+https://github.com/hostcrawl; host discovery)"
+
+# --- the crawl's own settings (DESIGN.md 'Running it') ---
+HOST_URL_TEMPLATE = os.environ.get("HOST_URL_TEMPLATE", "https://{hostname}/")
+DNS_NAMESERVERS = os.environ.get("DNS_NAMESERVERS", "")
+TRAP_WINDOW = int(os.environ.get("TRAP_WINDOW", 50))
+CLAIM_BATCH = int(os.environ.get("CLAIM_BATCH", 32))
+CLAIM_LEASE = int(os.environ.get("CLAIM_LEASE", 600))  # seconds
+CLAIM_POLL_INTERVAL = float(os.environ.get("CLAIM_POLL_INTERVAL", 2.0))
+RECRAWL_AFTER = int(os.environ.get("RECRAWL_AFTER", 7 * 86400))  # seconds
+CLOSE_WHEN_DRAINED = os.environ.get("CLOSE_WHEN_DRAINED", "0") == "1"
+DENYLIST_RELOAD = 60.0  # seconds between full reloads besides LISTEN/NOTIFY
+
+# --- resolution: our resolver keeps the failure kind ---
+TWISTED_DNS_RESOLVER = "crawler.resolver.OutcomeResolver"
+DNS_TIMEOUT = 5.0
+DNSCACHE_SIZE = 100_000
+
+# --- production hygiene (DESIGN.md 'Scrapy facts') ---
+REMOTE_CONTROL_ENABLED = False
+TELNETCONSOLE_ENABLED = False
+COOKIES_ENABLED = False
+ROBOTSTXT_OBEY = True
+DOWNLOAD_MAXSIZE = 2 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 1024 * 1024
+DOWNLOAD_TIMEOUT = 20
+REDIRECT_MAX_TIMES = 5
+RETRY_TIMES = 1
+# Politeness: one connection per host at a time; many hosts in parallel.
+CONCURRENT_REQUESTS = 64
+CONCURRENT_REQUESTS_PER_DOMAIN = 1
+DOWNLOAD_DELAY = 0
+AUTOTHROTTLE_ENABLED = False
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
+
+DOWNLOADER_MIDDLEWARES = {
+    # Early, so a denied request costs nothing: no robots.txt fetch, no retry.
+    "crawler.middlewares.BlacklistMiddleware": 50,
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+    "crawler.middlewares.AnswerAwareRetryMiddleware": 550,
+}
+# The claim is the duplicate filter: a host is claimed once per lease.
+DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
