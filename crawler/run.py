@@ -1,0 +1,75 @@
+"""`make run`: the main job on one machine, embedded database by default.
+
+Holds the database (starting the embedded one under var/ if DATABASE_URL is
+unset), migrates, queues the seeds, then runs the crawler — and the panel
+under gunicorn when it is installed — as child processes sharing that
+database. Ctrl-C stops the children gracefully, then the database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from crawler.db.engine import PROJECT_ROOT, database_url
+
+GRACE_SECONDS = 60
+
+
+def children(bind: str) -> list[list[str]]:
+    """The commands to run beside each other."""
+    commands = [[sys.executable, "-m", "scrapy", "crawl", "hosts"]]
+    if importlib.util.find_spec("webpanel") is not None:
+        app = "webpanel:create_app()"
+        commands.append([sys.executable, "-m", "gunicorn", "--bind", bind, "--workers", "2", app])
+    return commands
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=Path, default=PROJECT_ROOT / "seeds.txt")
+    parser.add_argument("--bind", default="127.0.0.1:8000", help="where the panel listens")
+    args = parser.parse_args(argv)
+
+    os.environ["DATABASE_URL"] = database_url()  # children share this server
+    for step in (["db", "upgrade"], ["seed", "-f", str(args.seeds)]):
+        subprocess.run([sys.executable, "-m", "crawler.cli", *step], check=True, cwd=PROJECT_ROOT)
+    # Own sessions: a terminal's Ctrl-C reaches only us, and we send exactly one
+    # SIGINT (a second one makes Scrapy stop uncleanly).
+    procs = [
+        subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True)
+        for cmd in children(args.bind)
+    ]
+    if len(procs) > 1:
+        print(f"panel: http://{args.bind}/  (create an operator: hostcrawl user create NAME)")
+    return supervise(procs)
+
+
+def supervise(procs: list[subprocess.Popen]) -> int:
+    """Wait for the children; on Ctrl-C or when one ends, stop the rest gracefully."""
+    try:
+        while all(p.poll() is None for p in procs):
+            try:
+                procs[0].wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                continue
+    except KeyboardInterrupt:
+        print("stopping…", file=sys.stderr)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+    for proc in procs:
+        try:
+            proc.wait(timeout=GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return max((p.returncode or 0) for p in procs) if procs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
