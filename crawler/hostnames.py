@@ -47,7 +47,7 @@ def normalize(value: str) -> str:
     """
     if not isinstance(value, str):
         raise HostnameError(value, "not a string")
-    text = value.strip().translate(_URL_NOISE)
+    text = _clean(value)
     if not text:
         raise HostnameError(value, "empty")
     host = _host_part(value, _authority(text))
@@ -69,7 +69,7 @@ def link_hostname(href: str, page_host: str) -> str | None:
     their own authority need parsing; mailto:, javascript:, data: and the like
     have no hostname.
     """
-    href = href.strip().translate(_URL_NOISE)
+    href = _clean(href)
     if href.startswith("//"):
         return _authority_hostname(href[2:])
     scheme = _SCHEME.match(href)
@@ -82,6 +82,14 @@ def link_hostname(href: str, page_host: str) -> str | None:
         # "http:foo" is a relative reference in a page served over http(s).
         return page_host
     return _authority_hostname(rest[2:])
+
+
+def _clean(text: str) -> str:
+    """Strip the ends; drop tabs and newlines inside (rare, so checked before copying)."""
+    text = text.strip()
+    if "\t" in text or "\n" in text or "\r" in text:
+        text = text.translate(_URL_NOISE)
+    return text
 
 
 def _authority_hostname(rest: str) -> str | None:
@@ -132,7 +140,9 @@ def _host_part(value: object, authority: str) -> str:
 def _is_port(text: str) -> bool:
     """True for ':' followed by nothing or a port number."""
     digits = text[1:]
-    return text.startswith(":") and (not digits or (digits.isdigit() and int(digits) < 65536))
+    return text.startswith(":") and (
+        not digits or (digits.isascii() and digits.isdigit() and int(digits) < 65536)
+    )
 
 
 def _ipv6(value: object, text: str) -> str:

@@ -11,6 +11,8 @@ from sqlalchemy import create_engine, text
 
 from crawler.db.database import Database
 
+pytest_plugins = ["tests.fakeweb.fixtures"]
+
 TABLES = "audit_log, trap_window, queue, hosts, users"
 
 

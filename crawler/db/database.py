@@ -83,12 +83,13 @@ NEAREST_ENTRY = """
 CLAIM = text(
     """
     WITH due AS (
+        -- q's own row is due, so only its parents can be deny entries.
         SELECT q.hostname FROM queue q
          WHERE q.status_reason IS NULL AND q.denied_by IS NULL
            AND q.next_claim_at <= now()
            AND NOT EXISTS (
                SELECT 1 FROM queue d
-                WHERE d.hostname = ANY(host_parents(q.hostname))
+                WHERE d.hostname = ANY((host_parents(q.hostname))[2:])
                   AND d.status_reason IS NOT NULL)
          ORDER BY q.next_claim_at
          LIMIT :n

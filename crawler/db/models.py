@@ -95,9 +95,10 @@ class QueueRow(Base):
             "next_claim_at",
             postgresql_where=text("status_reason IS NULL AND denied_by IS NULL"),
         ),
+        # Deny entries only: small, so "is any parent an entry?" probes stay in cache.
         Index(
             "ix_queue_entries",
-            "status_reason",
+            "hostname",
             postgresql_where=text("status_reason IS NOT NULL"),
         ),
         Index("ix_queue_denied_by", "denied_by", postgresql_where=text("denied_by IS NOT NULL")),

@@ -11,12 +11,23 @@ import sqlalchemy as sa
 from alembic import op
 
 # Every name at and above a hostname: the claim query's "under a deny entry" test.
+# plpgsql with a high COST, so the planner computes it once per candidate row
+# and probes the queue's primary key, instead of once per (row, entry) pair.
 HOST_PARENTS = """
 CREATE FUNCTION host_parents(name text) RETURNS text[]
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-    SELECT array_agg(array_to_string(labels[i:], '.') ORDER BY i)
-    FROM (SELECT string_to_array(name, '.') AS labels) AS s,
-         generate_subscripts(labels, 1) AS i
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE COST 10000 AS $$
+DECLARE
+    names text[] := ARRAY[name];
+    rest text := name;
+    dot int := strpos(rest, '.');
+BEGIN
+    WHILE dot > 0 LOOP
+        rest := substr(rest, dot + 1);
+        names := names || rest;
+        dot := strpos(rest, '.');
+    END LOOP;
+    RETURN names;
+END
 $$
 """
 
@@ -139,7 +150,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_queue_entries",
         "queue",
-        ["status_reason"],
+        ["hostname"],
         unique=False,
         postgresql_where=sa.text("status_reason IS NOT NULL"),
     )

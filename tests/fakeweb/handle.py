@@ -25,6 +25,24 @@ class FakeWebError(RuntimeError):
     """The fakeweb subprocess failed to start or to obey a command."""
 
 
+def read_ready_line(proc: subprocess.Popen, timeout: float) -> dict:
+    """The JSON ready line a fakeweb process prints, waiting at most timeout."""
+    deadline = time.monotonic() + timeout
+    fd = proc.stdout.fileno()
+    buffer = b""
+    while b"\n" not in buffer:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise FakeWebError(f"fakeweb not ready after {timeout}s")
+        readable, _, _ = select.select([fd], [], [], remaining)
+        if readable:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise FakeWebError("fakeweb exited before it was ready")
+            buffer += chunk
+    return json.loads(buffer.split(b"\n", 1)[0])
+
+
 class FakeWeb:
     """A running fakeweb subprocess serving one World; use as a context manager."""
 
@@ -91,23 +109,10 @@ class FakeWeb:
 
     def _read_ready_line(self) -> dict:
         """Wait (bounded) for the child's JSON ready line on stdout."""
-        deadline = time.monotonic() + self.startup_timeout
-        fd = self._proc.stdout.fileno()
-        buffer = b""
-        while b"\n" not in buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise FakeWebError(f"not ready after {self.startup_timeout}s")
-            readable, _, _ = select.select([fd], [], [], remaining)
-            if readable:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    self._proc.wait(timeout=self.stop_timeout)
-                    raise FakeWebError(
-                        f"fakeweb exited with {self._proc.returncode}:\n{self.stderr()}"
-                    )
-                buffer += chunk
-        return json.loads(buffer.split(b"\n", 1)[0])
+        try:
+            return read_ready_line(self._proc, self.startup_timeout)
+        except FakeWebError as exc:
+            raise FakeWebError(f"{exc}\n{self.stderr()}") from None
 
     def stop(self) -> None:
         """Stop the subprocess: EOF on stdin, then SIGTERM, then SIGKILL."""
@@ -241,8 +246,7 @@ class FakeWeb:
         return [
             e
             for e in events
-            if e["event"] == "connection"
-            and (behaviour is None or e["behaviour"] == behaviour)
+            if e["event"] == "connection" and (behaviour is None or e["behaviour"] == behaviour)
         ]
 
     def dns_queries(self, name: str | None = None, qtype: str | None = None) -> list[dict]:

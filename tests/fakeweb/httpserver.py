@@ -230,11 +230,23 @@ class TlsBrokenProtocol(MisbehavingProtocol):
     """Answers the first bytes (a ClientHello) with a TLS fatal alert."""
 
     behaviour = "tls_broken"
+    linger = 10.0  # seconds before closing if the client never does
+    answered = False
 
     def data_received(self, data: bytes) -> None:
-        """Reply with the alert and close."""
+        """Reply once with the alert, then half-close; ignore the rest."""
+        if self.answered:
+            return
+        self.answered = True
         self.transport.write(TLS_ALERT)
-        self.transport.close()
+        # A FIN rather than close(): closing with unread client bytes in the
+        # kernel buffer would send an RST that can overtake the alert.
+        self.transport.write_eof()
+        asyncio.get_running_loop().call_later(self.linger, self.transport.close)
+
+    def eof_received(self) -> bool:
+        """The client is done too: let asyncio close the connection."""
+        return False
 
 
 class BlackholeProtocol(MisbehavingProtocol):

@@ -104,7 +104,7 @@ def make_tls_context(workdir: Path) -> ssl.SSLContext:
     # EC keys are generated in microseconds, unlike RSA.
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fakeweb.test")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     alt = [x509.DNSName("*.test"), x509.DNSName("localhost")]
     alt.append(x509.IPAddress(ipaddress.ip_address(LOOPBACK)))
     cert = (
@@ -189,9 +189,7 @@ class FakeWebServer:
     async def _start_servers(self, loop) -> dict:
         """Start every listener and return the ports chosen."""
         udp, dns_tcp = bind_dns(self.args.dns_port)
-        await loop.create_datagram_endpoint(
-            lambda: DnsUdpProtocol(self.responder), sock=udp
-        )
+        await loop.create_datagram_endpoint(lambda: DnsUdpProtocol(self.responder), sock=udp)
         await asyncio.start_server(tcp_handler(self.responder), sock=dns_tcp)
         control = await asyncio.start_server(
             control_handler(self.responder, self.stop), LOOPBACK, self.args.control_port
@@ -266,7 +264,12 @@ class FakeWebServer:
                 loop.remove_reader(fd)
                 self.stop.set()
 
-        loop.add_reader(fd, readable)
+        try:
+            loop.add_reader(fd, readable)
+        except PermissionError:
+            # A regular file or /dev/null cannot be polled and has no parent
+            # behind it to watch.
+            print("fakeweb: stdin is not a pipe; ignoring --exit-on-stdin-eof", file=sys.stderr)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -274,17 +277,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m tests.fakeweb", description=__doc__)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--world", help="world JSON file written by World.save()")
-    source.add_argument(
-        "--graph", type=int, metavar="N", help="serve World(seed).graph(N) instead"
-    )
+    source.add_argument("--graph", type=int, metavar="N", help="serve World(seed).graph(N) instead")
     parser.add_argument("--seed", type=int, default=1, help="seed for --graph")
     parser.add_argument("--workdir", help="logs/cert directory (default: temporary)")
     for name in ("dns", "http", "https", "control"):
         parser.add_argument(f"--{name}-port", type=int, default=0, help="0 = any free")
     parser.add_argument("--ready-file", help="also write the ready line to this file")
-    parser.add_argument(
-        "--exit-on-stdin-eof", action="store_true", help="stop when stdin closes"
-    )
+    parser.add_argument("--exit-on-stdin-eof", action="store_true", help="stop when stdin closes")
     return parser.parse_args(argv)
 
 

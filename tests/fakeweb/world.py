@@ -128,9 +128,7 @@ class World:
         self._ensure_served(name)[path] = page
         return name
 
-    def redirect(
-        self, name: str, location: str, *, status: int = 301, path: str = "/"
-    ) -> str:
+    def redirect(self, name: str, location: str, *, status: int = 301, path: str = "/") -> str:
         """Make name/path answer with a redirect (Location: location)."""
         name = normalize_host(name)
         page = {"status": status, "location": location}

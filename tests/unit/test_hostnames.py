@@ -99,6 +99,7 @@ def test_normalize(value, expected):
         ("\u2603.example.org", "bad IDNA"),
         ("example.org:99999", "bad port"),
         ("example.org:http", "bad port"),
+        ("example.org:²", "bad port"),
         ("[::1", "bad IPv6"),
         ("1.2.3.999", "bad IPv4"),
         ("[fe80::1%eth0]", "bad IPv6"),

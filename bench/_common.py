@@ -1,0 +1,151 @@
+"""Shared helpers for the bench/ scripts: realistic hostnames, timing, verdict lines.
+
+Every generator takes a `random.Random` so each run measures the same corpus.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import random
+import statistics
+import time
+from collections.abc import Callable
+
+
+def words(text: str) -> list[str]:
+    """Whitespace-separated words as a list (keeps long word lists compact)."""
+    return text.split()
+
+
+# Public suffixes weighted roughly like the web: .com dominates, then a long tail
+# of ccTLDs and multi-label suffixes (co.uk, com.au, co.jp ...).
+SUFFIXES = (
+    ["com"] * 40
+    + ["net"] * 6
+    + ["org"] * 6
+    + ["de"] * 5
+    + ["co.uk"] * 3
+    + ["ru", "fr", "nl", "it", "es", "pl", "br", "jp", "cn", "in", "ca", "au", "ch", "se"]
+    + ["io", "co", "info", "xyz", "online", "site", "top", "shop", "app", "dev", "me", "tv"]
+    + ["com.au", "com.br", "co.jp", "co.in", "com.cn", "org.uk", "ac.uk", "co.za", "com.mx"]
+    + ["be", "at", "dk", "no", "fi", "cz", "pt", "gr", "hu", "ro", "ua", "kr", "tw", "ar"]
+    + ["blogspot.com", "github.io", "herokuapp.com", "s3.amazonaws.com"]
+)
+# Labels commonly seen left of a registered domain.
+SUBLABELS = words(
+    "www www www www m mail api cdn static img images blog shop store app dev staging"
+    " test beta news docs help support login auth accounts assets media files en de fr"
+    " us eu cloud portal admin status go my"
+)
+_ONSETS = words("b c d f g h j k l m n p r s t v w z br ch cl cr dr fl gr pl pr sh st tr")
+_VOWELS = words("a e i o u a e i o ai ea ou")
+
+
+def word(rng: random.Random) -> str:
+    """A pronounceable lowercase word of 2-4 syllables, like a real domain label."""
+    return "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) for _ in range(rng.randint(2, 4)))
+
+
+def registered_domain(rng: random.Random) -> str:
+    """e.g. 'shop123.co.uk', 'brafeli-tronu.com', 'gralo.de'."""
+    kind = rng.random()
+    if kind < 0.55:
+        label = word(rng)
+    elif kind < 0.80:
+        label = f"{word(rng)}{rng.randint(1, 9999)}"
+    else:
+        label = f"{word(rng)}-{word(rng)}"
+    return f"{label}.{rng.choice(SUFFIXES)}"
+
+
+def subdomain_of(domain: str, rng: random.Random, depth: int) -> str:
+    labels = [
+        rng.choice(SUBLABELS) if rng.random() < 0.6 else f"{word(rng)}{rng.randint(0, 99)}"
+        for _ in range(depth)
+    ]
+    return ".".join([*labels, domain])
+
+
+def deny_entries(n: int, rng: random.Random, subdomain_share: float = 0.25) -> list[str]:
+    """n distinct deny entries: mostly registered domains, some subdomains (1-2 deep)."""
+    entries: set[str] = set()
+    while len(entries) < n:
+        domain = registered_domain(rng)
+        if rng.random() < subdomain_share:
+            domain = subdomain_of(domain, rng, rng.choice((1, 1, 1, 2)))
+        entries.add(domain)
+    return sorted(entries)
+
+
+def probe_hosts(entries: list[str], n: int, rng: random.Random) -> list[str]:
+    """n hostnames to look up: ~20% an entry itself, ~30% 1-3 labels under an entry,
+    ~15% near misses (a sibling or the parent of an entry), ~35% unrelated names
+    (0-3 labels over a fresh registered domain)."""
+    probes = []
+    for _ in range(n):
+        kind = rng.random()
+        entry = rng.choice(entries)
+        if kind < 0.20:
+            probes.append(entry)
+        elif kind < 0.50:
+            probes.append(subdomain_of(entry, rng, rng.randint(1, 3)))
+        elif kind < 0.65:
+            # A sibling label next to the entry, or the name the entry sits under.
+            parent = entry.partition(".")[2]
+            if "." in parent and rng.random() < 0.5:
+                probes.append(parent)
+            else:
+                probes.append(subdomain_of(f"x{word(rng)}.{parent}", rng, rng.randint(0, 2)))
+        else:
+            probes.append(subdomain_of(registered_domain(rng), rng, rng.randint(0, 3)))
+    return probes
+
+
+def fresh(strings: list[str]) -> list[str]:
+    """New string objects with the same text, so no cached hash carries over a run."""
+    return [(s + ".")[:-1] for s in strings]
+
+
+def timed(fn: Callable[[], object]) -> float:
+    """Seconds for one call of fn, with the garbage collector held off (as timeit does)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class Runs:
+    """Timings of one configuration over several rounds; best and median."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def add(self, seconds: float) -> None:
+        self.times.append(seconds)
+
+    @property
+    def best(self) -> float:
+        return min(self.times)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def machine_line() -> str:
+    cpus = os.cpu_count()
+    return (
+        f"# {platform.python_implementation()} {platform.python_version()},"
+        f" {cpus} cores, {time.strftime('%Y-%m-%d %H:%M')}"
+    )

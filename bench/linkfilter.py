@@ -1,0 +1,247 @@
+"""Links per second through crawler.links.filter_links, against the naive urllib way.
+
+Target: >= 200,000 links/s on one core, with a DenyList of ~10k entries.
+
+Baseline (same links, same process, rounds interleaved): for each href,
+urllib.parse.urljoin(page_url, href) then urlsplit(url).hostname, which
+resolves the link but neither normalizes the name (case, IDNA, trailing dot,
+checks) nor matches it against the deny list.
+
+The corpus is generated (seeded): pages of 40-200 links each, a mix of relative
+links, absolute links to the page's own host and to many others (upper case,
+ports, userinfo, a trailing dot, IDN now and then), protocol-relative //cdn
+links, mailto:/javascript:/tel:/data: links, fragments, queries and stray
+whitespace, with ~4% of links pointing at or under a deny entry.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import random
+import sys
+from urllib.parse import urljoin, urlsplit
+
+from _common import (
+    Runs,
+    deny_entries,
+    fresh,
+    machine_line,
+    registered_domain,
+    subdomain_of,
+    timed,
+    verdict,
+    word,
+    words,
+)
+
+from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
+from crawler.links import filter_links
+
+PAGES = 2_000
+DENY_ENTRIES = 10_000
+ROUNDS = 7
+TARGET = 200_000  # links/s
+
+POPULAR = words(
+    "www.facebook.com twitter.com x.com www.instagram.com www.linkedin.com"
+    " www.youtube.com www.google.com maps.google.com play.google.com apps.apple.com"
+    " github.com en.wikipedia.org www.amazon.com t.me wa.me www.pinterest.com"
+    " www.tiktok.com medium.com"
+)
+CDNS = words(
+    "cdn.jsdelivr.net fonts.googleapis.com fonts.gstatic.com ajax.googleapis.com"
+    " cdnjs.cloudflare.com unpkg.com code.jquery.com stackpath.bootstrapcdn.com"
+    " www.googletagmanager.com connect.facebook.net static.cloudflareinsights.com"
+)
+IDN = ["bücher.de", "münchen.de", "www.straße.de", "пример.рф", "例え.jp", "café.fr"]
+# Ad and tracker names that a real deny list would hold and pages do link to.
+TRACKERS = words(
+    "doubleclick.net googlesyndication.com adservice.google.com ads.yahoo.com"
+    " track.adform.net pixel.quantserve.com bat.bing.com sc-static.net"
+)
+
+
+def path(rng: random.Random) -> str:
+    parts = [word(rng) for _ in range(rng.randint(0, 3))]
+    p = "/" + "/".join(parts)
+    if rng.random() < 0.3:
+        p += rng.choice((".html", ".php", "/", ".pdf", ".jpg"))
+    if rng.random() < 0.25:
+        p += f"?{word(rng)}={rng.randint(0, 999)}&utm_source={word(rng)}"
+    if rng.random() < 0.15:
+        p += f"#{word(rng)}"
+    return p
+
+
+def shout(rng: random.Random, text: str) -> str:
+    """Upper-case a host now and then, as some sites write them."""
+    r = rng.random()
+    if r < 0.03:
+        return text.upper()
+    if r < 0.06:
+        return text.title()
+    return text
+
+
+def absolute(rng: random.Random, host: str) -> str:
+    scheme = "https" if rng.random() < 0.8 else "http"
+    if rng.random() < 0.04:
+        scheme = scheme.upper()
+    host = shout(rng, host)
+    r = rng.random()
+    if r < 0.02:
+        host += f":{rng.choice((8080, 8443, 443, 80, 3000))}"
+    elif r < 0.025:
+        host = f"user:pw@{host}"
+    elif r < 0.03:
+        host += "."
+    return f"{scheme}://{host}{path(rng)}"
+
+
+def page_links(rng: random.Random, page_host: str, others: list[str], denied: list[str]):
+    links = []
+    for _ in range(rng.randint(40, 200)):
+        r = rng.random()
+        if r < 0.40:  # relative
+            kind = rng.random()
+            if kind < 0.6:
+                link = path(rng)
+            elif kind < 0.8:
+                link = f"{word(rng)}.html"
+            elif kind < 0.9:
+                link = f"../{word(rng)}/"
+            else:
+                link = rng.choice(("#", "#top", "?page=2", "./", "#main-content"))
+        elif r < 0.62:  # absolute, same site
+            link = absolute(rng, page_host)
+        elif r < 0.80:  # absolute, other sites
+            host = rng.choice(POPULAR) if rng.random() < 0.4 else rng.choice(others)
+            link = absolute(rng, host)
+        elif r < 0.84:  # at or under a deny entry
+            entry = rng.choice(denied)
+            link = absolute(rng, subdomain_of(entry, rng, rng.randint(0, 2)))
+        elif r < 0.89:  # protocol-relative
+            link = f"//{rng.choice(CDNS)}{path(rng)}"
+        elif r < 0.97:  # no hostname
+            link = rng.choice(
+                (
+                    f"mailto:{word(rng)}@{page_host}",
+                    "javascript:void(0)",
+                    "javascript:;",
+                    f"tel:+49{rng.randint(10**8, 10**9)}",
+                    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNk",
+                    f"whatsapp://send?text={word(rng)}",
+                )
+            )
+        elif r < 0.975:  # IDN
+            link = absolute(rng, rng.choice(IDN))
+        else:  # junk a page may carry
+            link = rng.choice(
+                (
+                    "http://",
+                    "https://exa mple.com/",
+                    "http://[::1]:8080/",
+                    "http://192.168.0.1/admin",
+                    "https://-bad-.example.com/",
+                    "",
+                    "HTTP://WWW.EXAMPLE.COM",
+                )
+            )
+        if rng.random() < 0.02:
+            link = f" {link}\n"
+        links.append(link)
+    return links
+
+
+def corpus(rng: random.Random, denied: list[str]) -> list[tuple[str, list[str]]]:
+    others = [subdomain_of(registered_domain(rng), rng, rng.randint(0, 2)) for _ in range(20_000)]
+    pages = []
+    for _ in range(PAGES):
+        page_host = subdomain_of(registered_domain(rng), rng, rng.choice((0, 1, 1, 2)))
+        pages.append((page_host, page_links(rng, page_host, others, denied)))
+    return pages
+
+
+def ours(pages, denylist: DenyList) -> None:
+    for page_host, hrefs in pages:
+        filter_links(hrefs, page_host, denylist)
+
+
+def naive(pages) -> None:
+    for page_host, hrefs in pages:
+        base = f"https://{page_host}/"
+        for href in hrefs:
+            try:  # noqa: SIM105 (contextlib.suppress would slow the baseline's loop)
+                urlsplit(urljoin(base, href)).hostname  # noqa: B018
+            except ValueError:
+                pass
+
+
+def main() -> None:
+    rng = random.Random(20261130)
+    print(machine_line())
+    entries = deny_entries(DENY_ENTRIES - len(TRACKERS), rng) + TRACKERS
+    denylist = DenyList((e, rng.choice((BLOCKED, NO_FOLLOW))) for e in entries)
+    pages = corpus(rng, entries)
+    links = sum(len(hrefs) for _, hrefs in pages)
+
+    totals = {"found": 0, "saved": 0}
+    dropped: dict[str, int] = {}
+    for page_host, hrefs in pages:
+        result = filter_links(hrefs, page_host, denylist)
+        totals["found"] += result.found
+        totals["saved"] += len(result.hostnames)
+        for rule, n in result.dropped.items():
+            dropped[rule] = dropped.get(rule, 0) + n
+    print(
+        f"# corpus: {PAGES:,} pages, {links:,} links, deny list {len(denylist):,} entries;"
+        f" per page: {totals['saved'] / PAGES:.1f} distinct hostnames kept;"
+        f" dropped {', '.join(f'{k} {v:,}' for k, v in sorted(dropped.items()))}"
+    )
+
+    def copy():
+        return [(host, fresh(hrefs)) for host, hrefs in pages]
+
+    mine, theirs = Runs(), Runs()
+    for round_no in range(ROUNDS + 1):  # round 0 warms up
+        batch = copy()
+        seconds = timed(lambda b=batch: ours(b, denylist))
+        if round_no:
+            mine.add(seconds)
+        batch = copy()
+        seconds = timed(lambda b=batch: naive(b))
+        if round_no:
+            theirs.add(seconds)
+
+    ours_rate, naive_rate = links / mine.best, links / theirs.best
+    print(f"# best of {ROUNDS} interleaved rounds [median], one process, gc off while timed")
+    print(
+        f"naive urljoin+urlsplit().hostname: {naive_rate:,.0f} links/s"
+        f" [median {links / theirs.median:,.0f}] (baseline: no normalization, no deny match)"
+    )
+    print(
+        f"filter_links (10k deny entries): {ours_rate:,.0f} links/s"
+        f" [median {links / mine.median:,.0f}]"
+        f" (ratio vs naive urljoin: {ours_rate / naive_rate:.2f}, target >= {TARGET:,} links/s)"
+        f" {verdict(ours_rate >= TARGET)}"
+    )
+    if ours_rate < TARGET or "--profile" in sys.argv:
+        profile(copy(), denylist)
+
+
+def profile(pages, denylist: DenyList) -> None:
+    """Where filter_links spends its time (cProfile inflates call-heavy code; read shares)."""
+    profiler = cProfile.Profile()
+    profiler.runcall(ours, pages, denylist)
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(12)
+    print("# profile of one pass, by own time:")
+    for line in out.getvalue().splitlines():
+        if line.strip():
+            print("#   " + line.strip())
+
+
+if __name__ == "__main__":
+    main()
