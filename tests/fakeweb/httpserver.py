@@ -55,8 +55,9 @@ def build_response(
 class Responses:
     """Every response of a world, rendered once so serving is a dict lookup."""
 
-    def __init__(self, world: World):
+    def __init__(self, world: World, ports: dict[str, int] | None = None):
         """Render all pages, redirects and robots.txt files of world."""
+        self.ports = {f"{scheme}_port": port for scheme, port in (ports or {}).items()}
         self.by_key: dict[tuple[str, str], tuple[int, bytes, bytes]] = {}
         for host, pages in world.pages.items():
             for path, page in pages.items():
@@ -72,11 +73,10 @@ class Responses:
         missing = {"title": "Not Found", "links": []}
         self.not_found = build_response(404, render_page(missing), html_type)
 
-    @staticmethod
-    def _render(page: dict) -> tuple[int, bytes, bytes]:
+    def _render(self, page: dict) -> tuple[int, bytes, bytes]:
         """Response for one page dict (a redirect or an HTML page)."""
         if "location" in page:
-            location = page["location"]
+            location = page["location"].format_map(self.ports) if self.ports else page["location"]
             body = f'<a href="{html.escape(location)}">moved</a>\n'
             extra = f"Location: {location}\r\n"
             return build_response(page["status"], body, "text/html", extra)

@@ -194,12 +194,15 @@ class FakeWebServer:
         control = await asyncio.start_server(
             control_handler(self.responder, self.stop), LOOPBACK, self.args.control_port
         )
-        responses = Responses(self.world)
         tls = make_tls_context(self.workdir)
-        ports = {}
-        for scheme, port in (("http", self.args.http_port), ("https", self.args.https_port)):
-            sockets = bind_on_all(port)
-            ports[scheme] = sockets["ok"].getsockname()[1]
+        bound = {
+            scheme: bind_on_all(port)
+            for scheme, port in (("http", self.args.http_port), ("https", self.args.https_port))
+        }
+        ports = {scheme: sockets["ok"].getsockname()[1] for scheme, sockets in bound.items()}
+        # Redirect locations may name "{http_port}"/"{https_port}": known only now.
+        responses = Responses(self.world, ports)
+        for scheme, sockets in bound.items():
             self.held.append(sockets.pop("refused"))
             await self._listen_all(loop, scheme, sockets, responses, tls)
         return {

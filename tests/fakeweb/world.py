@@ -129,7 +129,10 @@ class World:
         return name
 
     def redirect(self, name: str, location: str, *, status: int = 301, path: str = "/") -> str:
-        """Make name/path answer with a redirect (Location: location)."""
+        """Make name/path answer with a redirect (Location: location).
+
+        location may name "{http_port}" or "{https_port}", filled in when fakeweb starts.
+        """
         name = normalize_host(name)
         page = {"status": status, "location": location}
         self._ensure_served(name)[path] = page

@@ -1,0 +1,125 @@
+"""Real `scrapy crawl hosts` processes against fakeweb, on the test database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from crawler.db.engine import PROJECT_ROOT
+
+CRAWL_TIMEOUT = 180  # seconds: a bound, not a wait
+
+
+class CrawlerProcess:
+    """One crawler worker: `python -m scrapy crawl hosts` with its log in a file."""
+
+    def __init__(self, settings: dict, log_path: Path) -> None:
+        args = [sys.executable, "-m", "scrapy", "crawl", "hosts"]
+        for name, value in settings.items():
+            args += ["-s", f"{name}={value}"]
+        self.log_path = log_path
+        self._log = open(log_path, "w")  # noqa: SIM115 (closed in wait/kill)
+        self.proc = subprocess.Popen(
+            args, cwd=PROJECT_ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=os.environ
+        )
+
+    def wait(self, timeout: float = CRAWL_TIMEOUT) -> int:
+        try:
+            code = self.proc.wait(timeout=timeout)
+        finally:
+            self._log.close()
+        assert code == 0, f"crawler exited {code}; log:\n{self.log()[-4000:]}"
+        return code
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        self._log.close()
+
+    def stop(self) -> None:
+        """Graceful stop (one SIGINT), bounded."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self._log.close()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def wait_until(condition: Callable[[], object], timeout: float, what: str) -> object:
+    """Poll `condition` until it is truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def crawl_settings(web, scheme: str = "http", **overrides) -> dict:
+    settings = {
+        "HOST_URL_TEMPLATE": web.url_template(scheme),
+        "DNS_NAMESERVERS": web.nameservers,
+        "CLOSE_WHEN_DRAINED": 1,
+        "CLAIM_POLL_INTERVAL": 0.2,
+        "DNS_TIMEOUT": 1,
+        "DOWNLOAD_TIMEOUT": 3,
+        "LOG_LEVEL": "INFO",
+    }
+    settings.update(overrides)
+    return settings
+
+
+@pytest.fixture
+def start_crawler(db, tmp_path) -> Callable[..., CrawlerProcess]:
+    """Start crawler workers; any still running at teardown are stopped."""
+    started: list[CrawlerProcess] = []
+
+    def start(web, scheme: str = "http", **overrides) -> CrawlerProcess:
+        log_path = tmp_path / f"crawler-{len(started)}.log"
+        worker = CrawlerProcess(crawl_settings(web, scheme, **overrides), log_path)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture
+def crawl(start_crawler) -> Callable[..., CrawlerProcess]:
+    """Run one worker until drained."""
+
+    def run(web, scheme: str = "http", **overrides) -> CrawlerProcess:
+        worker = start_crawler(web, scheme, **overrides)
+        worker.wait()
+        return worker
+
+    return run
+
+
+def known_hosts(db) -> set[str]:
+    with db.engine.connect() as conn:
+        return set(conn.execute(text("SELECT hostname FROM hosts")).scalars())
+
+
+def host_facts(db, hostname: str):
+    with db.engine.connect() as conn:
+        return conn.execute(
+            text("SELECT * FROM hosts JOIN queue USING (hostname) WHERE hostname = :h"),
+            {"h": hostname},
+        ).first()

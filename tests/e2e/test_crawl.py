@@ -1,0 +1,252 @@
+"""The crawl end to end: real `scrapy crawl hosts` runs against fakeweb (DESIGN.md §3–6)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from sqlalchemy import text
+
+from tests.e2e.conftest import host_facts, known_hosts, wait_until
+from tests.fakeweb import World
+
+
+def test_discovery_from_one_seed_fetches_every_host_once(db, fakeweb_factory, crawl):
+    world = World(seed=3)
+    names = world.graph(
+        150, roots=["alpha.test", "beta.test", "gamma.test", "delta.test"], messy=0.3
+    )
+    web = fakeweb_factory(world)
+    db.seed([names[0]])
+
+    crawl(web)
+
+    assert known_hosts(db) == set(names) == world.reachable(names[0])
+    counts = web.fetch_counts(path="/")
+    assert set(counts) == set(names)
+    assert max(counts.values()) == 1
+    facts = host_facts(db, names[0])
+    assert (facts.outcome, facts.http_status, facts.title) == ("OK", 200, f"Page of {names[0]}")
+    assert facts.links_found >= 1 and facts.next_claim_at is not None and facts.claimed_by is None
+
+
+SOCIAL_LINKS = [
+    "http://SOCIAL.test:8080/x",
+    "http://social.test./",
+    "https://www.social.test/",
+    "//api.Social.TEST/feed",
+    "http://deep.www.social.test/",
+    "http://notsocial.test/",
+]
+
+
+def test_no_follow_links_are_never_saved_nor_fetched(db, fakeweb_factory, crawl):
+    world = World()
+    world.site("hub.test", links=SOCIAL_LINKS)
+    for name in ("social.test", "www.social.test", "api.social.test", "deep.www.social.test"):
+        world.site(name, links=["http://leak.test/"])
+    world.site("notsocial.test")
+    web = fakeweb_factory(world)
+    db.add_no_follow(["social.test"], note="giant platform")
+    db.seed(["hub.test"])
+
+    crawl(web)
+
+    assert known_hosts(db) == {"hub.test", "notsocial.test", "social.test"}
+    assert host_facts(db, "social.test").status_reason == "no_follow"  # the entry's own row
+    assert set(web.fetch_counts(path=None)) == {"hub.test", "notsocial.test"}
+    assert not [
+        q
+        for q in web.dns_queries()
+        if q["name"].endswith("social.test") and q["name"] != "notsocial.test"
+    ]
+    assert host_facts(db, "hub.test").links_filtered == 5
+
+
+def test_no_follow_added_while_crawling_reaches_the_worker_within_5s(
+    db, fakeweb_factory, start_crawler
+):
+    world = World()
+    world.site("late-hub.test", links=["http://x.late.test/", "http://kept.test/"])
+    world.site("kept.test")
+    web = fakeweb_factory(world)
+    worker = start_crawler(web, CLOSE_WHEN_DRAINED=0)
+    wait_until(lambda: "Spider opened" in worker.log(), 60, "the crawler to start")
+
+    db.add_no_follow(["late.test"])
+    wait_until(lambda: "deny list: add late.test" in worker.log(), 5, "the NOTIFY to arrive")
+    db.seed(["late-hub.test"])
+    wait_until(
+        lambda: host_facts(db, "kept.test") and host_facts(db, "kept.test").outcome,
+        60,
+        "kept.test to be crawled",
+    )
+    worker.stop()
+
+    assert "x.late.test" not in known_hosts(db)
+    assert not web.fetches(host="x.late.test", path=None)
+
+
+def trap_world(size: int = 300) -> World:
+    world = World()
+    world.site("hub.test", links=[f"http://n{i:03}.trap.test/" for i in range(size)])
+    world.zone("trap.test", "nxdomain")
+    return world
+
+
+def test_trap_root_is_blocked_after_fifty_failures(db, fakeweb_factory, crawl):
+    web = fakeweb_factory(trap_world())
+    db.seed(["hub.test"])
+
+    worker = crawl(web, CLAIM_BATCH=8)
+
+    [entry] = db.list_entries("blocked")
+    assert entry["hostname"] == "trap.test"
+    reason = entry["blocked_reason"]
+    assert "subdomain generator" in reason and "last 50 unique subdomains of trap.test" in reason
+    assert "DNS_NXDOMAIN 50" in reason
+    looked_up = {q["name"] for q in web.dns_queries() if q["name"].endswith(".trap.test")}
+    # Once blocked, the rest never reach the resolver; only what was in flight may.
+    assert 50 <= len(looked_up) <= 50 + 2 * 8
+    with db.engine.connect() as conn:
+        out_of_routing = conn.execute(
+            text("SELECT count(*) FROM queue WHERE denied_by = 'trap.test'")
+        ).scalar()
+    assert out_of_routing >= 300 - len(looked_up)
+    assert "'traps/blocked': 1" in worker.log()
+
+
+def test_a_root_with_live_subdomains_is_never_blocked(db, fakeweb_factory, crawl):
+    world = World()
+    names = [f"n{i:03}.wild.test" for i in range(200)]
+    world.site("hub.test", links=[f"http://{n}/" for n in names])
+    world.zone("wild.test", "nxdomain")
+    for name in names[::40]:  # one live name in every 40 (the window orders by completion)
+        world.site(name)
+    web = fakeweb_factory(world)
+    db.seed(["hub.test"])
+
+    crawl(web, CLAIM_BATCH=4)
+
+    assert db.list_entries("blocked") == []
+    outcomes = Counter(host_facts(db, n).outcome for n in names)
+    assert outcomes == {"DNS_NXDOMAIN": 195, "OK": 5}
+
+
+def test_tcp_and_tls_failures_count_towards_a_trap(db, fakeweb_factory, crawl):
+    world = World()
+    kinds = ["refused", "reset", "tls_broken"]
+    names = [f"h{i:02}.mixed.test" for i in range(60)]
+    world.site("hub.test", links=[f"https://{n}/" for n in names])
+    for i, name in enumerate(names):
+        world.host(name, kinds[i % 3])
+    web = fakeweb_factory(world)
+    db.seed(["hub.test"])
+
+    crawl(web, scheme="https", CLAIM_BATCH=8, RETRY_TIMES=0)
+
+    [entry] = db.list_entries("blocked")
+    assert entry["hostname"] == "mixed.test"
+    for kind in ("TCP_REFUSED", "TCP_RESET", "TLS_HANDSHAKE"):
+        assert kind in entry["blocked_reason"]
+
+
+def test_redirects_to_denied_hosts_are_never_followed(db, fakeweb_factory, crawl):
+    world = World()
+    world.site("hub.test", links=["http://r1.test/", "http://r2.test/", "http://r3.test/"])
+    world.redirect("r1.test", "http://www.social.test:{http_port}/")
+    world.redirect("r2.test", "http://x.trapped.test:{http_port}/")
+    world.redirect("r3.test", "http://fine.test:{http_port}/")
+    for name in ("www.social.test", "x.trapped.test", "fine.test"):
+        world.site(name)
+    web = fakeweb_factory(world)
+    db.add_no_follow(["social.test"])
+    db.upsert_blocked("trapped.test", "test block")
+    db.seed(["hub.test"])
+
+    worker = crawl(web)
+
+    fetched = set(web.fetch_counts(path=None))
+    assert fetched == {"hub.test", "r1.test", "r2.test", "r3.test", "fine.test"}
+    assert not web.dns_queries("www.social.test") and not web.dns_queries("x.trapped.test")
+    r1 = host_facts(db, "r1.test")
+    assert (r1.outcome, r1.final_url) == ("OK", f"http://www.social.test:{web.http_port}/")
+    assert "fine.test" in known_hosts(db)  # a redirect's target is discovered too
+    for stat in (
+        "'blacklist/filtered/no_follow': 1",
+        "'blacklist/filtered/blocked': 1",
+        "'blacklist/domains': 2",
+    ):
+        assert stat in worker.log()
+
+
+def test_kill_9_mid_crawl_then_rerun_gives_the_full_result(db, fakeweb_factory, start_crawler):
+    world = World(seed=7)
+    names = world.graph(200, roots=["alpha.test", "beta.test"])
+    web = fakeweb_factory(world)
+    db.seed([names[0]])
+
+    worker = start_crawler(web, CLAIM_LEASE=3, CLAIM_BATCH=8)
+    wait_until(lambda: len(web.fetch_counts()) >= 40, 60, "40 pages fetched")
+    worker.kill()
+    with db.engine.connect() as conn:
+        leased = conn.execute(
+            text(
+                "SELECT count(*) FROM queue WHERE claimed_by IS NOT NULL AND next_claim_at > now()"
+            )
+        ).scalar()
+    assert leased > 0, "the kill left claimed hosts behind"
+
+    def leases_ran_out():
+        with db.engine.connect() as conn:
+            return conn.execute(
+                text(
+                    "SELECT count(*) = 0 FROM queue WHERE claimed_by IS NOT"
+                    " NULL AND next_claim_at > now()"
+                )
+            ).scalar()
+
+    wait_until(leases_ran_out, 10, "the leases to run out")
+    start_crawler(web, CLAIM_LEASE=3).wait()
+
+    assert known_hosts(db) == set(names)
+    with db.engine.connect() as conn:
+        uncrawled = conn.execute(text("SELECT count(*) FROM hosts WHERE outcome IS NULL")).scalar()
+        stranded = conn.execute(text("SELECT count(*) FROM queue WHERE claimed_by IS NOT NULL"))
+    assert uncrawled == 0 and stranded.scalar() == 0
+
+
+def test_two_workers_share_a_crawl_without_fetching_twice(db, fakeweb_factory, start_crawler):
+    world = World(seed=11)
+    names = world.graph(320, roots=["alpha.test", "beta.test", "gamma.test"])
+    web = fakeweb_factory(world)
+    db.seed([names[0]])
+
+    workers = [start_crawler(web, CLAIM_BATCH=8) for _ in range(2)]
+    for worker in workers:
+        worker.wait()
+
+    assert known_hosts(db) == set(names)
+    counts = web.fetch_counts(path="/")
+    assert set(counts) == set(names) and max(counts.values()) == 1
+    with db.engine.connect() as conn:
+        workers_used = conn.execute(text("SELECT count(DISTINCT claimed_by) FROM queue")).scalar()
+    assert workers_used == 0  # every claim settled
+
+
+@pytest.mark.parametrize("worker_count", [1])
+def test_start_requests_to_denied_hosts_leave_routing(db, fakeweb_factory, crawl, worker_count):
+    world = World()
+    world.site("stale.social.test")
+    web = fakeweb_factory(world)
+    db.add_no_follow(["social.test"])
+    # A row saved by a worker whose deny list was stale: the claim refuses it.
+    with db.engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO hosts (hostname, root) VALUES ('stale.social.test', 'social.test')")
+        )
+        conn.execute(
+            text("INSERT INTO queue (hostname, next_claim_at) VALUES ('stale.social.test', now())")
+        )
+    crawl(web)
+    assert not web.fetches(host="stale.social.test", path=None)
