@@ -1,0 +1,67 @@
+"""Every outcome type, from a real crawl of fakeweb: one host per type, one test each."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from crawler.db.database import Database
+from tests.conftest import TABLES
+from tests.e2e.conftest import CrawlerProcess, crawl_settings
+from tests.fakeweb import FakeWeb, World
+
+# host → (fakeweb behaviour or page status, expected outcome, expected HTTP status)
+HTTP_CASES = {
+    "ok.test": ("page", "OK", 200),
+    "missing.test": (404, "OK", 404),
+    "broken.test": (500, "OK", 500),
+    "nx.test": ("nxdomain", "DNS_NXDOMAIN", None),
+    "servfail.test": ("servfail", "DNS_SERVFAIL", None),
+    "refusing.test": ("refused_dns", "DNS_REFUSED", None),
+    "empty.test": ("noanswer", "DNS_NOANSWER", None),
+    "mute.test": ("silent", "DNS_TIMEOUT", None),
+    "closed.test": ("refused", "TCP_REFUSED", None),
+    "hangup.test": ("reset", "TCP_RESET", None),
+    "stall.test": ("blackhole", "HTTP_TIMEOUT", None),
+}
+HTTPS_CASES = {
+    "secure.test": ("page", "OK", 200),
+    "badtls.test": ("tls_broken", "TLS_HANDSHAKE", None),
+}
+
+
+def build_world(cases: dict) -> World:
+    world = World()
+    for host, (how, _, _) in cases.items():
+        if how == "page":
+            world.site(host)
+        elif isinstance(how, int):
+            world.site(host, status=how)
+        else:
+            world.host(host, how)
+    return world
+
+
+@pytest.fixture(scope="module")
+def crawled(engine, tmp_path_factory):
+    """Crawl every case once (http and https), then return each host's facts."""
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    db = Database(engine)
+    logs = tmp_path_factory.mktemp("outcomes")
+    for scheme, cases in (("http", HTTP_CASES), ("https", HTTPS_CASES)):
+        with FakeWeb(build_world(cases), workdir=logs / scheme) as web:
+            db.seed(list(cases))
+            settings = crawl_settings(web, scheme, DOWNLOAD_TIMEOUT=2, RETRY_TIMES=0)
+            CrawlerProcess(settings, logs / f"{scheme}.log").wait()
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT hostname, outcome, http_status FROM hosts"))
+        return {r.hostname: (r.outcome, r.http_status) for r in rows}
+
+
+@pytest.mark.parametrize(
+    ("host", "outcome", "status"),
+    [(host, outcome, status) for host, (_, outcome, status) in (HTTP_CASES | HTTPS_CASES).items()],
+)
+def test_outcome(crawled, host, outcome, status):
+    assert crawled[host] == (outcome, status)

@@ -1,0 +1,104 @@
+"""BlacklistMiddleware on its own (DESIGN.md §4), in the style of Scrapy's offsite tests."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.test import get_crawler
+
+from crawler.middlewares import AnswerAwareRetryMiddleware, BlacklistMiddleware
+from tests.unit.test_hostnames import CASES
+
+
+@pytest.fixture
+def crawler(db):
+    crawler = get_crawler(Spider)
+    crawler.spider = crawler._create_spider("test")
+    crawler.spider.db = db
+    crawler.spider.denied = []
+    crawler.spider.request_denied = crawler.spider.denied.append
+    return crawler
+
+
+@pytest.fixture
+def middleware(crawler):
+    return BlacklistMiddleware.from_crawler(crawler)
+
+
+@pytest.mark.parametrize(("entry", "stored", "url", "denied"), CASES)
+def test_matching_table(db, middleware, entry, stored, url, denied):
+    if entry is not None:
+        db.add_no_follow([entry])
+    request = Request("http://" + url)
+    if denied:
+        with pytest.raises(IgnoreRequest, match=f"no_follow entry {stored}"):
+            middleware.process_request(request)
+    else:
+        assert middleware.process_request(request) is None
+
+
+def test_dont_filter_does_not_bypass_but_allow_blocked_does(db, middleware):
+    db.upsert_blocked("trap.test", "trap")
+    with pytest.raises(IgnoreRequest):
+        middleware.process_request(Request("http://x.trap.test/", dont_filter=True))
+    allowed = Request("http://x.trap.test/", meta={"allow_blocked": True})
+    assert middleware.process_request(allowed) is None
+
+
+def test_stats_count_requests_and_domains_per_rule(db, middleware, crawler):
+    db.upsert_blocked("trap.test", "trap")
+    db.add_no_follow(["social.test"])
+    urls = [
+        "http://a.trap.test/",
+        "http://b.trap.test/",
+        "http://www.social.test/",
+        "http://ok.test/",
+    ]
+    for url in urls:
+        with contextlib.suppress(IgnoreRequest):
+            middleware.process_request(Request(url))
+    stats = crawler.stats.get_stats()
+    assert stats["blacklist/filtered"] == 3
+    assert stats["blacklist/filtered/blocked"] == 2
+    assert stats["blacklist/filtered/no_follow"] == 1
+    assert stats["blacklist/domains"] == 2
+    assert stats["blacklist/domains/blocked"] == 1
+
+
+def test_scheduling_a_denied_request_raises_and_settles_it(db, middleware, crawler):
+    db.add_no_follow(["social.test"])
+    request = Request("http://social.test/", meta={"hostname": "social.test"})
+    with pytest.raises(IgnoreRequest):
+        middleware.request_scheduled(request, crawler.spider)
+    assert crawler.spider.denied == [request]
+    assert request.meta["denial"] == ("social.test", "no_follow")
+
+
+def test_a_block_elsewhere_applies_once_the_deny_list_has_it(db, middleware):
+    request = Request("http://x.late.test/")
+    assert middleware.process_request(request) is None
+    db.denylist.add("late.test", "blocked")  # what the LISTEN thread does on NOTIFY
+    with pytest.raises(IgnoreRequest):
+        middleware.process_request(request)
+
+
+def test_nxdomain_is_not_retried_but_servfail_is(crawler):
+    from scrapy.exceptions import CannotResolveHostError
+
+    from crawler.resolver import DNSFailure, Resolution
+
+    retry = AnswerAwareRetryMiddleware.from_crawler(crawler)
+
+    def failure(outcome):
+        try:
+            raise CannotResolveHostError("x") from DNSFailure(Resolution("x.test", outcome))
+        except CannotResolveHostError as exc:
+            return exc
+
+    request = Request("http://x.test/")
+    assert retry.process_exception(request, failure("DNS_NXDOMAIN")) is None
+    retried = retry.process_exception(request, failure("DNS_SERVFAIL"))
+    assert isinstance(retried, Request) and retried.meta["retry_times"] == 1
