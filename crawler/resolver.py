@@ -139,7 +139,10 @@ class OutcomeResolver:
 
     @classmethod
     def from_crawler(cls, crawler, reactor):
-        settings = crawler.settings
+        return cls.from_settings(crawler.settings, reactor)
+
+    @classmethod
+    def from_settings(cls, settings, reactor):
         return cls(
             reactor,
             parse_nameservers(settings.get("DNS_NAMESERVERS")),

@@ -52,3 +52,12 @@ DOWNLOADER_MIDDLEWARES = {
 }
 # The claim is the duplicate filter: a host is claimed once per lease.
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
+
+# --- the DNS/TLS audit (`scrapy audit`) ---
+AUDIT_CONCURRENCY = int(os.environ.get("AUDIT_CONCURRENCY", 200))
+AUDIT_TLS = os.environ.get("AUDIT_TLS", "0") == "1"
+AUDIT_TLS_PORT = 443
+AUDIT_TLS_TIMEOUT = 5.0
+AUDIT_BACKOFF_BASE = 3600  # seconds; a host dead k times in a row waits base * 2^k
+AUDIT_BACKOFF_MAX = 30 * 86400  # seconds
+AUDIT_PROGRESS_EVERY = 5.0  # seconds between progress lines

@@ -13,7 +13,7 @@ from crawler.db.database import Database
 
 pytest_plugins = ["tests.fakeweb.fixtures"]
 
-TABLES = "audit_log, trap_window, queue, hosts, users"
+TABLES = "audit_log, trap_window, wildcard_probes, queue, hosts, users"
 
 
 @pytest.fixture(scope="session")

@@ -15,12 +15,12 @@ from datetime import timedelta
 
 from sqlalchemy import Connection, Engine, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.types import String
+from sqlalchemy.types import Interval, String
 
 from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.hostnames import HostnameError, normalize, normalize_entry, root
 from crawler.links import FilteredLinks, filter_links
-from crawler.outcomes import is_network_failure
+from crawler.outcomes import ALIVE, NETWORK_FAILURES, is_network_failure
 from crawler.traps import DEFAULT_WINDOW, Observation, trap_reason
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,19 @@ class CrawlResult:
     http_status: int | None = None
     final_url: str | None = None
     title: str | None = None
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """How long a dead host waits: min(base · 2^k, cap) after k failures in a row."""
+
+    base: timedelta = timedelta(hours=1)
+    cap: timedelta = timedelta(days=30)
+
+    def after(self, failures: int) -> timedelta:
+        if failures <= 0:
+            return timedelta(0)
+        return min(self.base * 2 ** min(failures, 20), self.cap)
 
 
 @dataclass(frozen=True)
@@ -70,7 +83,12 @@ def suffix_range(hostname: str) -> tuple[str, str]:
     return lo, lo[:-1] + "/"
 
 
-UNDER = "reverse(hostname::text) >= :lo AND reverse(hostname::text) < :hi"
+def names_below(column: str) -> str:
+    """SQL: `column` is strictly below the name whose suffix_range() is :lo, :hi."""
+    return f"reverse({column}::text) >= :lo AND reverse({column}::text) < :hi"
+
+
+UNDER = names_below("hostname")
 
 # The nearest other deny entry above a row, or NULL when none covers it.
 NEAREST_ENTRY = """
@@ -80,26 +98,38 @@ NEAREST_ENTRY = """
       ORDER BY length(d.hostname) DESC LIMIT 1)
 """
 
-CLAIM = text(
-    """
-    WITH due AS (
-        -- q's own row is due, so only its parents can be deny entries.
-        SELECT q.hostname FROM queue q
-         WHERE q.status_reason IS NULL AND q.denied_by IS NULL
-           AND q.next_claim_at <= now()
-           AND NOT EXISTS (
-               SELECT 1 FROM queue d
-                WHERE d.hostname = ANY((host_parents(q.hostname))[2:])
-                  AND d.status_reason IS NOT NULL)
-         ORDER BY q.next_claim_at
-         LIMIT :n
-         FOR UPDATE OF q SKIP LOCKED)
+# Routable and due: no deny entry of its own or above it (q's own row is due,
+# so only its parents can be entries). {under} narrows it to one root.
+DUE = """
+    SELECT q.hostname FROM queue q
+     WHERE q.status_reason IS NULL AND q.denied_by IS NULL
+       AND q.next_claim_at <= now() {under}
+       AND NOT EXISTS (
+           SELECT 1 FROM queue d
+            WHERE d.hostname = ANY((host_parents(q.hostname))[2:])
+              AND d.status_reason IS NOT NULL)
+     ORDER BY q.next_claim_at
+     LIMIT :n
+"""
+UNDER_ROOT = f"AND (q.hostname = :root OR ({names_below('q.hostname')}))"
+CLAIM = """
+    WITH due AS ({due} FOR UPDATE OF q SKIP LOCKED)
     UPDATE queue q
        SET next_claim_at = now() + :lease, claimed_by = :worker, claimed_at = now()
       FROM due WHERE q.hostname = due.hostname
     RETURNING q.hostname
-    """
-)
+"""
+CLAIM_ALL = text(CLAIM.format(due=DUE.format(under="")))
+CLAIM_UNDER = text(CLAIM.format(due=DUE.format(under=UNDER_ROOT)))
+DUE_UNDER = text(DUE.format(under=UNDER_ROOT))
+DUE_ALL = text(DUE.format(under=""))
+
+
+def _under(root: str | None) -> dict:
+    if root is None:
+        return {}
+    lo, hi = suffix_range(root)
+    return {"root": root, "lo": lo, "hi": hi}
 
 
 class Database:
@@ -192,11 +222,35 @@ class Database:
 
     # -- claiming (§6) -----------------------------------------------------------
 
-    def start_urls(self, n: int, worker: str, lease: timedelta = DEFAULT_LEASE) -> list[str]:
-        """Claim up to n due hosts, oldest first, pushing their date by the lease."""
+    def start_urls(
+        self, n: int, worker: str, lease: timedelta = DEFAULT_LEASE, under: str | None = None
+    ) -> list[str]:
+        """Claim up to n due hosts (only `under` and below, if given), oldest first.
+
+        Their date moves forward by the lease: if the worker dies, they come back.
+        """
+        statement = CLAIM_ALL if under is None else CLAIM_UNDER
+        params = {"n": n, "worker": worker, "lease": lease, **_under(under)}
         with self.engine.begin() as conn:
-            rows = conn.execute(CLAIM, {"n": n, "worker": worker, "lease": lease})
-            return [h for (h,) in rows]
+            return [h for (h,) in conn.execute(statement, params)]
+
+    def count_due(self, n: int, under: str | None = None) -> int:
+        """How many hosts start_urls could claim now (counting at most n)."""
+        statement = DUE_ALL if under is None else DUE_UNDER
+        counted = text(f"SELECT count(*) FROM ({statement.text}) AS due")
+        with self.engine.connect() as conn:
+            return conn.execute(counted, {"n": n, **_under(under)}).scalar_one()
+
+    def release(self, hostnames: Sequence[str]) -> None:
+        """Give claimed hosts back, due now."""
+        with self.engine.begin() as conn:
+            self._schedule(conn, [(h, timedelta(0)) for h in hostnames])
+
+    def due_hosts(self, n: int, under: str | None = None) -> list[str]:
+        """What start_urls would claim, without claiming it (for dry runs)."""
+        statement = DUE_ALL if under is None else DUE_UNDER
+        with self.engine.connect() as conn:
+            return [h for (h,) in conn.execute(statement, {"n": n, **_under(under)})]
 
     def finish(
         self,
@@ -211,7 +265,7 @@ class Database:
         with self.engine.begin() as conn:
             self._write_result(conn, hostname, result, links)
             self._insert_hosts(conn, sorted(links.hostnames), hostname)
-            self._schedule_next(conn, hostname, recrawl_after)
+            self._schedule(conn, [(hostname, recrawl_after)])
         return links
 
     def _write_result(
@@ -239,18 +293,6 @@ class Database:
                 "filtered": links.filtered,
                 "failed": is_network_failure(result.outcome),
             },
-        )
-
-    def _schedule_next(self, conn: Connection, hostname: str, after: timedelta) -> None:
-        conn.execute(
-            text(
-                """
-                UPDATE queue SET next_claim_at = now() + :after, claimed_by = NULL,
-                       claimed_at = NULL
-                 WHERE hostname = :hostname AND status_reason IS NULL
-                """
-            ),
-            {"hostname": hostname, "after": after},
         )
 
     # -- deny entries -------------------------------------------------------------
@@ -459,43 +501,90 @@ class Database:
 
         Returns the blocked_reason when this call blocked the root.
         """
-        domain = root(hostname)
-        if domain == hostname:
-            return None
-        with self.engine.begin() as conn:
-            window = self._update_window(conn, domain, hostname, outcome, size)
-        reason = trap_reason(domain, window, size)
-        if reason and self.upsert_blocked(domain, reason, actor):
-            return reason
-        return None
+        blocked = self.record_outcomes([(hostname, outcome)], size, actor)
+        return blocked.get(root(hostname))
 
-    def _update_window(
-        self, conn: Connection, domain: str, hostname: str, outcome: str, size: int
-    ) -> list[Observation]:
+    def record_outcomes(
+        self,
+        outcomes: Sequence[tuple[str, str]],
+        size: int = DEFAULT_WINDOW,
+        actor: str | None = None,
+    ) -> dict[str, str]:
+        """record_outcome() for many (hostname, outcome) pairs in one transaction.
+
+        Order is completion order. Returns {root: blocked_reason} for roots this blocked.
+        """
+        latest: dict[str, str] = {}
+        for hostname, outcome in outcomes:  # a name seen twice keeps its last outcome
+            latest.pop(hostname, None)
+            latest[hostname] = outcome
+        rows = [(root(h), h, o) for h, o in latest.items() if root(h) != h]
+        if not rows:
+            return {}
+        with self.engine.begin() as conn:
+            windows = self._update_windows(conn, rows, size)
+        blocked = {}
+        for domain, window in windows.items():
+            reason = trap_reason(domain, window, size)
+            if reason and self.upsert_blocked(domain, reason + self._wildcard_note(domain), actor):
+                blocked[domain] = reason
+        return blocked
+
+    def _wildcard_note(self, domain: str) -> str:
+        probe = self.wildcard_probe(domain)
+        if probe is None:
+            return ""
+        name, outcome = probe
+        if outcome in ALIVE:
+            return f"; wildcard zone: the random name {name} resolves"
+        return f"; not a wildcard zone: the random name {name} gave {outcome}"
+
+    def _update_windows(
+        self, conn: Connection, rows: list[tuple], size: int
+    ) -> dict[str, list[Observation]]:
+        """Upsert the observations, trim each touched window to `size`, return them."""
+        roots, names, kinds = (list(column) for column in zip(*rows, strict=True))
+        # The database's clock (one for all workers), one microsecond apart to keep order.
         conn.execute(
             text(
                 """
                 INSERT INTO trap_window (root, hostname, outcome, seen_at)
-                VALUES (:root, :hostname, :outcome, clock_timestamp())
+                SELECT r, h, o, clock_timestamp() + i * interval '1 microsecond'
+                  FROM unnest(:roots, :names, :kinds) WITH ORDINALITY AS t(r, h, o, i)
                 ON CONFLICT (root, hostname)
                 DO UPDATE SET outcome = excluded.outcome, seen_at = excluded.seen_at
                 """
+            ).bindparams(
+                bindparam("roots", type_=NAMES),
+                bindparam("names", type_=NAMES),
+                bindparam("kinds", type_=NAMES),
             ),
-            {"root": domain, "hostname": hostname, "outcome": outcome},
+            {"roots": roots, "names": names, "kinds": kinds},
         )
-        rows = conn.execute(
+        ranked = conn.execute(
             text(
-                "SELECT hostname, outcome, seen_at FROM trap_window WHERE root = :root"
-                " ORDER BY seen_at DESC LIMIT :keep"
-            ),
-            {"root": domain, "keep": size + 1},
+                """
+                SELECT root, hostname, outcome, seen_at, rank FROM (
+                    SELECT w.*, row_number() OVER (PARTITION BY root ORDER BY seen_at DESC) rank
+                      FROM trap_window w WHERE root = ANY(:roots)) AS r
+                """
+            ).bindparams(bindparam("roots", type_=NAMES)),
+            {"roots": sorted(set(roots))},
         ).fetchall()
-        if len(rows) > size:
+        stale = [(r.root, r.hostname) for r in ranked if r.rank > size]
+        if stale:
             conn.execute(
-                text("DELETE FROM trap_window WHERE root = :root AND seen_at <= :oldest"),
-                {"root": domain, "oldest": rows[size].seen_at},
+                text(
+                    "DELETE FROM trap_window WHERE (root, hostname) IN"
+                    " (SELECT * FROM unnest(:roots, :names))"
+                ).bindparams(bindparam("roots", type_=NAMES), bindparam("names", type_=NAMES)),
+                {"roots": [r for r, _ in stale], "names": [h for _, h in stale]},
             )
-        return [Observation(*r) for r in rows[:size]]
+        windows: dict[str, list[Observation]] = {}
+        for r in ranked:
+            if r.rank <= size:
+                windows.setdefault(r.root, []).append(Observation(r.hostname, r.outcome, r.seen_at))
+        return windows
 
     def window(self, domain: str) -> list[Observation]:
         """A root's current window, newest first (the evidence /blocked shows)."""
@@ -508,6 +597,80 @@ class Database:
                 {"root": domain},
             )
             return [Observation(*r) for r in rows]
+
+    # -- the DNS/TLS audit (§7) ------------------------------------------------------
+
+    def record_audits(
+        self,
+        results: Sequence[tuple[str, str]],
+        backoff: Backoff,
+        size: int = DEFAULT_WINDOW,
+        actor: str | None = None,
+    ) -> dict[str, str]:
+        """Write audited hosts' outcomes and next dates; feed their roots' windows.
+
+        A live host stays due for the crawl; a dead one backs off exponentially.
+        Returns {root: blocked_reason} for the roots these outcomes blocked.
+        """
+        if not results:
+            return {}
+        names, kinds = (list(column) for column in zip(*results, strict=True))
+        with self.engine.begin() as conn:
+            streaks = conn.execute(
+                text(
+                    """
+                    UPDATE hosts h SET audited_at = now(), audit_outcome = t.outcome,
+                           fail_streak = CASE WHEN t.outcome = ANY(:failures) THEN
+                                         h.fail_streak + 1 ELSE 0 END
+                      FROM unnest(:names, :kinds) AS t(hostname, outcome)
+                     WHERE h.hostname = t.hostname
+                    RETURNING h.hostname, h.fail_streak
+                    """
+                ).bindparams(*(bindparam(p, type_=NAMES) for p in ("names", "kinds", "failures"))),
+                {"names": names, "kinds": kinds, "failures": sorted(NETWORK_FAILURES)},
+            ).fetchall()
+            self._schedule(conn, [(h, backoff.after(k)) for h, k in streaks])
+        return self.record_outcomes(results, size, actor)
+
+    def _schedule(self, conn: Connection, delays: list[tuple[str, timedelta]]) -> None:
+        """Release claims and set each row's next date to now() + its delay."""
+        if not delays:
+            return
+        conn.execute(
+            text(
+                """
+                UPDATE queue q SET next_claim_at = now() + t.after, claimed_by = NULL,
+                       claimed_at = NULL
+                  FROM unnest(:names, :afters) AS t(hostname, after)
+                 WHERE q.hostname = t.hostname AND q.status_reason IS NULL
+                """
+            ).bindparams(
+                bindparam("names", type_=NAMES), bindparam("afters", type_=ARRAY(Interval))
+            ),
+            {"names": [h for h, _ in delays], "afters": [d for _, d in delays]},
+        )
+
+    def wildcard_probe(self, domain: str) -> tuple[str, str] | None:
+        """(probe name, outcome) of the root's wildcard probe, if it was made."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                text("SELECT probe, outcome FROM wildcard_probes WHERE root = :root"),
+                {"root": domain},
+            ).first()
+        return (row.probe, row.outcome) if row else None
+
+    def save_wildcard_probe(self, domain: str, probe: str, outcome: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                text(
+                    """
+                    INSERT INTO wildcard_probes (root, probe, outcome) VALUES (:root, :probe, :o)
+                    ON CONFLICT (root) DO UPDATE SET probe = excluded.probe,
+                           outcome = excluded.outcome, checked_at = now()
+                    """
+                ),
+                {"root": domain, "probe": probe, "o": outcome},
+            )
 
     # -- operators -------------------------------------------------------------------
 

@@ -60,6 +60,9 @@ class Host(Base):
     links_filtered: Mapped[int | None] = mapped_column(Integer)
     fail_streak: Mapped[int] = mapped_column(Integer, server_default="0")
     crawl_count: Mapped[int] = mapped_column(Integer, server_default="0")
+    # The DNS/TLS audit's latest word on the host (DESIGN.md §7).
+    audited_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    audit_outcome: Mapped[str | None] = mapped_column(String(32))
 
     __table_args__ = (
         Index("ix_hosts_root", "root"),
@@ -117,6 +120,17 @@ class TrapWindowRow(Base):
     seen_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
 
     __table_args__ = (Index("ix_trap_window_root_seen_at", "root", "seen_at"),)
+
+
+class WildcardProbe(Base):
+    """Whether a random label under a root resolves: a wildcard zone if it does."""
+
+    __tablename__ = "wildcard_probes"
+
+    root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
+    probe: Mapped[str] = mapped_column(HOSTNAME)
+    outcome: Mapped[str] = mapped_column(String(32))
+    checked_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
 
 
 class AuditEntry(Base):

@@ -1,0 +1,102 @@
+"""`scrapy audit`: the DNS/TLS audit of due hosts, with the crawl's settings."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from datetime import timedelta
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+from scrapy.utils.log import configure_logging
+from scrapy.utils.reactor import install_reactor
+
+from crawler.hostnames import HostnameError, normalize
+
+ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def short_desc(self) -> str:
+        return "Resolve due hosts (and optionally shake hands over TLS) without fetching pages"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--limit", type=int, metavar="N", help="audit at most N hosts")
+        parser.add_argument("--root", metavar="DOMAIN", help="only hosts at or under DOMAIN")
+        parser.add_argument("--dry-run", action="store_true", help="claim and write nothing")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        options = self.audit_options(opts)
+        configure_logging(self.settings)
+        install_reactor(ASYNCIO_REACTOR)
+        from twisted.internet import reactor
+
+        progress = reactor_run(reactor, self.settings, options)
+        print(progress.summary())
+        if progress.blocked:
+            logging.getLogger(__name__).warning("blocked: %s", ", ".join(progress.blocked))
+
+    def audit_options(self, opts: argparse.Namespace):
+        from crawler.audit import AuditOptions
+        from crawler.db.database import Backoff
+
+        s = self.settings
+        if opts.limit is not None and opts.limit < 1:
+            raise UsageError(f"--limit {opts.limit}: must be at least 1")
+        root = None
+        if opts.root:
+            try:
+                root = normalize(opts.root)
+            except HostnameError as exc:
+                raise UsageError(f"--root: {exc}") from None
+        return AuditOptions(
+            concurrency=s.getint("AUDIT_CONCURRENCY", 200),
+            tls=s.getbool("AUDIT_TLS", False),
+            tls_port=s.getint("AUDIT_TLS_PORT", 443),
+            tls_timeout=s.getfloat("AUDIT_TLS_TIMEOUT", 5.0),
+            limit=opts.limit,
+            root=root,
+            dry_run=opts.dry_run,
+            lease=timedelta(seconds=s.getint("CLAIM_LEASE", 600)),
+            backoff=Backoff(
+                timedelta(seconds=s.getint("AUDIT_BACKOFF_BASE", 3600)),
+                timedelta(seconds=s.getint("AUDIT_BACKOFF_MAX", 30 * 86400)),
+            ),
+            window=s.getint("TRAP_WINDOW", 50),
+            progress_every=s.getfloat("AUDIT_PROGRESS_EVERY", 5.0),
+        )
+
+
+def reactor_run(reactor, settings, options):
+    """Run one audit on the asyncio reactor and return its Progress."""
+    from crawler.audit import Audit
+    from crawler.db.database import Database
+    from crawler.resolver import OutcomeResolver
+
+    resolver = OutcomeResolver.from_settings(settings, reactor)
+    db = Database(actor="audit")
+    outcome: dict = {}
+
+    async def main() -> None:
+        try:
+            outcome["progress"] = await Audit(db, resolver, options, say=_say).run()
+        except BaseException as exc:  # reported after the reactor stops
+            outcome["error"] = exc
+        finally:
+            reactor.stop()
+
+    reactor.callWhenRunning(lambda: asyncio.ensure_future(main()))
+    reactor.run(installSignalHandlers=True)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["progress"]
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
