@@ -27,6 +27,7 @@ bench: install
 	$(BIN)/python bench/denylist.py
 	$(BIN)/python bench/linkfilter.py
 	$(BIN)/python bench/claims.py
+	$(BIN)/python bench/audit.py
 
 lint: install
 	$(BIN)/ruff check .
