@@ -8,7 +8,6 @@ the outcome of every request to a subdomain into its root's trap window.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from urllib.parse import urlsplit
 
@@ -16,6 +15,7 @@ from scrapy import Request, signals
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.exceptions import IgnoreRequest
 
+from crawler.db.retry import in_thread_until_up
 from crawler.hostnames import HostnameError, is_subdomain, normalize
 from crawler.outcomes import DNS_NOANSWER, DNS_NXDOMAIN, OK, classify
 
@@ -94,8 +94,9 @@ class BlacklistMiddleware:
         hostname = request_hostname(request)
         if hostname is None or not is_subdomain(hostname):
             return
-        reason = await asyncio.to_thread(
-            self.db.record_outcome, hostname, outcome, self.trap_window
+        record = self.db.record_outcome
+        reason = await in_thread_until_up(
+            f"recording {hostname}'s outcome", record, hostname, outcome, self.trap_window
         )
         if reason:
             self.stats.inc_value("traps/blocked")

@@ -14,6 +14,7 @@ import threading
 import time
 
 import psycopg
+from sqlalchemy.exc import DBAPIError
 
 from crawler.db.database import DENYLIST_CHANNEL, Database
 
@@ -50,7 +51,7 @@ class DenyListListener:
             try:
                 self._listen()
                 backoff = 1.0
-            except (psycopg.Error, OSError) as exc:
+            except (psycopg.Error, DBAPIError, OSError) as exc:
                 log.warning(
                     "deny-list listener lost the database (%s); retrying in %.0fs", exc, backoff
                 )

@@ -106,6 +106,13 @@ class QueueRow(Base):
         ),
         Index("ix_queue_denied_by", "denied_by", postgresql_where=text("denied_by IS NOT NULL")),
         Index("ix_queue_reversed", reversed_name("hostname")),
+        # The panel's host list walks this in hostname order, never through the rows
+        # an entry took out of routing (migration 0003).
+        Index(
+            "ix_queue_shown",
+            "hostname",
+            postgresql_where=text("status_reason IS NULL AND denied_by IS NULL"),
+        ),
     )
 
 

@@ -21,6 +21,7 @@ from twisted.python.failure import Failure
 
 from crawler.db.database import CrawlResult, Database
 from crawler.db.listener import DenyListListener
+from crawler.db.retry import in_thread_until_up
 from crawler.middlewares import request_hostname
 from crawler.outcomes import IGNORED, OK, classify
 
@@ -62,7 +63,9 @@ class HostsSpider(scrapy.Spider):
         """Claim due hosts in batches while there is room; poll when none is due."""
         while True:
             await self._wait_for_room()
-            hosts = await asyncio.to_thread(self.db.start_urls, self.batch, self.worker, self.lease)
+            hosts = await in_thread_until_up(
+                "claiming", self.db.start_urls, self.batch, self.worker, self.lease
+            )
             if not hosts:
                 if self.close_when_drained and not self.in_flight:
                     log.info("nothing due and nothing in flight: drained")
@@ -125,15 +128,17 @@ class HostsSpider(scrapy.Spider):
 
     async def _take_out(self, hostname: str, entry: str) -> None:
         try:
-            await asyncio.to_thread(self.db.take_out_of_routing, hostname, entry)
+            await in_thread_until_up(
+                f"taking {hostname} out of routing", self.db.take_out_of_routing, hostname, entry
+            )
             self.crawler.stats.inc_value(f"hosts/outcome/{IGNORED}")
         finally:
             self._settled(hostname)
 
     async def _finish(self, hostname: str, result: CrawlResult, hrefs=()):
         try:
-            links = await asyncio.to_thread(
-                self.db.finish, hostname, result, hrefs, self.recrawl_after
+            links = await in_thread_until_up(
+                f"finishing {hostname}", self.db.finish, hostname, result, hrefs, self.recrawl_after
             )
             self.crawler.stats.inc_value(f"hosts/outcome/{result.outcome}")
             return links

@@ -1,0 +1,52 @@
+"""Ride out a database outage: retry connection failures with a growing pause.
+
+A restart or a network blip must not lose a discovered host nor stop a worker:
+the call is repeated until the database answers. Other errors (a bug, a
+constraint) are raised at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TypeVar
+
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+FIRST_PAUSE = 0.5
+MAX_PAUSE = 15.0
+
+
+def is_outage(exc: BaseException) -> bool:
+    """True for an error that means the database is (for now) out of reach."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        return True
+    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+async def in_thread_until_up(what: str, fn: Callable[..., T], *args) -> T:
+    """await fn(*args) in a thread, retrying through outages (logged, backing off)."""
+    pause = FIRST_PAUSE
+    while True:
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except DBAPIError as exc:
+            if not is_outage(exc):
+                raise
+            log.warning(
+                "database unavailable while %s (%s); retrying in %.1fs",
+                what,
+                first_line(exc),
+                pause,
+            )
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, MAX_PAUSE)
