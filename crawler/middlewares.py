@@ -8,12 +8,18 @@ the outcome of every request to a subdomain into its root's trap window.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.exceptions import IgnoreRequest
+from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet.defer import Deferred
 
 from crawler.db.retry import in_thread_until_up
 from crawler.hostnames import HostnameError, is_subdomain, normalize
@@ -114,3 +120,59 @@ class AnswerAwareRetryMiddleware(RetryMiddleware):
         if outcome in (DNS_NXDOMAIN, DNS_NOANSWER):
             return None
         return super().process_exception(request, exception)
+
+
+IN_FLIGHT_BOUND = 1024  # more than CONCURRENT_REQUESTS: robots.txt fetches pending at once
+
+
+class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
+    """RobotsTxtMiddleware for a crawler that visits each host's front page once.
+
+    Scrapy keeps every host's parser for the life of the process (at millions
+    of hosts, that is the process's memory) and logs an unreachable
+    robots.txt as an ERROR with a traceback (for a crawler of dead hosts,
+    the common case). This keeps the parsers of the last MAX_PARSERS hosts
+    and counts fetch failures in stats, logging them at DEBUG.
+    """
+
+    MAX_PARSERS = 10_000
+
+    async def robot_parser(self, request: Request):
+        netloc = urlparse_cached(request).netloc
+        if netloc not in self._parsers:
+            self._forget_oldest()
+            self._parsers[netloc] = Deferred()
+            robots = Request(
+                f"{urlparse_cached(request).scheme}://{netloc}/robots.txt",
+                priority=self.DOWNLOAD_PRIORITY,
+                meta={"dont_obey_robotstxt": True},
+                callback=NO_CALLBACK,
+            )
+            try:
+                response = await self.crawler.engine.download_async(robots)
+                await self._parse_robots(response, netloc, request)
+            except Exception as exc:
+                log.debug("robots.txt of %s unavailable: %s", netloc, exc)
+                self._robots_error(exc, netloc)
+            self._stats.inc_value("robotstxt/request_count")
+        parser = self._parsers[netloc]
+        if isinstance(parser, Deferred):
+            return await maybe_deferred_to_future(parser)
+        return parser
+
+    def _forget_oldest(self) -> None:
+        """Drop settled parsers beyond MAX_PARSERS, oldest first (dicts keep order).
+
+        Pending ones (at most the requests in flight) stay; looking at that many
+        more than the excess is enough to find the settled ones to drop.
+        """
+        excess = len(self._parsers) - self.MAX_PARSERS
+        if excess <= 0:
+            return
+        oldest = list(itertools.islice(self._parsers, excess + IN_FLIGHT_BOUND))
+        for netloc in oldest:
+            if excess <= 0:
+                break
+            if not isinstance(self._parsers[netloc], Deferred):
+                del self._parsers[netloc]
+                excess -= 1

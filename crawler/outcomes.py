@@ -16,6 +16,7 @@ TLS_HANDSHAKE = "TLS_HANDSHAKE"
 TLS_TIMEOUT = "TLS_TIMEOUT"
 HTTP_TIMEOUT = "HTTP_TIMEOUT"
 HTTP_ERROR = "HTTP_ERROR"
+HTTP_TOO_LARGE = "HTTP_TOO_LARGE"
 DNS_ERROR = "DNS_ERROR"
 IGNORED = "IGNORED"
 
@@ -36,7 +37,7 @@ NETWORK_FAILURES = frozenset(
     }
 )
 ALIVE = frozenset({OK, DNS_ALIVE})
-ALL = NETWORK_FAILURES | ALIVE | {HTTP_TIMEOUT, HTTP_ERROR, IGNORED}
+ALL = NETWORK_FAILURES | ALIVE | {HTTP_TIMEOUT, HTTP_ERROR, HTTP_TOO_LARGE, IGNORED}
 
 
 def is_network_failure(outcome: str) -> bool:
@@ -51,6 +52,7 @@ def classify(exc: BaseException, hostname: str) -> str:
     """
     from scrapy.exceptions import (
         CannotResolveHostError,
+        DownloadCancelledError,
         DownloadConnectionRefusedError,
         DownloadFailedError,
         DownloadTimeoutError,
@@ -75,6 +77,8 @@ def classify(exc: BaseException, hostname: str) -> str:
         return TCP_TIMEOUT
     if isinstance(exc, DownloadTimeoutError):
         return HTTP_TIMEOUT
+    if isinstance(exc, DownloadCancelledError) and "max size" in str(exc):
+        return HTTP_TOO_LARGE
     if isinstance(exc, DownloadFailedError) or isinstance(
         cause, tx.ConnectError | tx.ConnectionLost
     ):

@@ -49,6 +49,8 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.BlacklistMiddleware": 50,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "crawler.middlewares.AnswerAwareRetryMiddleware": 550,
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "crawler.middlewares.FrontPageRobotsTxtMiddleware": 100,
 }
 # The claim is the duplicate filter: a host is claimed once per lease.
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"

@@ -497,6 +497,19 @@ def entry(conn, rule: str, hostname: str):
     return conn.execute(entry_statement(rule).where(QueueRow.hostname == hostname)).first()
 
 
+def entry_rules(conn, names: Sequence[str]) -> dict[str, str]:
+    """{name: its rule} for those of `names` that are deny entries now."""
+    if not names:
+        return {}
+    rows = conn.execute(
+        select(QueueRow.hostname, QueueRow.status_reason).where(
+            QueueRow.hostname == any_(bindparam("names", list(names), type_=ARRAY(Text))),
+            QueueRow.status_reason.is_not(None),
+        )
+    )
+    return dict(rows.all())
+
+
 def entries_for_export(conn, rule: str):
     """Every entry of a rule, by hostname (for CSV)."""
     return conn.execute(
@@ -643,6 +656,11 @@ def api_token_hash(token: str) -> str:
     """How an API token is stored: tokens are 256 random bits, so one SHA-256 suffices
     (and lets the lookup be an equality on the stored hash)."""
     return "sha256:" + hashlib.sha256(token.encode()).hexdigest()
+
+
+def user_by_id(conn, user_id: int):
+    """(id, username) of an operator, or None."""
+    return conn.execute(select(User.id, User.username).where(User.id == user_id)).first()
 
 
 def user_by_token(conn, token: str):

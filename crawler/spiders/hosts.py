@@ -86,8 +86,10 @@ class HostsSpider(scrapy.Spider):
                 return
 
     def host_request(self, hostname: str) -> scrapy.Request:
+        # An IPv6 literal goes in brackets in a URL.
+        host = f"[{hostname}]" if ":" in hostname else hostname
         return scrapy.Request(
-            self.url_template.format(hostname=hostname),
+            self.url_template.format(hostname=host),
             callback=self.parse,
             errback=self.failed,
             dont_filter=True,

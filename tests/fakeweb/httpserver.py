@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import html
 import socket
 import struct
@@ -36,17 +37,21 @@ def render_page(page: dict) -> str:
 
 
 def build_response(
-    status: int, body: str, content_type: str, extra: str = ""
+    status: int, body: str | bytes, content_type: str, extra: str = "", length: int | None = None
 ) -> tuple[int, bytes, bytes]:
-    """(status, head bytes, body bytes) of a complete HTTP/1.1 response."""
-    data = body.encode("utf-8")
+    """(status, head bytes, body bytes) of a complete HTTP/1.1 response.
+
+    With `length`, the head announces that many bytes and the body is left to stream.
+    """
+    data = body.encode("utf-8") if isinstance(body, str) else body
     try:
         reason = HTTPStatus(status).phrase
     except ValueError:
         reason = "Status"
+    length = len(data) if length is None else length
     head = (
         f"HTTP/1.1 {status} {reason}\r\nServer: fakeweb\r\n"
-        f"Content-Type: {content_type}\r\nContent-Length: {len(data)}\r\n"
+        f"Content-Type: {content_type}\r\nContent-Length: {length}\r\n"
         f"{extra}\r\n"
     )
     return status, head.encode("latin-1"), data
@@ -58,6 +63,13 @@ class Responses:
     def __init__(self, world: World, ports: dict[str, int] | None = None):
         """Render all pages, redirects and robots.txt files of world."""
         self.ports = {f"{scheme}_port": port for scheme, port in (ports or {}).items()}
+        self.delay = world.delay
+        self.sizes = {
+            (host, path): page["size"]
+            for host, pages in world.pages.items()
+            for path, page in pages.items()
+            if "size" in page
+        }
         self.by_key: dict[tuple[str, str], tuple[int, bytes, bytes]] = {}
         for host, pages in world.pages.items():
             for path, page in pages.items():
@@ -74,7 +86,12 @@ class Responses:
         self.not_found = build_response(404, render_page(missing), html_type)
 
     def _render(self, page: dict) -> tuple[int, bytes, bytes]:
-        """Response for one page dict (a redirect or an HTML page)."""
+        """Response for one page dict (a redirect, raw bytes, a huge body or an HTML page)."""
+        if "raw" in page:
+            body = base64.b64decode(page["raw"])
+            return build_response(page["status"], body, page["type"])
+        if "size" in page:  # the body is streamed by the protocol: HUGE marks it
+            return build_response(page["status"], b"", page["type"], length=page["size"])
         if "location" in page:
             location = page["location"].format_map(self.ports) if self.ports else page["location"]
             body = f'<a href="{html.escape(location)}">moved</a>\n'
@@ -111,6 +128,9 @@ def split_host(value: str) -> str:
     return normalize_host(value.rsplit(":", 1)[0] if ":" in value else value)
 
 
+FILLER = b"<p>" + b"hostcrawl " * 104_857 + b"</p>\n"  # about 1 MiB
+
+
 class HttpProtocol(asyncio.Protocol):
     """Minimal HTTP/1.1 server with keep-alive, answering from Responses."""
 
@@ -122,6 +142,7 @@ class HttpProtocol(asyncio.Protocol):
         self.buffer = bytearray()
         self.transport = None
         self.local = ("", 0)
+        self.left, self.close_after, self.paused = 0, False, False
 
     def connection_made(self, transport) -> None:
         """Remember the transport and the address the client connected to."""
@@ -170,10 +191,37 @@ class HttpProtocol(asyncio.Protocol):
             status=status,
             user_agent=headers.get("user-agent", ""),
         )
-        self.transport.write(head if method == "HEAD" else head + body)
         connection = headers.get("connection", "").lower()
-        if connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive"):
+        close = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
+        size = 0 if method == "HEAD" else self.responses.sizes.get((host, path), 0)
+        reply = (head if method == "HEAD" else head + body, size, close)
+        if self.responses.delay:
+            asyncio.get_running_loop().call_later(self.responses.delay, self._send, *reply)
+        else:
+            self._send(*reply)
+
+    def _send(self, data: bytes, stream: int, close: bool) -> None:
+        """Write a response; a huge body streams under flow control."""
+        if self.transport is None:
+            return
+        self.transport.write(data)
+        self.left, self.close_after = stream, close
+        self._stream()
+
+    def _stream(self) -> None:
+        while self.left > 0 and self.transport is not None and not self.paused:
+            chunk = min(self.left, len(FILLER))
+            self.transport.write(FILLER[:chunk])
+            self.left -= chunk
+        if self.left == 0 and self.close_after and self.transport is not None:
             self.transport.close()
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        self._stream()
 
     def _bad_request(self) -> None:
         """Answer an unparsable request with 400 and close."""

@@ -6,6 +6,7 @@ written to a file and handed to the fakeweb subprocess unchanged.
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from collections import deque
@@ -75,11 +76,17 @@ def link_host(href: str, base_host: str) -> str | None:
 class World:
     """Names, DNS rules and pages served by a fakeweb instance."""
 
-    def __init__(self, seed: int = 0, *, ttl: int = 300, negative_ttl: int = 300):
-        """Create an empty world; seed drives graph(), ttl/negative_ttl the DNS."""
+    def __init__(
+        self, seed: int = 0, *, ttl: int = 300, negative_ttl: int = 300, delay: float = 0.0
+    ):
+        """Create an empty world; seed drives graph(), ttl/negative_ttl the DNS.
+
+        delay: seconds every HTTP answer waits (a slower web, for fault tests).
+        """
         self.seed = seed
         self.ttl = ttl
         self.negative_ttl = negative_ttl
+        self.delay = delay
         self.rng = random.Random(seed)
         self.names: dict[str, dict] = {}  # exact DNS rules
         self.zones: dict[str, dict] = {}  # suffix DNS rules
@@ -126,6 +133,27 @@ class World:
         page = {"status": status, "title": name if title is None else title}
         page["links"] = list(links)
         self._ensure_served(name)[path] = page
+        return name
+
+    def raw(
+        self,
+        name: str,
+        body: bytes,
+        *,
+        content_type: str = "text/html",
+        status: int = 200,
+        path: str = "/",
+    ) -> str:
+        """Serve `body` byte for byte (hostile pages: bad encodings, binary, huge link lists)."""
+        name = normalize_host(name)
+        page = {"status": status, "raw": base64.b64encode(body).decode(), "type": content_type}
+        self._ensure_served(name)[path] = page
+        return name
+
+    def huge(self, name: str, size: int, *, content_type: str = "text/html") -> str:
+        """Serve a body of `size` bytes at name/, streamed (never held whole)."""
+        name = normalize_host(name)
+        self._ensure_served(name)["/"] = {"status": 200, "size": size, "type": content_type}
         return name
 
     def redirect(self, name: str, location: str, *, status: int = 301, path: str = "/") -> str:
@@ -299,13 +327,18 @@ class World:
 
     def to_dict(self) -> dict:
         """JSON-able representation."""
-        keys = ("seed", "ttl", "negative_ttl", "names", "zones", "pages", "robots")
+        keys = ("seed", "ttl", "negative_ttl", "delay", "names", "zones", "pages", "robots")
         return {"version": 1, **{key: getattr(self, key) for key in keys}}
 
     @classmethod
     def from_dict(cls, data: dict) -> World:
         """Inverse of to_dict()."""
-        world = cls(data["seed"], ttl=data["ttl"], negative_ttl=data["negative_ttl"])
+        world = cls(
+            data["seed"],
+            ttl=data["ttl"],
+            negative_ttl=data["negative_ttl"],
+            delay=data.get("delay", 0.0),
+        )
         for key in ("names", "zones", "pages", "robots"):
             setattr(world, key, data[key])
         return world

@@ -102,3 +102,18 @@ def test_nxdomain_is_not_retried_but_servfail_is(crawler):
     assert retry.process_exception(request, failure("DNS_NXDOMAIN")) is None
     retried = retry.process_exception(request, failure("DNS_SERVFAIL"))
     assert isinstance(retried, Request) and retried.meta["retry_times"] == 1
+
+
+def test_robots_parsers_are_kept_for_a_bounded_number_of_hosts(db):
+    from twisted.internet.defer import Deferred
+
+    from crawler.middlewares import FrontPageRobotsTxtMiddleware
+
+    crawler = get_crawler(Spider, settings_dict={"ROBOTSTXT_OBEY": True})
+    middleware = FrontPageRobotsTxtMiddleware.from_crawler(crawler)
+    middleware.MAX_PARSERS = 3
+    pending = Deferred()
+    middleware._parsers.update({"busy.test": pending})
+    middleware._parsers.update({f"h{i}.test": None for i in range(5)})
+    middleware._forget_oldest()
+    assert list(middleware._parsers) == ["busy.test", "h3.test", "h4.test"]

@@ -1,0 +1,106 @@
+"""Hostile pages from the open web: the crawl records an outcome for each and keeps going."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from sqlalchemy import text
+
+from crawler.db.database import Database
+from tests.conftest import TABLES
+from tests.e2e.conftest import CrawlerProcess, crawl_settings
+from tests.fakeweb import FakeWeb, World
+
+LONG_HOST = ".".join(["a" * 60] * 8) + ".test"  # 500 characters
+MANY_LINKS = 200_000
+
+
+def hostile_world() -> World:
+    world = World()
+    bad = [
+        "javascript:alert(1)",
+        "data:text/html,<a href=http://data.test/>x</a>",
+        "mailto:someone@mail.test",
+        f"http://{LONG_HOST}/",
+        "http://xn--zz.test/",  # punycode that does not decode
+        "http://bücher.test/",  # IDN: saved as xn--bcher-kva.test
+        "http://[::ffff:127.0.0.2]/",  # an IPv6 literal (IPv4-mapped loopback)
+        "http://exa mple.test/",
+        "http://" + "x" * 70 + ".test/",
+    ]
+    world.site("hub.test", links=[*bad, *(f"http://{h}/" for h in HOSTILE)])
+    world.huge("huge.test", 50 * 1024 * 1024)
+    many = "".join(f"<a href=/{i}>" for i in range(MANY_LINKS - 3))
+    many += '<a href="http://one.test/"><a href="http://two.test/"><a href="http://one.test/x">'
+    world.raw("manylinks.test", f"<html><title>many</title>{many}".encode())
+    world.raw("badutf8.test", b"<html><title>caf\xc3\x28 \xff\xfe</title><a href=http://ok1.test/>")
+    world.raw(
+        "mixed.test",
+        b'<meta charset="shift_jis"><title>\x82\xa0 \xe9t\xe9</title><a href="http://ok2.test/">',
+    )
+    world.raw("binary.test", random.Random(1).randbytes(20_000) + b"\x00" * 100)
+    world.redirect("loop.test", "http://loop.test:{http_port}/")
+    for name in ("one.test", "two.test", "ok1.test", "ok2.test", "xn--bcher-kva.test"):
+        world.site(name)
+    return world
+
+
+HOSTILE = {
+    "huge.test": "HTTP_TOO_LARGE",
+    "manylinks.test": "OK",
+    "badutf8.test": "OK",
+    "mixed.test": "OK",
+    "binary.test": "OK",
+    "loop.test": "IGNORED",
+}
+
+
+@pytest.fixture(scope="module")
+def hostile_crawl(engine, tmp_path_factory):
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    db = Database(engine)
+    logs = tmp_path_factory.mktemp("hostile")
+    with FakeWeb(hostile_world(), workdir=logs / "web"):
+        pass  # the world is valid: fakeweb starts and stops cleanly
+    with FakeWeb(hostile_world(), workdir=logs / "web2") as web:
+        db.seed(["hub.test"])
+        settings = crawl_settings(web, DOWNLOAD_MAXSIZE=8 * 1024 * 1024, RETRY_TIMES=0)
+        worker = CrawlerProcess(settings, logs / "crawl.log")
+        worker.wait()
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT hostname, outcome, title, links_found FROM hosts"))
+        facts = {r.hostname: r for r in rows}
+    return facts, worker.log()
+
+
+@pytest.mark.parametrize(("host", "outcome"), HOSTILE.items())
+def test_each_hostile_page_gets_an_outcome(hostile_crawl, host, outcome):
+    facts, _ = hostile_crawl
+    assert facts[host].outcome == outcome
+
+
+def test_nothing_raises_out_of_the_spider(hostile_crawl):
+    _, log = hostile_crawl
+    assert "Spider error" not in log and "spider_exceptions" not in log
+    assert "Traceback" not in log
+
+
+def test_bad_links_are_dropped_and_good_ones_kept(hostile_crawl):
+    facts, _ = hostile_crawl
+    assert "xn--bcher-kva.test" in facts and "::ffff:7f00:2" in facts
+    assert not [h for h in facts if len(h) > 253 or "xn--zz" in h or " " in h]
+    assert facts["hub.test"].links_found == 9 + len(HOSTILE)
+
+
+def test_a_page_with_200000_links_is_read_whole(hostile_crawl):
+    facts, _ = hostile_crawl
+    assert facts["manylinks.test"].links_found == MANY_LINKS
+    assert {"one.test", "two.test"} <= set(facts)
+
+
+def test_broken_encodings_still_give_links_and_a_title(hostile_crawl):
+    facts, _ = hostile_crawl
+    assert "ok1.test" in facts and "ok2.test" in facts
+    assert facts["badutf8.test"].title.startswith("caf")
