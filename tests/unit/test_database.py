@@ -61,7 +61,7 @@ def test_finish_failing_half_way_writes_nothing(db, monkeypatch):
     def crash(*args, **kwargs):
         raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(Database, "_schedule_next", crash)
+    monkeypatch.setattr(Database, "_schedule", crash)
     with pytest.raises(RuntimeError, match="injected"):
         db.finish("page.test", CrawlResult(OK, 200), ["http://new.test/"])
     assert hostnames(db) == {"page.test"}
