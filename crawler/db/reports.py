@@ -235,19 +235,21 @@ class HostFilter:
     root: str = ""
     sort: str = "name"
 
-    def conditions(self) -> list[ColumnElement[bool]]:
-        """SQL conditions; raises HostnameError for a search or root that is no hostname."""
-        found = [SHOWN, visible(QueueRow.hostname)]
+    def conditions(self) -> tuple[list[ColumnElement[bool]], list[ColumnElement[bool]]]:
+        """(on queue, on hosts) SQL conditions; HostnameError for a search or root
+        that is no hostname."""
+        on_queue = [SHOWN, visible(QueueRow.hostname)]
         searched = search_condition(QueueRow.hostname, QUEUE_REVERSED, self.q, self.match)
         if searched is not None:
-            found.append(searched)
+            on_queue.append(searched)
+        on_hosts = []
         if self.outcome == NEVER_CRAWLED:
-            found.append(Host.outcome.is_(None))
+            on_hosts.append(Host.outcome.is_(None))
         elif self.outcome:
-            found.append(Host.outcome == self.outcome)
+            on_hosts.append(Host.outcome == self.outcome)
         if self.root.strip():
-            found.append(Host.root == normalize(self.root))
-        return found
+            on_hosts.append(Host.root == normalize(self.root))
+        return on_queue, on_hosts
 
 
 HOST_COLUMNS = (
@@ -262,11 +264,25 @@ HOST_COLUMNS = (
 
 
 def _hosts(flt: HostFilter) -> Select:
+    """The list's query. By name and with no filter on hosts' columns, it walks
+    ix_queue_shown in order and looks each row's facts up by primary key (a
+    LATERAL … LIMIT 1, so the planner cannot choose a merge join along all of
+    hosts, hidden rows included). Otherwise the planner picks: the discovered_at,
+    outcome or root index may lead, each host's queue row looked up."""
+    on_queue, on_hosts = flt.conditions()
+    if flt.sort == "name" and not on_hosts:
+        facts = (
+            select(*HOST_COLUMNS)
+            .where(Host.hostname == QueueRow.hostname, *on_hosts)
+            .limit(1)
+            .lateral("h")
+        )
+        return select(*facts.c).select_from(QueueRow).join(facts, true()).where(*on_queue)
     return (
         select(*HOST_COLUMNS)
         .select_from(QueueRow)
         .join(Host, Host.hostname == QueueRow.hostname)
-        .where(*flt.conditions())
+        .where(*on_queue, *on_hosts)
     )
 
 

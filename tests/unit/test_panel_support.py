@@ -1,0 +1,126 @@
+"""Fixtures and helpers for the panel's tests (imported by test_panel*.py; no tests here).
+
+Argon2 is slow on purpose, so the operators' hash is made once per session and
+written straight into the users table after each truncation; most tests log
+in by writing the Flask-Login session instead of posting the form.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import pytest
+from sqlalchemy import text
+
+from crawler.passwords import hash_password
+from webpanel import create_app
+
+PASSWORD = "correct horse battery staple"
+SECRET = "test-secret-key-" * 4
+CSRF = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"')
+
+
+def panel_config(url: str, **extra) -> dict:
+    return {
+        "SQLALCHEMY_DATABASE_URI": url,
+        "SECRET_KEY": SECRET,
+        "STATS_TTL": 0,
+        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_size": 2},
+        **extra,
+    }
+
+
+@pytest.fixture(scope="session")
+def password_hash() -> str:
+    return hash_password(PASSWORD)
+
+
+@pytest.fixture(scope="session")
+def app(database_url):
+    return create_app(panel_config(database_url))
+
+
+@pytest.fixture
+def operators(db, password_hash) -> dict[str, int]:
+    """Two operators, alice and bob, on an empty database: {name: id}."""
+    ids = {}
+    with db.engine.begin() as conn:
+        for name in ("alice", "bob"):
+            ids[name] = conn.execute(
+                text("INSERT INTO users (username, password_hash) VALUES (:u, :p) RETURNING id"),
+                {"u": name, "p": password_hash},
+            ).scalar_one()
+    return ids
+
+
+@pytest.fixture
+def client(app, operators):
+    """A test client with alice logged in."""
+    client = app.test_client()
+    with client.session_transaction() as session:
+        session["_user_id"] = str(operators["alice"])
+        session["_fresh"] = True
+    return client
+
+
+@pytest.fixture
+def anonymous(app, db):
+    return app.test_client()
+
+
+def csrf_token(client, url: str = "/no_follow") -> str:
+    """The CSRF token of this client's session, from a page with a form."""
+    page = client.get(url)
+    found = CSRF.search(page.get_data(as_text=True))
+    assert found, f"no CSRF token on {url} ({page.status_code})"
+    return found.group(1)
+
+
+def post_form(client, url: str, data: dict, page: str | None = None, **kwargs):
+    return client.post(url, data={**data, "csrf_token": csrf_token(client, page or url)}, **kwargs)
+
+
+def login(client, username: str, password: str, next_url: str | None = None):
+    token = csrf_token(client, "/login")
+    url = "/login" + (f"?next={next_url}" if next_url is not None else "")
+    data = {"username": username, "password": password, "csrf_token": token}
+    return client.post(url, data=data)
+
+
+def insert_hosts(engine, names: Iterable[str], **columns) -> None:
+    """Hosts and queue rows straight in SQL (due now), with optional crawl facts."""
+    from crawler.hostnames import root
+
+    names = sorted(set(names))
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO hosts (hostname, root) SELECT h, r FROM unnest("
+                "CAST(:n AS text[]), CAST(:r AS text[])) AS t(h, r) ON CONFLICT DO NOTHING"
+            ),
+            {"n": names, "r": [root(n) for n in names]},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO queue (hostname, next_claim_at) SELECT h, now()"
+                " FROM unnest(CAST(:n AS text[])) AS t(h) ON CONFLICT DO NOTHING"
+            ),
+            {"n": names},
+        )
+        if columns:
+            sets = ", ".join(f"{k} = :{k}" for k in columns)
+            conn.execute(
+                text(f"UPDATE hosts SET {sets} WHERE hostname = ANY(CAST(:n AS text[]))"),
+                {"n": names, **columns},
+            )
+
+
+def shown_hosts(html: str) -> list[str]:
+    """The hostnames of the host list on a rendered `/`."""
+    return re.findall(r'<a class="host" href="[^"]+">([^<]+)</a>', html)
+
+
+def next_link(html: str) -> str | None:
+    found = re.search(r'<a rel="next" href="([^"]+)"', html)
+    return found.group(1).replace("&amp;", "&") if found else None

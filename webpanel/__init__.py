@@ -1,0 +1,97 @@
+"""The operators' panel (DESIGN.md §8): `webpanel:create_app()`, one blueprint per area.
+
+Served by gunicorn (`make run`, docker compose). It shares the crawler's
+models, normalize() and DenyList, and makes every change through
+crawler.db.database.Database, which tells running crawlers by pg_notify.
+It never imports Scrapy or Twisted.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from flask import Flask, render_template
+from flask_wtf.csrf import CSRFError
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+from webpanel import security, settings
+from webpanel.core import StatsCache, page_url
+from webpanel.extensions import csrf, db, login_manager
+from webpanel.forms import EmptyForm
+
+log = logging.getLogger(__name__)
+
+
+def create_app(test_config: dict | None = None) -> Flask:
+    """Build the panel; `test_config` overrides settings (tests, benchmarks)."""
+    app = Flask(__name__)
+    app.config.from_mapping(settings.defaults())
+    if test_config:
+        app.config.update(test_config)
+    if not app.config["SQLALCHEMY_DATABASE_URI"]:
+        from crawler.db.engine import database_url
+
+        app.config["SQLALCHEMY_DATABASE_URI"] = database_url()
+    if not app.config["SECRET_KEY"]:
+        from crawler.db.engine import var_dir
+
+        app.config["SECRET_KEY"] = settings.secret_key(var_dir())
+
+    db.init_app(app)
+    login_manager.init_app(app)
+    security.init_app(app)  # before CSRF: an anonymous POST goes to the login page
+    csrf.init_app(app)
+    app.extensions["hostcrawl.stats"] = StatsCache(app.config["STATS_TTL"])
+    register_blueprints(app)
+    register_templates(app)
+    return app
+
+
+def register_blueprints(app: Flask) -> None:
+    from webpanel import api, audit, auth, blocked, health, hosts, no_follow
+
+    for module in (auth, health, hosts, no_follow, blocked, audit, api):
+        app.register_blueprint(module.bp)
+    csrf.exempt(api.bp)
+
+
+def register_templates(app: Flask) -> None:
+    app.jinja_env.globals.update(page_url=page_url, logout_form=EmptyForm)
+    app.jinja_env.filters.update(when=when, num=num)
+
+    @app.errorhandler(CSRFError)
+    def csrf_error(exc: CSRFError):
+        return render_template("errors/error.html", code=400, message=exc.description), 400
+
+    for code in (400, 403, 404, 405, 413, 500):
+        app.register_error_handler(code, error_page)
+    app.register_error_handler(OperationalError, database_down)
+    app.register_error_handler(PoolTimeout, database_down)
+
+
+def error_page(exc):
+    code = getattr(exc, "code", 500) or 500
+    message = getattr(exc, "description", "internal error") if code != 500 else "internal error"
+    return render_template("errors/error.html", code=code, message=message), code
+
+
+def database_down(exc):
+    """503 while the database is unreachable; the pool reconnects when it is back."""
+    log.warning("database unavailable: %s", str(exc).strip().splitlines()[0])
+    db.session.rollback()
+    message = "The database is unavailable. The panel recovers by itself when it is back."
+    page = render_template("errors/error.html", code=503, message=message)
+    return page, 503, {"Retry-After": "10"}
+
+
+def when(value: datetime | None) -> str:
+    """A timestamp as UTC, to the second."""
+    if value is None:
+        return "—"
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def num(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"

@@ -1,0 +1,133 @@
+"""/api: JSON for scripts, with a bearer token from `hostcrawl user token NAME`.
+
+No cookies are accepted here, so there is nothing for CSRF to forge: the
+blueprint is CSRF-exempt. Changes go through Database, like the forms'.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, g, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from crawler.db import reports
+from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
+from crawler.hostnames import HostnameError, normalize
+from webpanel.core import database, fetch_page, stats
+from webpanel.extensions import db
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+MAX_NAMES = 10_000
+
+
+@bp.before_request
+def authenticate():
+    """Every API call needs `Authorization: Bearer <token>`."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    user = reports.user_by_token(db.session, token.strip()) if scheme.lower() == "bearer" else None
+    if user is None:
+        response = jsonify(error="an API token is required: Authorization: Bearer <token>")
+        response.headers["WWW-Authenticate"] = 'Bearer realm="hostcrawl"'
+        return response, 401
+    g.api_user = user.username
+    return None
+
+
+@bp.errorhandler(HTTPException)
+def json_error(exc: HTTPException):
+    return jsonify(error=exc.description), exc.code
+
+
+def names_from_body() -> tuple[list[str], str | None]:
+    """{"names": [...], "note": "..."}, or 400."""
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict) or not isinstance(body.get("names"), list):
+        abort(400, description='send JSON {"names": ["example.org", ...], "note": "why"}')
+    names = body["names"]
+    if not names or len(names) > MAX_NAMES or not all(isinstance(n, str) for n in names):
+        abort(400, description=f'"names": 1 to {MAX_NAMES} strings')
+    note = body.get("note")
+    if note is not None and (not isinstance(note, str) or len(note) > 500):
+        abort(400, description='"note": a string of at most 500 characters')
+    return names, note
+
+
+def results(changes) -> dict:
+    items = [
+        {"input": c.input, "hostname": c.hostname, "status": c.status, "message": c.message}
+        for c in changes
+    ]
+    return {"results": items, "ok": all(c.ok for c in changes)}
+
+
+def entry_list(rule: str):
+    q, match = request.args.get("q", ""), request.args.get("match", reports.PREFIX)
+    try:
+        page = fetch_page(reports.entry_page, rule, q, match)
+    except HostnameError as exc:
+        return jsonify(error=f"q: {exc.reason}"), 400
+    keys = ("hostname", "note", "blocked_reason", "blocked_at", "took_out", "added_at", "added_by")
+    rows = [{k: _json(getattr(r, k)) for k in keys} for r in page.rows]
+    return jsonify(entries=rows, next=page.next, prev=page.prev)
+
+
+def _json(value):
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+@bp.get("/check_host")
+def check_host():
+    """Is `name` denied, and by which entry and rule? (the crawler's own DenyList)"""
+    value = request.args.get("name", "")
+    try:
+        name = normalize(value)
+    except HostnameError as exc:
+        return jsonify(input=value, error=exc.reason), 400
+    denial = DenyList(reports.covering_entries(db.session, name)).denial(name)
+    return jsonify(
+        input=value,
+        hostname=name,
+        denied=denial is not None,
+        entry=denial.entry if denial else None,
+        rule=denial.rule if denial else None,
+    )
+
+
+@bp.get("/no_follow")
+def no_follow_list():
+    """No_follow entries, a keyset page (?q=, ?match=prefix|domain, ?after=, ?n=)."""
+    return entry_list(NO_FOLLOW)
+
+
+@bp.post("/no_follow/add")
+def no_follow_add():
+    """Add entries: {"names": [...], "note": "...", "force": false}; a result per name."""
+    names, note = names_from_body()
+    force = (request.get_json(silent=True) or {}).get("force") is True
+    changes = database().add_no_follow(names, note=note, actor=g.api_user, force=force)
+    return jsonify(results(changes))
+
+
+@bp.post("/no_follow/remove")
+def no_follow_remove():
+    """Remove entries: {"names": [...], "note": "..."}; a result per name."""
+    names, note = names_from_body()
+    return jsonify(results(database().remove_no_follow(names, actor=g.api_user, note=note)))
+
+
+@bp.get("/blocked")
+def blocked_list():
+    """Blocked entries with blocked_reason, a keyset page."""
+    return entry_list(BLOCKED)
+
+
+@bp.post("/blocked/unblock")
+def blocked_unblock():
+    """Unblock: {"names": [...], "note": "..."}; a result per name."""
+    names, note = names_from_body()
+    return jsonify(results(database().unblock(names, actor=g.api_user, note=note)))
+
+
+@bp.get("/stats")
+def api_stats():
+    """The dashboard figures."""
+    return jsonify(stats().as_dict())

@@ -1,0 +1,22 @@
+"""/audit: every change to the deny entries — who, what, when — newest first."""
+
+from __future__ import annotations
+
+from flask import Blueprint, render_template
+
+from crawler.db import reports
+from webpanel.core import arg, fetch_page
+from webpanel.extensions import db
+
+bp = Blueprint("audit", __name__)
+
+
+@bp.get("/audit")
+def index():
+    """The audit log, filtered by hostname prefix, action and actor; keyset pages."""
+    q, action, who = arg("q"), arg("action", limit=32), arg("actor", limit=128)
+    page = fetch_page(reports.audit_page, q=q, action=action, actor=who)
+    actions = reports.audit_actions(db.session)
+    return render_template(
+        "audit/index.html", page=page, q=q, action=action, actor=who, actions=actions
+    )

@@ -1,0 +1,45 @@
+"""/blocked: hosts blocked as traps, with blocked_reason and the window's evidence; unblock."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, flash, redirect, render_template, url_for
+
+from crawler.db import reports
+from crawler.denylist import BLOCKED
+from crawler.hostnames import HostnameError
+from webpanel.core import actor, arg, choice, database, fetch_page
+from webpanel.extensions import db
+from webpanel.forms import ConfirmForm
+
+bp = Blueprint("blocked", __name__, url_prefix="/blocked")
+PAGE_SIZE = 25  # each row carries a long reason and its evidence
+
+
+@bp.get("")
+def index():
+    """Blocked entries (search, keyset pages), each with its reason and trap evidence."""
+    q, match = arg("q"), choice("match", reports.MATCHES)
+    error = None
+    try:
+        page = fetch_page(reports.entry_page, BLOCKED, q, match, size=PAGE_SIZE)
+    except HostnameError as exc:
+        page, error = reports.Page([]), f"{exc.value!r}: {exc.reason}"
+    evidence = reports.window_evidence(db.session, [row.hostname for row in page.rows])
+    return render_template(
+        "blocked/index.html", page=page, q=q, match=match, error=error, evidence=evidence
+    )
+
+
+@bp.route("/<hostname>/unblock", methods=["GET", "POST"])
+def unblock(hostname: str):
+    """Lift a block after a confirmation; the hosts it took out come back into routing."""
+    found = reports.entry(db.session, BLOCKED, hostname)
+    if found is None:
+        abort(404)
+    form = ConfirmForm()
+    if form.validate_on_submit():
+        (change,) = database().unblock([hostname], actor=actor(), note=form.note.data)
+        flash(change.describe())
+        return redirect(url_for("blocked.index"))
+    evidence = reports.window_evidence(db.session, [hostname]).get(hostname)
+    return render_template("blocked/unblock.html", entry=found, evidence=evidence, form=form)

@@ -1,0 +1,149 @@
+"""Operator input for deny entries: lines and CSV in, a preview and a summary out.
+
+Normalization and the public-suffix rule are crawler.hostnames'; the counts
+come from crawler.db.reports; saving is Database.add_no_follow().
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from crawler.db import reports
+from crawler.db.database import EntryChange
+from crawler.hostnames import HostnameError, normalize, normalize_entry
+
+# A spreadsheet runs a cell starting with one of these as a formula.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+MAX_LINES = 10_000
+
+
+@dataclass
+class Candidate:
+    """One input line as it would be stored, or why it would not be."""
+
+    input: str
+    hostname: str | None = None
+    problem: str | None = None
+    needs_force: bool = False
+    current: str | None = None  # the name's rule today: None, 'no_follow' or 'blocked'
+    exclusion: reports.Exclusion | None = None
+    note: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+    def describe_problem(self) -> str:
+        if self.needs_force:
+            return f"{self.input!r}: a bare public suffix; tick the box below to store it anyway"
+        return f"{self.input!r}: {self.problem}"
+
+
+@dataclass
+class Preview:
+    candidates: list[Candidate]
+    total: reports.Exclusion
+
+    @property
+    def problems(self) -> list[Candidate]:
+        return [c for c in self.candidates if not c.ok]
+
+    @property
+    def storable(self) -> list[Candidate]:
+        return [c for c in self.candidates if c.ok]
+
+
+def lines(value: str) -> list[str]:
+    """Non-blank lines, without '#' comments, each once, in order."""
+    found = (line.strip() for line in value.splitlines())
+    return list(dict.fromkeys(line for line in found if line and not line.startswith("#")))
+
+
+def preview(conn, values: Sequence[str], force: bool, notes: Sequence[str | None] = ()) -> Preview:
+    """What saving `values` as no_follow entries would do; stores nothing."""
+    candidates = [_candidate(v, force) for v in values]
+    for candidate, note in zip(candidates, notes, strict=False):
+        candidate.note = note
+    names = [c.hostname for c in candidates if c.ok]
+    current = reports.entry_rules(conn, names)
+    each, total = reports.exclusion_preview(conn, names)
+    for c in candidates:
+        if c.ok:
+            c.current = current.get(c.hostname)
+            c.exclusion = each[c.hostname]
+    return Preview(candidates, total)
+
+
+def _candidate(value: str, force: bool) -> Candidate:
+    try:
+        return Candidate(value, normalize_entry(value, force=force))
+    except HostnameError as exc:
+        try:  # a name after all: refused only as a bare public suffix
+            name = normalize(value)
+        except HostnameError:
+            return Candidate(value, problem=exc.reason)
+        return Candidate(value, name, problem=exc.reason, needs_force=True)
+
+
+@dataclass
+class Summary:
+    """What a save did: added N, already present M, refused K (with each reason)."""
+
+    changes: list[EntryChange]
+
+    @property
+    def counts(self) -> Counter:
+        return Counter(c.status for c in self.changes)
+
+    @property
+    def refused(self) -> list[EntryChange]:
+        return [c for c in self.changes if not c.ok]
+
+    @property
+    def stored(self) -> list[EntryChange]:
+        return [c for c in self.changes if c.ok]
+
+    def line(self) -> str:
+        n = self.counts
+        return f"added {n['added']}, already present {n['already']}, refused {n['refused']}"
+
+
+# -- CSV -----------------------------------------------------------------------------------
+
+
+def neutralise(cell: str | None) -> str:
+    """A cell a spreadsheet will show as text, never run as a formula."""
+    cell = cell or ""
+    return "'" + cell if cell.startswith(FORMULA_START) else cell
+
+
+def unneutralise(cell: str) -> str:
+    return cell[1:] if cell.startswith("'") and cell[1:].startswith(FORMULA_START) else cell
+
+
+def export_csv(rows: Iterable) -> bytes:
+    """hostname,note rows (the format import_rows() reads back)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(["hostname", "note"])
+    for row in rows:
+        writer.writerow([neutralise(row.hostname), neutralise(row.note)])
+    return out.getvalue().encode("utf-8")
+
+
+def import_rows(data: str) -> list[tuple[str, str | None]]:
+    """(hostname input, note) per CSV row; a 'hostname' header row is skipped."""
+    rows = []
+    for i, record in enumerate(csv.reader(io.StringIO(data))):
+        cells = [c.strip() for c in record]
+        if not cells or not cells[0] or cells[0].startswith("#"):
+            continue
+        if i == 0 and cells[0].lower() == "hostname":
+            continue
+        note = unneutralise(cells[1]) if len(cells) > 1 and cells[1] else None
+        rows.append((cells[0], note))
+    return rows

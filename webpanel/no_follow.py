@@ -1,0 +1,125 @@
+"""/no_follow: the operators' entries. Add one or paste many (preview, then save),
+remove with a confirmation, CSV export and import. Database does every write."""
+
+from __future__ import annotations
+
+from io import BytesIO
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, send_file, url_for
+
+from crawler.db import reports
+from crawler.denylist import NO_FOLLOW
+from crawler.hostnames import HostnameError
+from webpanel import entries
+from webpanel.core import actor, arg, choice, database, fetch_page
+from webpanel.extensions import db
+from webpanel.forms import ConfirmForm, ImportForm, NoFollowForm
+
+bp = Blueprint("no_follow", __name__, url_prefix="/no_follow")
+
+
+def render_index(form: NoFollowForm, preview: entries.Preview | None = None, status: int = 200):
+    """The list with the add form (and a preview of the form's lines, if any)."""
+    q, match = arg("q"), choice("match", reports.MATCHES)
+    error = None
+    try:
+        page = fetch_page(reports.entry_page, NO_FOLLOW, q, match)
+    except HostnameError as exc:
+        page, error = reports.Page([]), f"{exc.value!r}: {exc.reason}"
+    body = render_template(
+        "no_follow/index.html", page=page, q=q, match=match, error=error, form=form, preview=preview
+    )
+    return body, status
+
+
+@bp.get("")
+def index():
+    """The no_follow entries (search, keyset pages) and the form to add more."""
+    form = NoFollowForm(formdata=None)
+    form.entries.data = request.args.get("add", "")[:1000]
+    return render_index(form)
+
+
+@bp.post("")
+def add():
+    """Preview the pasted lines, or save them; bad lines show their reason by the field."""
+    form = NoFollowForm()
+    if not form.validate_on_submit():
+        return render_index(form, status=400)
+    values = entries.lines(form.entries.data)[: entries.MAX_LINES]
+    note = form.note.data or None
+    if form.save.data:
+        changes = database().add_no_follow(values, note=note, actor=actor(), force=form.force.data)
+        return render_template("no_follow/summary.html", summary=entries.Summary(changes))
+    preview = entries.preview(db.session, values, form.force.data)
+    form.entries.errors = [c.describe_problem() for c in preview.problems]
+    status = 400 if preview.problems and not preview.storable else 200
+    return render_index(form, preview if preview.storable else None, status)
+
+
+@bp.route("/<hostname>/remove", methods=["GET", "POST"])
+def remove(hostname: str):
+    """Remove an entry after a confirmation; the hosts it took out come back."""
+    found = reports.entry(db.session, NO_FOLLOW, hostname)
+    if found is None:
+        abort(404)
+    form = ConfirmForm()
+    if form.validate_on_submit():
+        (change,) = database().remove_no_follow([hostname], actor=actor(), note=form.note.data)
+        flash(change.describe())
+        return redirect(url_for("no_follow.index"))
+    return render_template("no_follow/remove.html", entry=found, form=form)
+
+
+@bp.get("/export.csv")
+def export():
+    """Every entry as CSV (hostname, note); cells a spreadsheet would run are neutralised."""
+    data = entries.export_csv(reports.entries_for_export(db.session, NO_FOLLOW))
+    return send_file(
+        BytesIO(data), mimetype="text/csv", as_attachment=True, download_name="no_follow.csv"
+    )
+
+
+@bp.route("/import", methods=["GET", "POST"])
+def import_csv():
+    """Upload a CSV (hostname[,note]); preview every row, then import them all."""
+    form = ImportForm()
+    if not form.validate_on_submit():
+        return render_template("no_follow/import.html", form=form, preview=None)
+    data = form.csv_text.data or _read_upload(form)
+    rows = entries.import_rows(data or "")[: entries.MAX_LINES]
+    if not rows:
+        form.file.errors = [*form.file.errors, "no hostname rows in that file"]
+        return render_template("no_follow/import.html", form=form, preview=None), 400
+    if form.save.data and form.csv_text.data:
+        summary = entries.Summary(_save_rows(rows, form.force.data))
+        return render_template("no_follow/summary.html", summary=summary)
+    form.csv_text.data = data
+    preview = entries.preview(
+        db.session, [v for v, _ in rows], form.force.data, [n for _, n in rows]
+    )
+    return render_template("no_follow/import.html", form=form, preview=preview)
+
+
+def _read_upload(form: ImportForm) -> str | None:
+    upload = form.file.data
+    if upload is None or not getattr(upload, "filename", ""):
+        form.file.errors = ["choose a CSV file"]
+        return None
+    try:
+        return upload.read().decode("utf-8-sig")
+    except UnicodeDecodeError:
+        form.file.errors = ["not UTF-8 text"]
+        return None
+
+
+def _save_rows(rows: list[tuple[str, str | None]], force: bool):
+    """Database.add_no_follow() once per note, the results in the file's order."""
+    by_note: dict[str | None, list[str]] = {}
+    for value, note in rows:
+        by_note.setdefault(note, []).append(value)
+    changes = {}
+    for note, values in by_note.items():
+        for change in database().add_no_follow(values, note=note, actor=actor(), force=force):
+            changes.setdefault(change.input, change)
+    return [changes[v] for v in dict.fromkeys(v for v, _ in rows)]
