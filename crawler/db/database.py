@@ -234,6 +234,21 @@ class Database:
         with self.engine.begin() as conn:
             return [h for (h,) in conn.execute(statement, params)]
 
+    def claims_outstanding(self, lease: timedelta = DEFAULT_LEASE) -> bool:
+        """True while any worker holds an unexpired claim (its links may make more due)."""
+        with self.engine.connect() as conn:
+            return conn.execute(
+                text(
+                    """
+                    SELECT EXISTS (SELECT 1 FROM queue
+                     WHERE status_reason IS NULL AND denied_by IS NULL
+                       AND next_claim_at > now() AND next_claim_at <= now() + :lease
+                       AND claimed_by IS NOT NULL)
+                    """
+                ),
+                {"lease": lease},
+            ).scalar_one()
+
     def count_due(self, n: int, under: str | None = None) -> int:
         """How many hosts start_urls could claim now (counting at most n)."""
         statement = DUE_ALL if under is None else DUE_UNDER

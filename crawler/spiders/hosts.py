@@ -67,7 +67,7 @@ class HostsSpider(scrapy.Spider):
                 "claiming", self.db.start_urls, self.batch, self.worker, self.lease
             )
             if not hosts:
-                if self.close_when_drained and not self.in_flight:
+                if self.close_when_drained and await self._drained():
                     log.info("nothing due and nothing in flight: drained")
                     return
                 await self._wait_for_room(poll=True)
@@ -75,6 +75,14 @@ class HostsSpider(scrapy.Spider):
             for hostname in hosts:
                 self.in_flight.add(hostname)
                 yield self.host_request(hostname)
+
+    async def _drained(self) -> bool:
+        """Nothing in flight here, and no claim anywhere that could still add hosts."""
+        if self.in_flight:
+            return False
+        return not await in_thread_until_up(
+            "checking for claims", self.db.claims_outstanding, self.lease
+        )
 
     async def _wait_for_room(self, poll: bool = False) -> None:
         """Wait until fewer than two batches are in flight (or, polling, a bounded while)."""

@@ -38,7 +38,11 @@ def test_database_restart_and_outage_mid_crawl(db, fakeweb_factory, start_crawle
     panel_answers = panel_during_outage()
     wait_until(lambda: all(outage_logged(w) for w in workers), 30, "both workers to notice")
     wait_until(lambda: time.monotonic() - stopped_at >= OUTAGE_SECONDS, 60, "the outage to last")
+    paused_at = crawled_pages(web)
     postgres.start()
+    started_at = time.monotonic()
+    wait_until(lambda: crawled_pages(web) > paused_at + 8, 60, "the crawl to resume")
+    print(f"crawl resumed {time.monotonic() - started_at:.1f}s after the database came back")
     for worker in workers:
         worker.wait()
 
