@@ -485,8 +485,13 @@ class Database:
         with self.engine.begin() as conn:
             conn.execute(
                 text(
-                    "UPDATE queue SET denied_by = :entry, claimed_by = NULL, claimed_at = NULL"
-                    " WHERE hostname = :hostname AND status_reason IS NULL"
+                    # Only while the entry stands: one removed meanwhile must not strand the row.
+                    """
+                    UPDATE queue SET denied_by = :entry, claimed_by = NULL, claimed_at = NULL
+                     WHERE hostname = :hostname AND status_reason IS NULL
+                       AND EXISTS (SELECT 1 FROM queue e
+                                    WHERE e.hostname = :entry AND e.status_reason IS NOT NULL)
+                    """
                 ),
                 {"hostname": hostname, "entry": entry},
             )

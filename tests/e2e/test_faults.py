@@ -64,7 +64,7 @@ def panel_during_outage() -> dict | None:
         return None
     from webpanel import create_app
 
-    client = create_app({"TESTING": True}).test_client()
+    client = create_app({"TESTING": True, "SECRET_KEY": "test"}).test_client()
     return {
         "healthz": client.get("/healthz").status_code,
         "login": client.get("/login").status_code,
@@ -74,7 +74,7 @@ def panel_during_outage() -> dict | None:
 def panel_after_outage() -> int:
     from webpanel import create_app
 
-    client = create_app({"TESTING": True}).test_client()
+    client = create_app({"TESTING": True, "SECRET_KEY": "test"}).test_client()
     return wait_until(
         lambda: client.get("/healthz").status_code == 200 and 200,
         30,

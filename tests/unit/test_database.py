@@ -169,3 +169,12 @@ def test_trap_reason_is_pure_and_needs_a_full_window():
     window = [Observation(f"n{i}.t.test", DNS_NXDOMAIN, now) for i in range(3)]
     assert trap_reason("t.test", window, size=4) is None
     assert "the last 3 unique subdomains of t.test" in trap_reason("t.test", window, size=3)
+
+
+def test_taking_out_a_row_needs_its_entry_to_stand(db):
+    db.save_hosts(["x.gone.test"])
+    db.add_no_follow(["gone.test"])
+    db.remove_no_follow(["gone.test"])
+    db.take_out_of_routing("x.gone.test", "gone.test")  # a worker that heard late
+    assert queue_row(db, "x.gone.test").denied_by is None
+    assert db.start_urls(10, "w") == ["x.gone.test"]
