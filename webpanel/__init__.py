@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from flask import Flask, render_template
+from flask import Flask, abort, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DataError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from webpanel import security, settings
@@ -69,6 +69,25 @@ def register_templates(app: Flask) -> None:
         app.register_error_handler(code, error_page)
     app.register_error_handler(OperationalError, database_down)
     app.register_error_handler(PoolTimeout, database_down)
+    app.register_error_handler(DataError, input_refused_by_database)
+    app.before_request(refuse_nul_characters)
+
+
+def refuse_nul_characters() -> None:
+    """Postgres stores no NUL character: refuse it at the door, naming the field."""
+    for name, value in [*request.args.items(multi=True), *request.form.items(multi=True)]:
+        if "\x00" in value:
+            abort(400, description=f"{name}: contains a NUL character, which cannot be stored")
+
+
+def input_refused_by_database(exc: DataError):
+    """A value the database cannot store (say, NUL inside JSON): 400 with the reason."""
+    db.session.rollback()
+    reason = str(exc.orig or exc).strip().splitlines()[0]
+    message = f"the input cannot be stored: {reason}"
+    if request.blueprint == "api":
+        return jsonify(error=message), 400
+    return render_template("errors/error.html", code=400, message=message), 400
 
 
 def error_page(exc):
