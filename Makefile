@@ -28,6 +28,12 @@ bench: install
 	$(BIN)/python bench/linkfilter.py
 	$(BIN)/python bench/claims.py
 	$(BIN)/python bench/audit.py
+	$(BIN)/python bench/crawl.py
+	$(BIN)/python bench/panel.py
+
+## demo: crawl a small fake internet (fakeweb), print what to look at, then serve the panel
+demo: install
+	$(BIN)/python -m tests.fakeweb.demo
 
 lint: install
 	$(BIN)/ruff check .

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Engine, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import Interval, String
 
+from crawler.db.retry import retry_conflicts
 from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.hostnames import HostnameError, normalize, normalize_entry, root
 from crawler.links import FilteredLinks, filter_links
@@ -160,6 +161,7 @@ class Database:
 
     # -- discovery -------------------------------------------------------------
 
+    @retry_conflicts
     def save_hosts(
         self, hostnames: Iterable[str], discovered_from: str | None = None, conn=None
     ) -> int:
@@ -202,6 +204,7 @@ class Database:
         )
         return len(new)
 
+    @retry_conflicts
     def seed(self, values: Sequence[str]) -> list[EntryChange]:
         """Queue operator-given hostnames; denied or malformed ones are refused."""
         changes = []
@@ -256,6 +259,7 @@ class Database:
         with self.engine.connect() as conn:
             return conn.execute(counted, {"n": n, **_under(under)}).scalar_one()
 
+    @retry_conflicts
     def release(self, hostnames: Sequence[str]) -> None:
         """Give claimed hosts back, due now."""
         with self.engine.begin() as conn:
@@ -267,6 +271,7 @@ class Database:
         with self.engine.connect() as conn:
             return [h for (h,) in conn.execute(statement, {"n": n, **_under(under)})]
 
+    @retry_conflicts
     def finish(
         self,
         hostname: str,
@@ -312,6 +317,7 @@ class Database:
 
     # -- deny entries -------------------------------------------------------------
 
+    @retry_conflicts
     def upsert_blocked(self, hostname: str, reason: str, actor: str | None = None) -> bool:
         """Block a hostname (a trap root) with a readable reason; True if newly blocked.
 
@@ -356,6 +362,7 @@ class Database:
             changes.append(self._add_no_follow(value, hostname, note, actor))
         return changes
 
+    @retry_conflicts
     def _add_no_follow(
         self, value: str, hostname: str, note: str | None, actor: str | None
     ) -> EntryChange:
@@ -388,6 +395,7 @@ class Database:
         """Lift blocks (false positives); the hosts they took out come back."""
         return [self._remove_entry(v, BLOCKED, "unblock", actor, note) for v in values]
 
+    @retry_conflicts
     def _remove_entry(
         self, value: str, rule: str, action: str, actor: str | None, note: str | None
     ) -> EntryChange:
@@ -439,8 +447,14 @@ class Database:
         lo, hi = suffix_range(entry)
         return conn.execute(
             text(
-                f"UPDATE queue SET denied_by = :entry WHERE {UNDER}"
-                " AND denied_by IS NULL AND status_reason IS NULL"
+                # Rows locked in hostname order, as every multi-row write here does.
+                f"""
+                UPDATE queue q SET denied_by = :entry
+                  FROM (SELECT hostname FROM queue WHERE {UNDER}
+                          AND denied_by IS NULL AND status_reason IS NULL
+                         ORDER BY hostname FOR UPDATE) AS t
+                 WHERE q.hostname = t.hostname
+                """
             ),
             {"entry": entry, "lo": lo, "hi": hi},
         ).rowcount
@@ -449,8 +463,13 @@ class Database:
         """Rows the entry took out: back to routing, unless another entry covers them."""
         rows = conn.execute(
             text(
-                f"UPDATE queue q SET denied_by = {NEAREST_ENTRY} WHERE q.denied_by = :entry"
-                " RETURNING q.denied_by"
+                f"""
+                UPDATE queue q SET denied_by = {NEAREST_ENTRY}
+                  FROM (SELECT hostname FROM queue WHERE denied_by = :entry
+                         ORDER BY hostname FOR UPDATE) AS t
+                 WHERE q.hostname = t.hostname
+                RETURNING q.denied_by
+                """
             ),
             {"entry": entry},
         ).fetchall()
@@ -480,17 +499,27 @@ class Database:
             {"channel": DENYLIST_CHANNEL, "payload": payload},
         )
 
+    @retry_conflicts
     def take_out_of_routing(self, hostname: str, entry: str) -> None:
-        """A request to `hostname` was denied by `entry`: its row leaves routing."""
+        """A request to `hostname` was denied by `entry`: its row leaves routing (and its claim)."""
         with self.engine.begin() as conn:
             conn.execute(
                 text(
-                    # Only while the entry stands: one removed meanwhile must not strand the row.
+                    # The claim is released either way, and the host is due at once the moment
+                    # it is routable: now if the entry was removed meanwhile (this worker heard
+                    # late), or when the entry is removed later.
                     """
-                    UPDATE queue SET denied_by = :entry, claimed_by = NULL, claimed_at = NULL
-                     WHERE hostname = :hostname AND status_reason IS NULL
-                       AND EXISTS (SELECT 1 FROM queue e
-                                    WHERE e.hostname = :entry AND e.status_reason IS NOT NULL)
+                    WITH entry AS (
+                        SELECT EXISTS (SELECT 1 FROM queue
+                                        WHERE hostname = :entry AND status_reason IS NOT NULL)
+                               AS stands)
+                    UPDATE queue q SET claimed_by = NULL, claimed_at = NULL,
+                           denied_by = CASE WHEN q.status_reason IS NULL AND entry.stands
+                                            THEN :entry ELSE q.denied_by END,
+                           next_claim_at = CASE WHEN q.status_reason IS NULL
+                                                THEN now() ELSE q.next_claim_at END
+                      FROM entry
+                     WHERE q.hostname = :hostname
                     """
                 ),
                 {"hostname": hostname, "entry": entry},
@@ -524,6 +553,7 @@ class Database:
         blocked = self.record_outcomes([(hostname, outcome)], size, actor)
         return blocked.get(root(hostname))
 
+    @retry_conflicts
     def record_outcomes(
         self,
         outcomes: Sequence[tuple[str, str]],
@@ -620,6 +650,7 @@ class Database:
 
     # -- the DNS/TLS audit (§7) ------------------------------------------------------
 
+    @retry_conflicts
     def record_audits(
         self,
         results: Sequence[tuple[str, str]],
@@ -653,16 +684,17 @@ class Database:
         return self.record_outcomes(results, size, actor)
 
     def _schedule(self, conn: Connection, delays: list[tuple[str, timedelta]]) -> None:
-        """Release claims and set each row's next date to now() + its delay."""
+        """Release claims (entry rows too) and set each routable row's next date."""
         if not delays:
             return
         conn.execute(
             text(
                 """
-                UPDATE queue q SET next_claim_at = now() + t.after, claimed_by = NULL,
-                       claimed_at = NULL
+                UPDATE queue q SET claimed_by = NULL, claimed_at = NULL,
+                       next_claim_at = CASE WHEN q.status_reason IS NULL
+                                            THEN now() + t.after ELSE q.next_claim_at END
                   FROM unnest(:names, :afters) AS t(hostname, after)
-                 WHERE q.hostname = t.hostname AND q.status_reason IS NULL
+                 WHERE q.hostname = t.hostname
                 """
             ).bindparams(
                 bindparam("names", type_=NAMES), bindparam("afters", type_=ARRAY(Interval))
@@ -679,6 +711,7 @@ class Database:
             ).first()
         return (row.probe, row.outcome) if row else None
 
+    @retry_conflicts
     def save_wildcard_probe(self, domain: str, probe: str, outcome: str) -> None:
         with self.engine.begin() as conn:
             conn.execute(

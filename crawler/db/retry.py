@@ -8,10 +8,14 @@ constraint) are raised at once.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import random
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from psycopg import errors as pg_errors
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 log = logging.getLogger(__name__)
@@ -21,8 +25,41 @@ FIRST_PAUSE = 0.5
 MAX_PAUSE = 15.0
 
 
+CONFLICT_ATTEMPTS = 5
+CONFLICTS = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """A deadlock or serialization failure: the transaction may simply run again."""
+    return isinstance(exc, DBAPIError) and isinstance(exc.orig, CONFLICTS)
+
+
+def retry_conflicts(method: Callable[..., T]) -> Callable[..., T]:
+    """Run a whole transaction again when Postgres aborts it to break a deadlock.
+
+    Operators' bulk changes and workers' writes touch overlapping rows; Postgres
+    resolves a cycle by aborting one side, which is then simply repeated.
+    """
+
+    @functools.wraps(method)
+    def run(*args, **kwargs):
+        for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+            try:
+                return method(*args, **kwargs)
+            except DBAPIError as exc:
+                if not is_conflict(exc) or attempt == CONFLICT_ATTEMPTS:
+                    raise
+                log.info("%s: %s; running it again", method.__name__, first_line(exc))
+            time.sleep(random.uniform(0, 0.02 * 2**attempt))  # jitter: don't collide again
+        raise AssertionError("unreachable")
+
+    return run
+
+
 def is_outage(exc: BaseException) -> bool:
     """True for an error that means the database is (for now) out of reach."""
+    if is_conflict(exc):
+        return False
     if isinstance(exc, OperationalError | InterfaceError):
         return True
     return isinstance(exc, DBAPIError) and exc.connection_invalidated

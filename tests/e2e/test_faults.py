@@ -139,3 +139,68 @@ def test_kill_storm(db, fakeweb_factory, start_crawler):
         0,
     )
     assert host_facts(db, names[0]).crawl_count >= 1
+
+
+def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, start_crawler):
+    from crawler.db.reports import api_token_hash
+    from webpanel import create_app
+
+    world = World(seed=13, delay=0.01)
+    roots = ["alpha.test", "beta.test", "gamma.test", "delta.test"]
+    names = world.graph(400, roots=roots)
+    web = fakeweb_factory(world)
+    db.create_user("op", "operator password")
+    with db.engine.begin() as conn:
+        conn.execute(text("UPDATE users SET api_token_hash = :h"), {"h": api_token_hash("t")})
+    api = create_app({"TESTING": True, "SECRET_KEY": "test"}).test_client()
+    auth = {"Authorization": "Bearer t"}
+    db.seed([names[0]])
+    workers = [start_crawler(web, CLAIM_BATCH=4, CONCURRENT_REQUESTS=8) for _ in range(2)]
+
+    changes = 0
+    for i in range(60):  # flip entries while the crawl runs
+        domain = ("gamma.test", "delta.test")[i % 2]
+        for url in ("/api/no_follow/add", "/api/no_follow/remove"):
+            answer = api.post(url, json={"names": [domain], "note": f"round {i}"}, headers=auth)
+            assert answer.status_code == 200, answer.get_json()
+            changes += answer.get_json()["results"][0]["status"] in ("added", "removed")
+        db.upsert_blocked("beta.test", f"round {i}")
+        answer = api.post("/api/blocked/unblock", json={"names": ["beta.test"]}, headers=auth)
+        assert answer.json["results"][0]["status"] == "unblocked"
+        changes += 2
+    answer = api.post("/api/no_follow/add", json={"names": ["gamma.test"]}, headers=auth)
+    settled_at = time.time()
+    changes += 1
+    wait_until(
+        lambda: all(
+            "deny list: add gamma.test" in w.log().rsplit("round 59", 1)[-1]
+            or w.proc.poll() is not None
+            for w in workers
+        ),
+        5,
+        "every running worker to hear the last change",
+    )
+    for worker in workers:
+        worker.wait()  # no deadlock: both finish
+
+    assert db.deny_entries() == [("gamma.test", "no_follow")]  # no lost update
+    with db.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM audit_log")).scalar() == changes
+    late = [
+        r
+        for r in web.fetches(path=None)
+        if r["host"].endswith("gamma.test") and r["t"] > settled_at + 5
+    ]
+    assert late == [], "a gamma.test host was fetched more than 5 s after its entry"
+    # Links met while their domain was listed were dropped (that is the rule); every
+    # host that was saved and is routable now was crawled: nothing stranded.
+    with db.engine.connect() as conn:
+        stranded = conn.execute(
+            text(
+                "SELECT q.* FROM hosts JOIN queue q USING (hostname) WHERE outcome IS NULL"
+                " AND q.status_reason IS NULL AND q.denied_by IS NULL AND NOT EXISTS ("
+                "  SELECT 1 FROM queue d WHERE d.hostname = ANY(host_parents(q.hostname))"
+                "  AND d.status_reason IS NOT NULL)"
+            )
+        ).all()
+    assert stranded == [] and known_hosts(db) <= set(names) | {"beta.test"}

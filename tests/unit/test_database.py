@@ -175,6 +175,27 @@ def test_taking_out_a_row_needs_its_entry_to_stand(db):
     db.save_hosts(["x.gone.test"])
     db.add_no_follow(["gone.test"])
     db.remove_no_follow(["gone.test"])
-    db.take_out_of_routing("x.gone.test", "gone.test")  # a worker that heard late
-    assert queue_row(db, "x.gone.test").denied_by is None
     assert db.start_urls(10, "w") == ["x.gone.test"]
+    db.take_out_of_routing("x.gone.test", "gone.test")  # a worker that heard late
+    row = queue_row(db, "x.gone.test")
+    assert (row.denied_by, row.claimed_by) == (None, None)
+    assert db.start_urls(10, "w") == ["x.gone.test"]  # due again, not stranded
+
+
+def test_a_claimed_host_that_became_an_entry_is_released(db):
+    db.save_hosts(["flip.test"])
+    assert db.start_urls(10, "w") == ["flip.test"]
+    db.upsert_blocked("flip.test", "trap")
+    db.take_out_of_routing("flip.test", "flip.test")  # its request was then denied
+    db.unblock(["flip.test"])
+    assert queue_row(db, "flip.test").claimed_by is None
+    assert not db.claims_outstanding()
+
+
+def test_a_denied_host_is_due_at_once_when_its_entry_goes(db):
+    db.save_hosts(["x.brief.test"])
+    assert db.start_urls(10, "w", lease=timedelta(hours=1)) == ["x.brief.test"]
+    db.add_no_follow(["brief.test"])
+    db.take_out_of_routing("x.brief.test", "brief.test")
+    db.remove_no_follow(["brief.test"])
+    assert db.start_urls(10, "w") == ["x.brief.test"]  # not an hour later

@@ -1,0 +1,351 @@
+"""`make demo`: crawl a small fake internet, show what to look at, serve the panel.
+
+Run as ``python -m tests.fakeweb.demo``. Everything stays on loopback:
+
+1. the default database (DATABASE_URL, else the embedded one under var/),
+   migrated; the previous demo's ``.test`` hosts are forgotten first (``.test``
+   is reserved, RFC 2606: no real host is under it);
+2. a fakeweb (DNS + HTTP on 127.0.0.1) serving a world of ~60 ordinary sites
+   under three roots linking to each other; pages that also link to the giant
+   platform ``social.test`` in odd forms (upper case, trailing dot, port,
+   ``//host``, https); and a web ring page linking to 150 subdomains of
+   ``trap.test``, whose zone answers NXDOMAIN (a subdomain generator);
+3. ``social.test`` goes on no_follow (with a note), the first site is seeded,
+   and ``python -m scrapy crawl hosts`` runs until the queue is drained;
+4. a summary: hosts discovered, the blocked entries with their
+   ``blocked_reason``, the no_follow entries, the platform links filtered;
+5. if the panel (``webpanel``) is installed: gunicorn serves it on
+   127.0.0.1:8000 (``DEMO_BIND=HOST:PORT`` to move it) until Ctrl-C or
+   SIGTERM, then the panel and the fakeweb are stopped. ``DEMO_NO_SERVE=1``
+   skips this step.
+
+Logs: var/demo/crawl.log, var/demo/fakeweb/ (http.jsonl, dns.jsonl).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+from sqlalchemy import text
+
+from .handle import PROJECT_ROOT, FakeWeb
+from .world import World, link_host
+
+ROOTS = ["alpha.test", "beta.test", "gamma.test"]
+SITES = 60
+PLATFORM = "social.test"
+PLATFORM_NOTE = "demo: a giant platform; its pages are not worth following"
+PLATFORM_FORMS = [
+    "http://SOCIAL.test:8080/share?u={n}",
+    "http://social.test./",
+    "https://www.social.test/u/{n}",
+    "//api.Social.TEST/feed",
+    "http://deep.www.social.test/profile/{n}",
+    "HTTP://M.SOCIAL.TEST./?ref=share",
+]
+RING = "webring.test"
+TRAP = "trap.test"
+TRAP_LINKS = 150
+BIND = os.environ.get("DEMO_BIND", "127.0.0.1:8000")
+CRAWL_TIMEOUT = 120  # seconds: a bound, not a wait
+PANEL_STARTUP = 30  # seconds
+
+
+def build_world(seed: int = 7) -> tuple[World, list[str]]:
+    """The demo world; returns it and the ordinary sites (names[0] is the seed)."""
+    world = World(seed=seed)
+    names = world.graph(SITES, roots=ROOTS, links_per_page=4, messy=0.2)
+    rng = random.Random(seed)
+    for i, name in enumerate(names):
+        if i % 3 == 1:  # every third site links to the platform, in one or two odd forms
+            forms = rng.sample(PLATFORM_FORMS, rng.randint(1, 2))
+            world.pages[name]["/"]["links"] += [f.format(n=rng.randint(1, 999)) for f in forms]
+    # The platform itself: would lead to hundreds of its own subdomains, if followed.
+    members = [f"http://user{i}.{PLATFORM}/" for i in range(500)]
+    for host in (PLATFORM, f"www.{PLATFORM}", f"m.{PLATFORM}", f"api.{PLATFORM}"):
+        world.site(host, title="Social — the giant platform", links=members)
+    world.zone(PLATFORM, "ok")  # every user page resolves, as on a real platform
+    # A web ring page, linked from one ordinary site, into a subdomain generator.
+    labels = [
+        f"{rng.choice('bcdfgkmnprstvz')}{rng.randrange(16**6):06x}" for _ in range(TRAP_LINKS)
+    ]
+    world.site(RING, title="The web ring", links=[f"http://{lb}.{TRAP}/" for lb in labels])
+    world.zone(TRAP, "nxdomain", apex=True)
+    world.pages[names[SITES // 2]]["/"]["links"].append(f"http://{RING}/")
+    return world, names
+
+
+def under(hostname: str | None, entry: str) -> bool:
+    return hostname is not None and (hostname == entry or hostname.endswith("." + entry))
+
+
+def on_platform(hostname: str | None) -> bool:
+    return under(hostname, PLATFORM)
+
+
+def platform_links(world: World, pages: set[str]) -> int:
+    """How many links on the given hosts' front pages point at or under the platform."""
+    return sum(
+        on_platform(link_host(href, host))
+        for host in pages
+        for href in world.pages.get(host, {}).get("/", {}).get("links", [])
+    )
+
+
+def forget_previous_demo(engine) -> int:
+    """Delete the .test rows a previous demo left; returns how many hosts went."""
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM trap_window WHERE root LIKE '%.test'"))
+        conn.execute(text("DELETE FROM queue WHERE hostname LIKE '%.test'"))
+        return conn.execute(text("DELETE FROM hosts WHERE hostname LIKE '%.test'")).rowcount
+
+
+def crawl(web: FakeWeb, log_path: Path) -> tuple[int, str]:
+    """Run one `scrapy crawl hosts` worker until drained (bounded); exit code and log."""
+    settings = {
+        **web.scrapy_settings("http"),
+        "CLOSE_WHEN_DRAINED": 1,
+        "CLAIM_POLL_INTERVAL": 0.2,
+        "DNS_TIMEOUT": 1,
+        "DOWNLOAD_TIMEOUT": 3,
+        "LOG_LEVEL": "INFO",
+    }
+    args = [sys.executable, "-m", "scrapy", "crawl", "hosts"]
+    for name, value in settings.items():
+        args += ["-s", f"{name}={value}"]
+    with open(log_path, "w") as log:
+        # Own session: a Ctrl-C reaches only us, and we pass on exactly one SIGINT.
+        proc = subprocess.Popen(
+            args, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            code = proc.wait(timeout=CRAWL_TIMEOUT)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired):
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            raise
+    return code, log_path.read_text(errors="replace")
+
+
+def summarize(db, engine, world: World, web: FakeWeb) -> None:
+    from crawler.settings import TRAP_WINDOW
+
+    with engine.connect() as conn:
+        known = conn.execute(text("SELECT count(*) FROM hosts")).scalar()
+        outcomes = Counter(
+            dict(
+                conn.execute(
+                    text(
+                        "SELECT outcome, count(*) FROM hosts WHERE outcome IS NOT NULL"
+                        " GROUP BY outcome"
+                    )
+                ).all()
+            )
+        )
+        crawled = set(
+            conn.execute(text("SELECT hostname FROM hosts WHERE outcome IS NOT NULL")).scalars()
+        )
+        filtered = conn.execute(text("SELECT coalesce(sum(links_filtered), 0) FROM hosts")).scalar()
+        # Per deny entry: (rows it took out of routing, of which never crawled).
+        out_of_routing = {
+            entry: (rows, never)
+            for entry, rows, never in conn.execute(
+                text(
+                    "SELECT q.denied_by, count(*), count(*) FILTER (WHERE h.outcome IS NULL)"
+                    " FROM queue q JOIN hosts h USING (hostname)"
+                    " WHERE q.denied_by IS NOT NULL GROUP BY 1"
+                )
+            )
+        }
+    by_outcome = ", ".join(f"{k} {v}" for k, v in outcomes.most_common())
+    print("\nWhat the crawl found")
+    print(f"  hosts discovered: {known} ({len(crawled)} crawled: {by_outcome})")
+
+    blocked = db.list_entries("blocked")
+    print(f"\n  blocked entries ({len(blocked)}): the trap rule's verdicts")
+    for entry in blocked:
+        print(f"    {entry['hostname']}  blocked_reason:")
+        print(f"      {entry['blocked_reason']}")
+        rows, never = out_of_routing.get(entry["hostname"], (0, 0))
+        looked_up = {q["name"] for q in web.dns_queries() if under(q["name"], entry["hostname"])}
+        print(
+            f"      subdomains looked up: {len(looked_up)} (the window's {TRAP_WINDOW}, and those"
+            f" already in flight); taken out of routing: {rows}, {never} of them never crawled"
+        )
+    if not blocked:
+        print("    none (unexpected: the web ring's trap.test links should have made one)")
+
+    entries = db.list_entries("no_follow")
+    print(f"\n  no_follow entries ({len(entries)}): excluded by an operator")
+    for entry in entries:
+        print(f"    {entry['hostname']}  note: {entry['note'] or '-'}")
+    expected = platform_links(world, crawled)
+    fetched = {r["host"] for r in web.requests() if on_platform(r["host"])}
+    lookups = [q for q in web.dns_queries() if on_platform(q["name"])]
+    print(
+        f"    links to {PLATFORM} dropped by the link filter: {filtered}"
+        f" (sum of hosts.links_filtered; the crawled pages hold {expected} such links)"
+    )
+    print(f"    {PLATFORM} hosts fetched: {len(fetched)}, DNS lookups under it: {len(lookups)}")
+
+
+def free_port(bind: str) -> bool:
+    host, _, port = bind.rpartition(":")
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn does
+        try:
+            sock.bind((host, int(port)))
+        except OSError:
+            return False
+    return True
+
+
+def serve_panel(bind: str) -> subprocess.Popen | None:
+    """Start gunicorn with the panel on loopback; wait until /healthz answers."""
+    if not free_port(bind):
+        print(f"\n{bind} is taken (is `make run` serving the panel?); set DEMO_BIND=HOST:PORT")
+        return None
+    env = dict(os.environ)
+    env.setdefault("SESSION_COOKIE_SECURE", "0")  # plain HTTP on loopback
+    args = [sys.executable, "-m", "gunicorn", "--bind", bind, "--workers", "2"]
+    proc = subprocess.Popen(
+        [*args, "webpanel:create_app()"], cwd=PROJECT_ROOT, env=env, start_new_session=True
+    )
+    deadline = time.monotonic() + PANEL_STARTUP
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://{bind}/healthz", timeout=2) as response:
+                    if response.status == 200:
+                        return proc
+            except OSError:
+                time.sleep(0.3)
+    except BaseException:  # Ctrl-C while it starts: do not leave it behind
+        stop(proc)
+        raise
+    stop(proc)
+    print("\nthe panel did not come up; see gunicorn's output above")
+    return None
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop gunicorn gracefully (SIGTERM), bounded."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def wait_for_ctrl_c(panel: subprocess.Popen) -> None:
+    try:
+        while panel.poll() is None:
+            time.sleep(0.5)
+        print(f"\nthe panel exited ({panel.returncode})")
+    except KeyboardInterrupt:
+        print("\nstopping…")
+
+
+def interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    # Ctrl-C (even when started where SIGINT is ignored) and SIGTERM stop everything cleanly.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, interrupt)
+    sys.stdout.reconfigure(line_buffering=True)
+    from crawler.db.database import Database
+    from crawler.db.engine import database_url, get_engine, var_dir
+    from crawler.db.migrate import upgrade_to_head
+
+    os.environ["DATABASE_URL"] = url = database_url()  # the crawler and the panel share it
+    upgrade_to_head()
+    engine = get_engine(url)
+    print("hostcrawl demo")
+    print(f"  database: {engine.url.render_as_string(hide_password=True)}")
+    forgotten = forget_previous_demo(engine)
+    if forgotten:
+        print(f"  forgot the previous demo's {forgotten} .test hosts")
+    db = Database(engine, actor="demo")
+
+    workdir = var_dir() / "demo"
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    world, names = build_world()
+    web = FakeWeb(world, workdir=workdir / "fakeweb")
+    panel = None
+    try:
+        web.start()
+        print(
+            f"  fakeweb: DNS {web.nameservers}, HTTP {web.url_template()}"
+            f" (logs in {workdir / 'fakeweb'})"
+        )
+        print(
+            f"  world: {SITES} sites under {', '.join(ROOTS)} linking to each other; every third"
+            f" also links to {PLATFORM} (a giant platform) in odd forms; {RING} links to"
+            f" {TRAP_LINKS} subdomains of {TRAP} (NXDOMAIN)"
+        )
+        for change in db.add_no_follow([PLATFORM], note=PLATFORM_NOTE):
+            print(f"  no_follow {change.describe()}")
+        for change in db.seed([names[0]]):
+            print(f"  seed {change.describe()}")
+
+        log_path = workdir / "crawl.log"
+        print(f"\ncrawling with one worker (log: {log_path}) …", flush=True)
+        started = time.monotonic()
+        code, log = crawl(web, log_path)
+        print(f"crawl finished in {time.monotonic() - started:.1f} s, exit code {code}")
+        if code != 0:
+            print(log[-3000:])
+            return 1
+        summarize(db, engine, world, web)
+
+        if os.environ.get("DEMO_NO_SERVE") == "1":
+            print("\nDEMO_NO_SERVE=1: not serving the panel.")
+            return 0
+        if importlib.util.find_spec("webpanel") is None:
+            print("\n(the panel, webpanel, is not installed: nothing to serve)")
+            return 0
+        panel = serve_panel(BIND)
+        if panel is None:
+            return 1
+        print(
+            f"\nThe panel: http://{BIND}/\n"
+            "  1. create an operator, in another terminal:  .venv/bin/hostcrawl user create NAME\n"
+            f"  2. log in at http://{BIND}/ and look at the hosts (search .test)\n"
+            f"  3. http://{BIND}/blocked: {TRAP} with its blocked_reason and its trap window\n"
+            f"  4. http://{BIND}/no_follow: {PLATFORM} with its note\n"
+            "Ctrl-C stops the panel and the fake internet.",
+            flush=True,
+        )
+        wait_for_ctrl_c(panel)
+        return 0
+    except KeyboardInterrupt:
+        print("\ninterrupted")
+        return 130
+    finally:
+        if panel is not None:
+            stop(panel)
+        web.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
