@@ -8,9 +8,9 @@ the outcome of every request to a subdomain into its root's trap window.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
-from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
@@ -21,8 +21,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
-from crawler.db.retry import in_thread_until_up
-from crawler.hostnames import HostnameError, is_subdomain, normalize
+from crawler.hostnames import is_subdomain, normalize_or_none
 from crawler.outcomes import DNS_NOANSWER, DNS_NXDOMAIN, OK, classify
 
 log = logging.getLogger(__name__)
@@ -30,13 +29,13 @@ log = logging.getLogger(__name__)
 
 def request_hostname(request: Request) -> str | None:
     """The normalized hostname a request goes to (None for a URL with no host)."""
-    host = urlsplit(request.url).hostname
-    if not host:
-        return None
-    try:
-        return normalize(host)
-    except HostnameError:
-        return None
+    return _netloc_hostname(urlparse_cached(request).netloc)
+
+
+@functools.lru_cache(maxsize=4096)
+def _netloc_hostname(netloc: str) -> str | None:
+    # Asked several times per request (scheduling, download, outcome): once per host.
+    return normalize_or_none(netloc) if netloc else None
 
 
 class BlacklistMiddleware:
@@ -45,7 +44,6 @@ class BlacklistMiddleware:
     def __init__(self, crawler) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
-        self.trap_window = crawler.settings.getint("TRAP_WINDOW", 50)
         self._logged: set[str] = set()
         crawler.signals.connect(self.request_scheduled, signal=signals.request_scheduled)
 
@@ -86,26 +84,26 @@ class BlacklistMiddleware:
         request.meta["denial"] = denial
         raise IgnoreRequest(f"{hostname} is under {denial.rule} entry {denial.entry}")
 
-    async def process_response(self, request: Request, response):
-        await self._record(request, OK)
+    def process_response(self, request: Request, response):
+        self._record(request, OK)
         return response
 
-    async def process_exception(self, request: Request, exception: Exception):
+    def process_exception(self, request: Request, exception: Exception):
         if not isinstance(exception, IgnoreRequest):
-            await self._record(request, classify(exception, request_hostname(request) or ""))
+            self._record(request, classify(exception, request_hostname(request) or ""))
         return None
 
-    async def _record(self, request: Request, outcome: str) -> None:
-        """Put a subdomain's outcome into its root's window (robots.txt included)."""
-        hostname = request_hostname(request)
-        if hostname is None or not is_subdomain(hostname):
+    def _record(self, request: Request, outcome: str) -> None:
+        """Put a subdomain's outcome into its root's window (written in the background).
+
+        robots.txt is skipped: the page request to the same host that follows
+        gives the same verdict, and each write costs the crawl its time.
+        """
+        if request.meta.get("dont_obey_robotstxt") and request.url.endswith("/robots.txt"):
             return
-        record = self.db.record_outcome
-        reason = await in_thread_until_up(
-            f"recording {hostname}'s outcome", record, hostname, outcome, self.trap_window
-        )
-        if reason:
-            self.stats.inc_value("traps/blocked")
+        hostname = request_hostname(request)
+        if hostname is not None and is_subdomain(hostname):
+            self.crawler.spider.record_outcome_soon(hostname, outcome)
 
 
 class AnswerAwareRetryMiddleware(RetryMiddleware):

@@ -41,6 +41,8 @@ RETRY_TIMES = 1
 CONCURRENT_REQUESTS = 64
 CONCURRENT_REQUESTS_PER_DOMAIN = 1
 DOWNLOAD_DELAY = 0
+# The spider yields no items: Scrapy's 100 item tasks per response would be pure cost.
+CONCURRENT_ITEMS = 1
 AUTOTHROTTLE_ENABLED = False
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
 

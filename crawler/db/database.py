@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from sqlalchemy import Connection, Engine, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.types import Interval, String
+from sqlalchemy.types import Boolean, Integer, Interval, String
 
 from crawler.db.retry import retry_conflicts
 from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
@@ -39,6 +39,16 @@ class CrawlResult:
     http_status: int | None = None
     final_url: str | None = None
     title: str | None = None
+
+
+@dataclass(frozen=True)
+class Crawled:
+    """One crawled host for finish_many(): its result, its page's links, its next date."""
+
+    hostname: str
+    result: CrawlResult
+    hrefs: tuple[str, ...] = ()
+    recrawl_after: timedelta = timedelta(days=7)
 
 
 @dataclass(frozen=True)
@@ -133,6 +143,67 @@ def _under(root: str | None) -> dict:
     return {"root": root, "lo": lo, "hi": hi}
 
 
+# The database's clock (one for all workers), one microsecond apart to keep order.
+UPSERT_WINDOW = text(
+    """
+    INSERT INTO trap_window (root, hostname, outcome, seen_at)
+    SELECT r, h, o, clock_timestamp() + i * interval '1 microsecond'
+      FROM unnest(:roots, :names, :kinds) WITH ORDINALITY AS t(r, h, o, i)
+    ON CONFLICT (root, hostname)
+    DO UPDATE SET outcome = excluded.outcome, seen_at = excluded.seen_at
+    """
+).bindparams(*(bindparam(name, type_=NAMES) for name in ("roots", "names", "kinds")))
+TRIM_WINDOWS = text(
+    """
+    DELETE FROM trap_window w USING (
+        SELECT root, hostname,
+               row_number() OVER (PARTITION BY root ORDER BY seen_at DESC) AS rank
+          FROM trap_window WHERE root = ANY(:roots)) AS r
+     WHERE w.root = r.root AND w.hostname = r.hostname AND r.rank > :size
+    """
+).bindparams(bindparam("roots", type_=NAMES))
+READ_WINDOWS = text(
+    "SELECT root, hostname, outcome, seen_at FROM trap_window WHERE root = ANY(:roots)"
+    " ORDER BY root, seen_at DESC"
+).bindparams(bindparam("roots", type_=NAMES))
+
+
+INSERT_HOSTS = text(
+    """
+    INSERT INTO hosts (hostname, root, discovered_from)
+    SELECT * FROM unnest(:names, :roots, :sources)
+    ON CONFLICT (hostname) DO NOTHING
+    RETURNING hostname
+    """
+).bindparams(*(bindparam(name, type_=NAMES) for name in ("names", "roots", "sources")))
+QUEUE_HOSTS = text(
+    """
+    INSERT INTO queue (hostname, next_claim_at)
+    SELECT h, now() FROM unnest(:names) AS t(h)
+    ON CONFLICT (hostname) DO UPDATE SET next_claim_at = now()
+     WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
+    """
+).bindparams(bindparam("names", type_=NAMES))
+INTS = ARRAY(Integer)
+WRITE_RESULTS = text(
+    """
+    UPDATE hosts h SET last_crawled_at = now(), outcome = t.outcome, http_status = t.status,
+           final_url = t.url, title = t.title, links_found = t.found, links_saved = t.saved,
+           links_filtered = t.filtered, crawl_count = h.crawl_count + 1,
+           fail_streak = CASE WHEN t.failed THEN h.fail_streak + 1 ELSE 0 END
+      FROM (SELECT * FROM unnest(:names, :outcomes, :statuses, :urls, :titles,
+                                 :found, :saved, :filtered, :failed)
+              AS u(hostname, outcome, status, url, title, found, saved, filtered, failed)
+             ORDER BY hostname) AS t
+     WHERE h.hostname = t.hostname
+    """
+).bindparams(
+    *(bindparam(name, type_=NAMES) for name in ("names", "outcomes", "urls", "titles")),
+    *(bindparam(name, type_=INTS) for name in ("statuses", "found", "saved", "filtered")),
+    bindparam("failed", type_=ARRAY(Boolean)),
+)
+
+
 class Database:
     """The crawl's state in Postgres, with this process's copy of the deny list."""
 
@@ -162,47 +233,25 @@ class Database:
     # -- discovery -------------------------------------------------------------
 
     @retry_conflicts
-    def save_hosts(
-        self, hostnames: Iterable[str], discovered_from: str | None = None, conn=None
-    ) -> int:
+    def save_hosts(self, hostnames: Iterable[str], discovered_from: str | None = None) -> int:
         """Insert normalized, allowed hostnames into hosts and the queue (due now).
 
         Idempotent. Returns how many hosts were new. Callers filter first; a
         dateless row (made by a deny entry) gets a date when a link finds it.
         """
-        names = sorted(set(hostnames))
-        if not names:
+        found = {name: discovered_from for name in hostnames}
+        if not found:
             return 0
-        if conn is None:
-            with self.engine.begin() as conn:
-                return self._insert_hosts(conn, names, discovered_from)
-        return self._insert_hosts(conn, names, discovered_from)
+        with self.engine.begin() as conn:
+            return self._insert_hosts(conn, found)
 
-    def _insert_hosts(self, conn: Connection, names: list[str], discovered_from: str | None) -> int:
-        roots = [root(n) for n in names]
-        new = conn.execute(
-            text(
-                """
-                INSERT INTO hosts (hostname, root, discovered_from)
-                SELECT h, r, :src FROM unnest(:names, :roots) AS t(h, r)
-                ON CONFLICT (hostname) DO NOTHING
-                RETURNING hostname
-                """
-            ).bindparams(bindparam("names", type_=NAMES), bindparam("roots", type_=NAMES)),
-            {"names": names, "roots": roots, "src": discovered_from},
-        ).fetchall()
-        conn.execute(
-            text(
-                """
-                INSERT INTO queue (hostname, next_claim_at)
-                SELECT h, now() FROM unnest(:names) AS t(h)
-                ON CONFLICT (hostname) DO UPDATE SET next_claim_at = now()
-                 WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
-                """
-            ).bindparams(bindparam("names", type_=NAMES)),
-            {"names": names},
-        )
-        return len(new)
+    def _insert_hosts(self, conn: Connection, found: dict[str, str | None]) -> int:
+        """Insert {hostname: discovered_from} in hostname order (the lock order)."""
+        names = sorted(found)
+        params = {"names": names, "roots": [root(n) for n in names]}
+        new = conn.execute(INSERT_HOSTS, {**params, "sources": [found[n] for n in names]})
+        conn.execute(QUEUE_HOSTS, {"names": names})
+        return len(new.fetchall())
 
     @retry_conflicts
     def seed(self, values: Sequence[str]) -> list[EntryChange]:
@@ -271,7 +320,6 @@ class Database:
         with self.engine.connect() as conn:
             return [h for (h,) in conn.execute(statement, {"n": n, **_under(under)})]
 
-    @retry_conflicts
     def finish(
         self,
         hostname: str,
@@ -280,38 +328,42 @@ class Database:
         recrawl_after: timedelta = timedelta(days=7),
     ) -> FilteredLinks:
         """Write a crawled host's result, its new links and its next date atomically."""
-        links = filter_links(hrefs, hostname, self.denylist)
-        links.hostnames.discard(hostname)
-        with self.engine.begin() as conn:
-            self._write_result(conn, hostname, result, links)
-            self._insert_hosts(conn, sorted(links.hostnames), hostname)
-            self._schedule(conn, [(hostname, recrawl_after)])
-        return links
+        return self.finish_many([Crawled(hostname, result, tuple(hrefs), recrawl_after)])[0]
 
-    def _write_result(
-        self, conn: Connection, hostname: str, result: CrawlResult, links: FilteredLinks
+    @retry_conflicts
+    def finish_many(self, crawled: Sequence[Crawled]) -> list[FilteredLinks]:
+        """finish() for many hosts in one transaction: all are written, or none."""
+        linksets = []
+        found: dict[str, str | None] = {}
+        for host in crawled:
+            links = filter_links(host.hrefs, host.hostname, self.denylist)
+            links.hostnames.discard(host.hostname)
+            linksets.append(links)
+            for name in links.hostnames:
+                found.setdefault(name, host.hostname)
+        with self.engine.begin() as conn:
+            self._write_results(conn, crawled, linksets)
+            if found:
+                self._insert_hosts(conn, found)
+            self._schedule(conn, [(host.hostname, host.recrawl_after) for host in crawled])
+        return linksets
+
+    def _write_results(
+        self, conn: Connection, crawled: Sequence[Crawled], linksets: list[FilteredLinks]
     ) -> None:
+        results = [host.result for host in crawled]
         conn.execute(
-            text(
-                """
-                UPDATE hosts SET last_crawled_at = now(), outcome = :outcome,
-                       http_status = :status, final_url = :final_url, title = :title,
-                       links_found = :found, links_saved = :saved, links_filtered = :filtered,
-                       crawl_count = crawl_count + 1,
-                       fail_streak = CASE WHEN :failed THEN fail_streak + 1 ELSE 0 END
-                 WHERE hostname = :hostname
-                """
-            ),
+            WRITE_RESULTS,
             {
-                "hostname": hostname,
-                "outcome": result.outcome,
-                "status": result.http_status,
-                "final_url": result.final_url,
-                "title": result.title,
-                "found": links.found,
-                "saved": len(links.hostnames),
-                "filtered": links.filtered,
-                "failed": is_network_failure(result.outcome),
+                "names": [host.hostname for host in crawled],
+                "outcomes": [r.outcome for r in results],
+                "statuses": [r.http_status for r in results],
+                "urls": [r.final_url for r in results],
+                "titles": [r.title for r in results],
+                "found": [links.found for links in linksets],
+                "saved": [len(links.hostnames) for links in linksets],
+                "filtered": [links.filtered for links in linksets],
+                "failed": [is_network_failure(r.outcome) for r in results],
             },
         )
 
@@ -592,48 +644,20 @@ class Database:
     def _update_windows(
         self, conn: Connection, rows: list[tuple], size: int
     ) -> dict[str, list[Observation]]:
-        """Upsert the observations, trim each touched window to `size`, return them."""
+        """Upsert the observations and trim each touched window to `size`.
+
+        Returns the windows of the roots that got a failure: only a failure can
+        complete a trap, so the (frequent) OK outcomes cost no read-back.
+        """
         roots, names, kinds = (list(column) for column in zip(*rows, strict=True))
-        # The database's clock (one for all workers), one microsecond apart to keep order.
-        conn.execute(
-            text(
-                """
-                INSERT INTO trap_window (root, hostname, outcome, seen_at)
-                SELECT r, h, o, clock_timestamp() + i * interval '1 microsecond'
-                  FROM unnest(:roots, :names, :kinds) WITH ORDINALITY AS t(r, h, o, i)
-                ON CONFLICT (root, hostname)
-                DO UPDATE SET outcome = excluded.outcome, seen_at = excluded.seen_at
-                """
-            ).bindparams(
-                bindparam("roots", type_=NAMES),
-                bindparam("names", type_=NAMES),
-                bindparam("kinds", type_=NAMES),
-            ),
-            {"roots": roots, "names": names, "kinds": kinds},
-        )
-        ranked = conn.execute(
-            text(
-                """
-                SELECT root, hostname, outcome, seen_at, rank FROM (
-                    SELECT w.*, row_number() OVER (PARTITION BY root ORDER BY seen_at DESC) rank
-                      FROM trap_window w WHERE root = ANY(:roots)) AS r
-                """
-            ).bindparams(bindparam("roots", type_=NAMES)),
-            {"roots": sorted(set(roots))},
-        ).fetchall()
-        stale = [(r.root, r.hostname) for r in ranked if r.rank > size]
-        if stale:
-            conn.execute(
-                text(
-                    "DELETE FROM trap_window WHERE (root, hostname) IN"
-                    " (SELECT * FROM unnest(:roots, :names))"
-                ).bindparams(bindparam("roots", type_=NAMES), bindparam("names", type_=NAMES)),
-                {"roots": [r for r, _ in stale], "names": [h for _, h in stale]},
-            )
+        conn.execute(UPSERT_WINDOW, {"roots": roots, "names": names, "kinds": kinds})
+        conn.execute(TRIM_WINDOWS, {"roots": sorted(set(roots)), "size": size})
+        failing = sorted({r for r, _, o in rows if is_network_failure(o)})
+        if not failing:
+            return {}
         windows: dict[str, list[Observation]] = {}
-        for r in ranked:
-            if r.rank <= size:
-                windows.setdefault(r.root, []).append(Observation(r.hostname, r.outcome, r.seen_at))
+        for r in conn.execute(READ_WINDOWS, {"roots": failing}):
+            windows.setdefault(r.root, []).append(Observation(r.hostname, r.outcome, r.seen_at))
         return windows
 
     def window(self, domain: str) -> list[Observation]:

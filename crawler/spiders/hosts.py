@@ -19,11 +19,13 @@ import scrapy
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from crawler.db.database import CrawlResult, Database
+from crawler.batches import Batcher
+from crawler.db.database import Crawled, CrawlResult, Database
 from crawler.db.listener import DenyListListener
 from crawler.db.retry import in_thread_until_up
+from crawler.hostnames import root
 from crawler.middlewares import request_hostname
-from crawler.outcomes import IGNORED, OK, classify
+from crawler.outcomes import IGNORED, OK, classify, is_network_failure
 
 log = logging.getLogger(__name__)
 
@@ -53,16 +55,24 @@ class HostsSpider(scrapy.Spider):
         self.recrawl_after = timedelta(seconds=settings.getint("RECRAWL_AFTER", 7 * 86400))
         self.poll_interval = settings.getfloat("CLAIM_POLL_INTERVAL", 2.0)
         self.close_when_drained = settings.getbool("CLOSE_WHEN_DRAINED", False)
+        self.trap_window = settings.getint("TRAP_WINDOW", 50)
         self.in_flight: set[str] = set()
         self._room = asyncio.Event()
+        self._finishes = Batcher("finishing hosts", self.db.finish_many)
+        self._outcomes = Batcher("recording outcomes", self._record_outcomes)
+        self._background: set[asyncio.Task] = set()
 
-    def spider_closed(self, spider) -> None:
+    async def spider_closed(self, spider) -> None:
+        """Let the last window writes land, then stop listening."""
+        await asyncio.gather(*self._background, return_exceptions=True)
         self.listener.stop()
 
     async def start(self):
         """Claim due hosts in batches while there is room; poll when none is due."""
         while True:
             await self._wait_for_room()
+            # Cleared before the claim: a host settling meanwhile (new links) wakes the poll.
+            self._room.clear()
             hosts = await in_thread_until_up(
                 "claiming", self.db.start_urls, self.batch, self.worker, self.lease
             )
@@ -72,9 +82,11 @@ class HostsSpider(scrapy.Spider):
                     return
                 await self._wait_for_room(poll=True)
                 continue
+            # Handed to the engine as a batch: yielded, they would enter one per loop turn.
             for hostname in hosts:
                 self.in_flight.add(hostname)
-                yield self.host_request(hostname)
+                self.crawler.engine.crawl(self.host_request(hostname))
+        yield  # never reached: it makes start() the async generator Scrapy expects
 
     async def _drained(self) -> bool:
         """Nothing in flight here, and no claim anywhere that could still add hosts."""
@@ -87,7 +99,8 @@ class HostsSpider(scrapy.Spider):
     async def _wait_for_room(self, poll: bool = False) -> None:
         """Wait until fewer than two batches are in flight (or, polling, a bounded while)."""
         while len(self.in_flight) >= 2 * self.batch or self.crawler.engine.needs_backout() or poll:
-            self._room.clear()
+            if not poll:
+                self._room.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._room.wait(), timeout=self.poll_interval)
             if poll:
@@ -147,13 +160,28 @@ class HostsSpider(scrapy.Spider):
 
     async def _finish(self, hostname: str, result: CrawlResult, hrefs=()):
         try:
-            links = await in_thread_until_up(
-                f"finishing {hostname}", self.db.finish, hostname, result, hrefs, self.recrawl_after
-            )
+            crawled = Crawled(hostname, result, tuple(hrefs), self.recrawl_after)
+            links = await self._finishes.submit(crawled)
             self.crawler.stats.inc_value(f"hosts/outcome/{result.outcome}")
             return links
         finally:
             self._settled(hostname)
+
+    def record_outcome_soon(self, hostname: str, outcome: str) -> None:
+        """Feed a subdomain's outcome to its root's window, without holding up the response."""
+        task = asyncio.ensure_future(self._record_outcome(hostname, outcome))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _record_outcome(self, hostname: str, outcome: str) -> None:
+        # A failure may complete a trap: it goes at once, so the block lands early.
+        urgent = is_network_failure(outcome)
+        if await self._outcomes.submit((hostname, outcome), urgent):
+            self.crawler.stats.inc_value("traps/blocked")
+
+    def _record_outcomes(self, outcomes: list[tuple[str, str]]) -> list[str | None]:
+        blocked = self.db.record_outcomes(outcomes, self.trap_window, self.db.actor)
+        return [blocked.pop(root(hostname), None) for hostname, _ in outcomes]
 
     def _settled(self, hostname: str) -> None:
         self.in_flight.discard(hostname)
