@@ -42,7 +42,7 @@ def scrapy_regex(domains: list[str]):
 
 
 def dict_lookups(denylist: DenyList, names: list[str]) -> float:
-    """Mean dict lookups DenyList.denial makes per name (the walk stops at the nearest entry)."""
+    """Mean set look-ups DenyList.denial makes per name (the walk stops at the nearest entry)."""
     total = 0
     for name in names:
         denial = denylist.denial(name)
@@ -77,7 +77,7 @@ def main() -> None:
         print(
             f"# {label(size)}: {len(denylist):,} entries, probes {denied / PROBES:.0%} denied,"
             f" mean {sum(p.count('.') + 1 for p in probes) / PROBES:.1f} labels,"
-            f" {dict_lookups(denylist, probes):.2f} dict lookups/host"
+            f" {dict_lookups(denylist, probes):.2f} set look-ups/host"
         )
         if regex is not None:
             sample = probes[:REGEX_PROBES]
