@@ -5,13 +5,17 @@ Every generator takes a `random.Random` so each run measures the same corpus.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import platform
 import random
+import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def words(text: str) -> list[str]:
@@ -149,3 +153,16 @@ def machine_line() -> str:
         f"# {platform.python_implementation()} {platform.python_version()},"
         f" {cpus} cores, {time.strftime('%Y-%m-%d %H:%M')}"
     )
+
+
+def start_database(prefix: str = "hostcrawl-bench-") -> str:
+    """A migrated throwaway embedded Postgres; returns its URL (the server goes at exit)."""
+    from crawler.db.engine import embedded_server_url
+    from crawler.db.migrate import upgrade_to_head
+
+    parent = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, parent, True)  # runs after the server's own cleanup
+    url = embedded_server_url(parent / "pg", cleanup_mode="delete")
+    os.environ["DATABASE_URL"] = url
+    upgrade_to_head()
+    return url

@@ -16,21 +16,17 @@ the best round of each counts.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import dns.asyncresolver
-from _common import machine_line, verdict
+from _common import machine_line, start_database, verdict
 from sqlalchemy import text
 
 from crawler.db.database import Database
-from crawler.db.engine import PROJECT_ROOT, embedded_server_url, get_engine
-from crawler.db.migrate import upgrade_to_head
+from crawler.db.engine import PROJECT_ROOT, get_engine
 
 sys.path.insert(0, str(PROJECT_ROOT))  # the local test internet lives in tests/
 from tests.fakeweb import FakeWeb, World  # noqa: E402
@@ -89,9 +85,7 @@ async def plain_loop(web: FakeWeb, hostnames: list[str]) -> float:
 
 def main() -> None:
     print(machine_line())
-    pgdata = Path(tempfile.mkdtemp(prefix="bench-audit-")) / "pg"
-    os.environ["DATABASE_URL"] = embedded_server_url(pgdata, cleanup_mode="delete")
-    upgrade_to_head()
+    start_database("hostcrawl-bench-audit-")
     db = Database(get_engine())
     world = World()
     world.zone("many.test", "a")

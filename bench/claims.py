@@ -24,21 +24,16 @@ Before each round every dated row is made due again and the table vacuumed.
 
 from __future__ import annotations
 
-import atexit
 import multiprocessing as mp
-import os
 import random
-import shutil
 import sys
-import tempfile
 import time
 from collections import Counter
-from pathlib import Path
 
-from _common import machine_line, registered_domain, subdomain_of, verdict
+from _common import machine_line, registered_domain, start_database, subdomain_of, verdict
 from sqlalchemy import create_engine, text
 
-from crawler.db.database import CLAIM, DEFAULT_LEASE, Database
+from crawler.db.database import CLAIM_ALL, DEFAULT_LEASE, Database
 from crawler.denylist import DenyList
 
 ROWS = 20_000
@@ -100,19 +95,6 @@ def hostnames(rng: random.Random) -> tuple[list[str], list[str]]:
     while len(names) < ROWS:
         names.add(subdomain_of(registered_domain(rng), rng, rng.choice((0, 0, 1, 1, 2))))
     return sorted(names), sites
-
-
-def start_database() -> str:
-    """A migrated throwaway embedded Postgres; returns its URL (the server goes at exit)."""
-    from crawler.db.engine import embedded_server_url
-    from crawler.db.migrate import upgrade_to_head
-
-    parent = Path(tempfile.mkdtemp(prefix="hostcrawl-bench-"))
-    atexit.register(shutil.rmtree, parent, True)  # runs after the server's own cleanup
-    url = embedded_server_url(parent / "pg", cleanup_mode="delete")
-    os.environ["DATABASE_URL"] = url
-    upgrade_to_head()
-    return url
 
 
 def load(db: Database, rng: random.Random) -> tuple[int, DenyList]:
@@ -222,7 +204,7 @@ def main() -> None:
         f" hosts under a deny entry claimed: {denied} (target 0) {verdict(denied == 0)}"
     )
     # Below target, show the claim's plan; --explain shows the bare claim's as well.
-    plans = [("CLAIM", CLAIM, {"n": BATCH, "worker": "explain", "lease": DEFAULT_LEASE})]
+    plans = [("CLAIM_ALL", CLAIM_ALL, {"n": BATCH, "worker": "explain", "lease": DEFAULT_LEASE})]
     if "--explain" in sys.argv:
         plans.append(("bare claim", BARE, {"n": BATCH}))
     if ratio < TARGET or "--explain" in sys.argv:

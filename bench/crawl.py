@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 
 import scrapy
-from _common import machine_line, verdict
+from _common import machine_line, start_database, verdict
 
 from crawler import settings as production
 
@@ -390,19 +390,6 @@ def diagnose(reset, ours_settings: list[str], work: Path, bare_cpu: float, full:
             print("#  database calls in threads, CPU including callees:")
             for line in inclusive(threads, INCLUSIVE):
                 print("#    " + line)
-
-
-def start_database() -> str:
-    """A migrated throwaway embedded Postgres; returns its URL (the server goes at exit)."""
-    from crawler.db.engine import embedded_server_url
-    from crawler.db.migrate import upgrade_to_head
-
-    parent = Path(tempfile.mkdtemp(prefix="hostcrawl-bench-"))
-    atexit.register(shutil.rmtree, parent, True)  # runs after the server's own cleanup
-    url = embedded_server_url(parent / "pg", cleanup_mode="delete")
-    os.environ["DATABASE_URL"] = url
-    upgrade_to_head()
-    return url
 
 
 def main() -> None:

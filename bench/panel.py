@@ -33,12 +33,10 @@ import multiprocessing as mp
 import os
 import random
 import re
-import shutil
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -46,7 +44,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import psycopg
-from _common import machine_line, registered_domain, subdomain_of, verdict
+from _common import machine_line, registered_domain, start_database, subdomain_of, verdict
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -77,19 +75,6 @@ JUNK_OUTCOMES = ["DNS_NXDOMAIN"] * 6 + ["DNS_SERVFAIL", "TCP_TIMEOUT"]
 
 
 # -- the data ----------------------------------------------------------------------------
-
-
-def start_database() -> str:
-    """A migrated throwaway embedded Postgres; returns its URL (the server goes at exit)."""
-    from crawler.db.engine import embedded_server_url
-    from crawler.db.migrate import upgrade_to_head
-
-    parent = Path(tempfile.mkdtemp(prefix="hostcrawl-bench-panel-"))
-    atexit.register(shutil.rmtree, parent, True)  # runs after the server's own cleanup
-    url = embedded_server_url(parent / "pg", cleanup_mode="delete")
-    os.environ["DATABASE_URL"] = url
-    upgrade_to_head()
-    return url
 
 
 def junk_label(rng: random.Random) -> str:
@@ -392,7 +377,7 @@ def main() -> None:
     print(machine_line())
     started = time.perf_counter()
     rng = random.Random(20261130)
-    url = start_database()
+    url = start_database("hostcrawl-bench-panel-")
     data = load(url, rng)
     engine = create_engine(url)
     Database(engine, actor="bench").create_user("bench", PASSWORD)

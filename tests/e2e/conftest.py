@@ -117,6 +117,13 @@ def known_hosts(db) -> set[str]:
         return set(conn.execute(text("SELECT hostname FROM hosts")).scalars())
 
 
+def leases_ran_out(db) -> bool:
+    """True once no row holds an unexpired claim (a killed worker's leases are over)."""
+    with db.engine.connect() as conn:
+        held = "SELECT count(*) FROM queue WHERE claimed_by IS NOT NULL AND next_claim_at > now()"
+        return conn.execute(text(held)).scalar() == 0
+
+
 def host_facts(db, hostname: str):
     with db.engine.connect() as conn:
         return conn.execute(

@@ -7,7 +7,7 @@ from collections import Counter
 
 from sqlalchemy import text
 
-from tests.e2e.conftest import host_facts, known_hosts, wait_until
+from tests.e2e.conftest import host_facts, known_hosts, leases_ran_out, wait_until
 from tests.fakeweb import World
 
 
@@ -201,16 +201,7 @@ def test_kill_9_mid_crawl_then_rerun_gives_the_full_result(db, fakeweb_factory, 
         ).scalar()
     assert leased > 0, "the kill left claimed hosts behind"
 
-    def leases_ran_out():
-        with db.engine.connect() as conn:
-            return conn.execute(
-                text(
-                    "SELECT count(*) = 0 FROM queue WHERE claimed_by IS NOT"
-                    " NULL AND next_claim_at > now()"
-                )
-            ).scalar()
-
-    wait_until(leases_ran_out, 10, "the leases to run out")
+    wait_until(lambda: leases_ran_out(db), 10, "the leases to run out")
     start_crawler(web, CLAIM_LEASE=3).wait()
 
     assert known_hosts(db) == set(names)

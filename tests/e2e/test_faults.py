@@ -8,7 +8,7 @@ import time
 
 from sqlalchemy import text
 
-from tests.e2e.conftest import host_facts, known_hosts, wait_until
+from tests.e2e.conftest import host_facts, known_hosts, leases_ran_out, wait_until
 from tests.fakeweb import World
 
 OUTAGE_SECONDS = 30
@@ -108,16 +108,7 @@ def test_kill_storm(db, fakeweb_factory, start_crawler):
     for worker in running:
         worker.kill()
 
-    def leases_ran_out():
-        with db.engine.connect() as conn:
-            return conn.execute(
-                text(
-                    "SELECT count(*) = 0 FROM queue WHERE claimed_by IS NOT NULL"
-                    " AND next_claim_at > now()"
-                )
-            ).scalar()
-
-    wait_until(leases_ran_out, 10, "the killed workers' leases to run out")
+    wait_until(lambda: leases_ran_out(db), 10, "the killed workers' leases to run out")
     drain = [start_crawler(web, CLAIM_LEASE=2) for _ in range(2)]
     for worker in drain:
         worker.wait()
