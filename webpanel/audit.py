@@ -5,8 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template
 
 from crawler.db import reports
-from crawler.hostnames import HostnameError
-from webpanel.core import arg, fetch_page
+from webpanel.core import arg, search_page
 from webpanel.extensions import db
 
 bp = Blueprint("audit", __name__)
@@ -16,11 +15,7 @@ bp = Blueprint("audit", __name__)
 def index():
     """The audit log, filtered by hostname prefix, action and actor; keyset pages."""
     q, action, who = arg("q"), arg("action", limit=32), arg("actor", limit=128)
-    error = None
-    try:
-        page = fetch_page(reports.audit_page, q=q, action=action, actor=who)
-    except HostnameError as exc:
-        page, error = reports.Page([]), f"{exc.value!r}: {exc.reason}"
+    page, error = search_page(reports.audit_page, q=q, action=action, actor=who)
     actions = reports.audit_actions(db.session)
     return render_template(
         "audit/index.html", page=page, q=q, action=action, actor=who, actions=actions, error=error

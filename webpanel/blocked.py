@@ -6,8 +6,7 @@ from flask import Blueprint, abort, flash, redirect, render_template, url_for
 
 from crawler.db import reports
 from crawler.denylist import BLOCKED
-from crawler.hostnames import HostnameError
-from webpanel.core import actor, arg, choice, database, fetch_page
+from webpanel.core import actor, arg, choice, database, search_page
 from webpanel.extensions import db
 from webpanel.forms import ConfirmForm
 
@@ -19,11 +18,7 @@ PAGE_SIZE = 25  # each row carries a long reason and its evidence
 def index():
     """Blocked entries (search, keyset pages), each with its reason and trap evidence."""
     q, match = arg("q"), choice("match", reports.MATCHES)
-    error = None
-    try:
-        page = fetch_page(reports.entry_page, BLOCKED, q, match, size=PAGE_SIZE)
-    except HostnameError as exc:
-        page, error = reports.Page([]), f"{exc.value!r}: {exc.reason}"
+    page, error = search_page(reports.entry_page, BLOCKED, q, match, size=PAGE_SIZE)
     evidence = reports.window_evidence(db.session, [row.hostname for row in page.rows])
     return render_template(
         "blocked/index.html", page=page, q=q, match=match, error=error, evidence=evidence

@@ -10,6 +10,7 @@ from flask_login import current_user
 
 from crawler.db import reports
 from crawler.db.database import Database
+from crawler.hostnames import HostnameError
 from webpanel.extensions import db
 
 _lock = threading.Lock()
@@ -109,6 +110,17 @@ def fetch_page(fetch, *args, size: int | None = None, **kwargs) -> reports.Page:
         return fetch(db.session, *args, **kwargs, **page_args(size))
     except reports.BadCursor:
         abort(400, description="bad page cursor: start again from the first page")
+
+
+def search_page(fetch, *args, size: int | None = None, **kwargs):
+    """fetch_page() for a searched list: (page, None), or (empty page, the search's error).
+
+    A search term that cannot be a hostname is shown beside the field, not a 500.
+    """
+    try:
+        return fetch_page(fetch, *args, size=size, **kwargs), None
+    except HostnameError as exc:
+        return reports.Page([]), str(exc)
 
 
 def page_url(**changes) -> str:

@@ -8,7 +8,7 @@ from crawler.db import reports
 from crawler.denylist import DenyList
 from crawler.hostnames import HostnameError, normalize
 from crawler.outcomes import ALL as OUTCOMES
-from webpanel.core import arg, choice, fetch_page, stats
+from webpanel.core import arg, choice, search_page, stats
 from webpanel.extensions import db
 
 bp = Blueprint("hosts", __name__)
@@ -30,11 +30,7 @@ def index():
         root=arg("root"),
         sort=choice("sort", reports.HOST_SORTS),
     )
-    error = None
-    try:
-        page = fetch_page(reports.host_page, flt)
-    except HostnameError as exc:
-        page, error = reports.Page([]), f"{exc.value!r}: {exc.reason}"
+    page, error = search_page(reports.host_page, flt)
     figures = stats()
     outcomes = sorted({o for o, _ in figures.outcomes if o} | set(OUTCOMES))
     return render_template(

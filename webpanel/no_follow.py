@@ -9,9 +9,8 @@ from flask import Blueprint, abort, flash, redirect, render_template, request, s
 
 from crawler.db import reports
 from crawler.denylist import NO_FOLLOW
-from crawler.hostnames import HostnameError
 from webpanel import entries
-from webpanel.core import actor, arg, choice, database, fetch_page
+from webpanel.core import actor, arg, choice, database, search_page
 from webpanel.extensions import db
 from webpanel.forms import ConfirmForm, ImportForm, NoFollowForm
 
@@ -21,11 +20,7 @@ bp = Blueprint("no_follow", __name__, url_prefix="/no_follow")
 def render_index(form: NoFollowForm, preview: entries.Preview | None = None, status: int = 200):
     """The list with the add form (and a preview of the form's lines, if any)."""
     q, match = arg("q"), choice("match", reports.MATCHES)
-    error = None
-    try:
-        page = fetch_page(reports.entry_page, NO_FOLLOW, q, match)
-    except HostnameError as exc:
-        page, error = reports.Page([]), f"{exc.value!r}: {exc.reason}"
+    page, error = search_page(reports.entry_page, NO_FOLLOW, q, match)
     body = render_template(
         "no_follow/index.html", page=page, q=q, match=match, error=error, form=form, preview=preview
     )
