@@ -57,3 +57,14 @@ def clean_db(engine):
 @pytest.fixture
 def db(clean_db) -> Database:
     return Database(clean_db, actor="test")
+
+
+def insert_stale_row(engine, hostname: str, root: str) -> None:
+    """A due row saved by a worker whose deny list was stale (nothing took it out)."""
+    with engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO hosts (hostname, root) VALUES (:h, :r)"), {"h": hostname, "r": root}
+        )
+        conn.execute(
+            text("INSERT INTO queue (hostname, next_claim_at) VALUES (:h, now())"), {"h": hostname}
+        )

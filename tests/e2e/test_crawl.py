@@ -7,6 +7,7 @@ from collections import Counter
 
 from sqlalchemy import text
 
+from tests.conftest import insert_stale_row
 from tests.e2e.conftest import host_facts, known_hosts, leases_ran_out, wait_until
 from tests.fakeweb import World
 
@@ -243,13 +244,6 @@ def test_start_requests_to_denied_hosts_leave_routing(db, fakeweb_factory, crawl
     world.site("stale.social.test")
     web = fakeweb_factory(world)
     db.add_no_follow(["social.test"])
-    # A row saved by a worker whose deny list was stale: the claim refuses it.
-    with db.engine.begin() as conn:
-        conn.execute(
-            text("INSERT INTO hosts (hostname, root) VALUES ('stale.social.test', 'social.test')")
-        )
-        conn.execute(
-            text("INSERT INTO queue (hostname, next_claim_at) VALUES ('stale.social.test', now())")
-        )
+    insert_stale_row(db.engine, "stale.social.test", "social.test")  # the claim refuses it
     crawl(web)
     assert not web.fetches(host="stale.social.test", path=None)

@@ -62,9 +62,7 @@ def hostile_crawl(engine, tmp_path_factory):
         conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
     db = Database(engine)
     logs = tmp_path_factory.mktemp("hostile")
-    with FakeWeb(hostile_world(), workdir=logs / "web"):
-        pass  # the world is valid: fakeweb starts and stops cleanly
-    with FakeWeb(hostile_world(), workdir=logs / "web2") as web:
+    with FakeWeb(hostile_world(), workdir=logs / "web") as web:
         db.seed(["hub.test"])
         settings = crawl_settings(web, DOWNLOAD_MAXSIZE=8 * 1024 * 1024, RETRY_TIMES=0)
         worker = CrawlerProcess(settings, logs / "crawl.log")

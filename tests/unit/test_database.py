@@ -10,6 +10,7 @@ from sqlalchemy import text
 from crawler.db.database import CrawlResult, Database
 from crawler.outcomes import DNS_NXDOMAIN, OK, TCP_REFUSED
 from crawler.traps import Observation, trap_reason
+from tests.conftest import insert_stale_row
 
 
 def queue_row(db: Database, hostname: str):
@@ -96,14 +97,7 @@ def test_removing_an_inner_entry_leaves_hosts_under_the_outer_one(db):
 
 def test_claim_skips_host_under_entry_even_if_not_taken_out(db):
     db.add_no_follow(["social.test"])
-    # A worker with a stale deny list saved it: the claim itself must still refuse it.
-    with db.engine.begin() as conn:
-        conn.execute(
-            text("INSERT INTO hosts (hostname, root) VALUES ('x.social.test', 'social.test')")
-        )
-        conn.execute(
-            text("INSERT INTO queue (hostname, next_claim_at) VALUES ('x.social.test', now())")
-        )
+    insert_stale_row(db.engine, "x.social.test", "social.test")  # the claim must refuse it
     assert claim_all(db) == set()
 
 

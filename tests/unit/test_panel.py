@@ -22,6 +22,7 @@ from crawler.db.listener import DenyListListener, conninfo
 from crawler.db.models import Base
 from tests.unit.test_panel_support import (
     PASSWORD,
+    give_api_token,
     insert_hosts,
     login,
     panel_config,
@@ -587,13 +588,7 @@ def test_an_add_reaches_a_listening_crawler_within_5_seconds(client, engine, db)
 
 @pytest.fixture
 def token(db, operators) -> str:
-    from crawler.db.reports import api_token_hash
-
-    with db.engine.begin() as conn:
-        conn.execute(
-            text("UPDATE users SET api_token_hash = :h WHERE username = 'bob'"),
-            {"h": api_token_hash("bob-token")},
-        )
+    give_api_token(db.engine, "bob", "bob-token")
     return "bob-token"
 
 

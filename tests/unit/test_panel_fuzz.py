@@ -5,10 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import text
 
-from crawler.db.reports import api_token_hash
-from tests.unit.test_panel_support import csrf_token
+from tests.unit.test_panel_support import csrf_token, give_api_token
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
@@ -50,12 +48,7 @@ def assert_answered(response) -> None:
 
 @pytest.fixture
 def api_headers(db, operators) -> dict:
-    with db.engine.begin() as conn:
-        conn.execute(
-            text("UPDATE users SET api_token_hash = :h WHERE username = 'alice'"),
-            {"h": api_token_hash("fuzz-token")},
-        )
-    return {"Authorization": "Bearer fuzz-token"}
+    return give_api_token(db.engine, "alice", "fuzz-token")
 
 
 @FUZZ

@@ -124,3 +124,15 @@ def shown_hosts(html: str) -> list[str]:
 def next_link(html: str) -> str | None:
     found = re.search(r'<a rel="next" href="([^"]+)"', html)
     return found.group(1).replace("&amp;", "&") if found else None
+
+
+def give_api_token(engine, username: str, token: str) -> dict:
+    """Store `token` as the operator's API token; the headers that carry it."""
+    from crawler.db.reports import api_token_hash
+
+    with engine.begin() as conn:
+        conn.execute(
+            text("UPDATE users SET api_token_hash = :h WHERE username = :u"),
+            {"h": api_token_hash(token), "u": username},
+        )
+    return {"Authorization": f"Bearer {token}"}
