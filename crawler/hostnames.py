@@ -118,8 +118,13 @@ def _authority(value: str, text: str) -> str:
 
 
 def _host_part(value: object, authority: str) -> str:
-    """Strip userinfo, port and brackets from an authority."""
+    """Strip userinfo, a `*.` prefix, port and brackets from an authority.
+
+    Only an IPv6 literal comes back in brackets: `_normalize_host` relies on it.
+    """
     host = authority.rpartition("@")[2]
+    if host.startswith("*."):
+        host = host[2:]
     if host.startswith("["):
         inside, bracket, after = host[1:].partition("]")
         if not bracket or (after and not _is_port(after)):
@@ -130,8 +135,6 @@ def _host_part(value: object, authority: str) -> str:
     host, colon, port = host.partition(":")
     if colon and not _is_port(":" + port):
         raise HostnameError(value, f"bad port {port!r}")
-    if host.startswith("*."):
-        host = host[2:]
     if not host:
         raise HostnameError(value, "empty hostname")
     return host

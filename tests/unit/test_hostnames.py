@@ -103,6 +103,7 @@ def test_normalize(value, expected):
         ("[::1", "bad IPv6"),
         ("1.2.3.999", "bad IPv4"),
         ("[fe80::1%eth0]", "bad IPv6"),
+        ("*.[", "bad IPv6"),  # found by fuzzing: once normalized to ""
     ],
 )
 def test_normalize_refuses_with_reason(value, reason):
