@@ -51,6 +51,33 @@ def dict_lookups(denylist: DenyList, names: list[str]) -> float:
     return total / len(names)
 
 
+def contains_all(names_set: set[str], names: list[str]) -> None:
+    for name in names:
+        name in names_set  # noqa: B015 -- the look-up is what is timed
+
+
+def one_lookup_costs(cases, rng: random.Random) -> dict[tuple[int, str], Runs]:
+    """ns per single set look-up, hit and miss, in the smallest and the biggest table.
+
+    The algorithm's work per name does not change with size; this shows what one
+    unit of that work costs once the table is out of the CPU caches.
+    """
+    costs = {}
+    for size in (SIZES[0], SIZES[-1]):
+        table = set(cases[size][0].entries())  # a set like DenyList's, of its entries
+        entries = list(table)
+        kinds = {
+            "hit": [rng.choice(entries) for _ in range(PROBES)],
+            "miss": [f"x{rng.choice(entries)}" for _ in range(PROBES)],
+        }
+        for kind, names in kinds.items():
+            runs = costs[(size, kind)] = Runs()
+            for _ in range(ROUNDS):
+                fresh_names = fresh(names)
+                runs.add(timed(lambda t=table, n=fresh_names: contains_all(t, n)) / PROBES)
+    return costs
+
+
 def lookup_all(denial, names: list[str]) -> None:
     for name in names:
         denial(name)
@@ -123,6 +150,12 @@ def main() -> None:
         f"denylist {label(big)} entries, the {label(small)} case's probes: {cross.best * us:.3f}"
         f" µs/host [median {cross.median * us:.3f}] (diagnostic: same names, bigger table)"
     )
+    costs = one_lookup_costs(cases, rng)
+    for (size, kind), runs in costs.items():
+        print(
+            f"one set look-up ({kind}) in the {label(size)} table: {runs.best * 1e9:.0f} ns"
+            f" [median {runs.median * 1e9:.0f}] (diagnostic: the cost of one unit of work)"
+        )
     for size in REGEX_SIZES:
         r = theirs[size]
         print(

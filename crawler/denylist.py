@@ -26,15 +26,18 @@ class DenyList:
     """Normalized deny entries, each with its rule ('blocked' or 'no_follow')."""
 
     def __init__(self, entries: Iterable[tuple[str, str]] = ()) -> None:
-        self._rules: dict[str, str] = {}
-        # Most look-ups miss; a set answers a miss touching one slot where a dict
-        # touches two (index and entry), which matters once the table outgrows the cache.
+        # Sets, not a dict: most look-ups miss, and a set answers a miss touching one
+        # slot where a dict touches two (index and entry) -- that is what a lookup
+        # costs once the table outgrows the CPU caches. The rule of a hit comes from
+        # the no_follow set: operators keep it small (giant platforms), so it stays
+        # cached while blocked entries grow into the millions.
         self._names: set[str] = set()
+        self._no_follow: set[str] = set()
         for hostname, rule in entries:
             self.add(hostname, rule)
 
     def __len__(self) -> int:
-        return len(self._rules)
+        return len(self._names)
 
     def __contains__(self, hostname: object) -> bool:
         return hostname in self._names
@@ -42,35 +45,39 @@ class DenyList:
     def add(self, hostname: str, rule: str) -> None:
         if rule not in RULES:
             raise ValueError(f"unknown rule {rule!r}; expected one of {RULES}")
-        self._rules[hostname] = rule
         self._names.add(hostname)
+        if rule == NO_FOLLOW:
+            self._no_follow.add(hostname)
+        else:
+            self._no_follow.discard(hostname)
 
     def remove(self, hostname: str) -> None:
         self._names.discard(hostname)
-        self._rules.pop(hostname, None)
+        self._no_follow.discard(hostname)
 
     def replace(self, entries: Iterable[tuple[str, str]]) -> None:
         """Swap in a fresh set of entries at once (a reload from the database)."""
         fresh = DenyList(entries)
-        self._rules, self._names = fresh._rules, fresh._names
+        self._names, self._no_follow = fresh._names, fresh._no_follow
 
     def entries(self) -> dict[str, str]:
-        return dict(self._rules)
+        no_follow = self._no_follow
+        return {name: NO_FOLLOW if name in no_follow else BLOCKED for name in self._names}
 
     def denial(self, hostname: str) -> Denial | None:
         """The nearest entry covering a normalized hostname, or None."""
-        names = self._names
+        names, no_follow = self._names, self._no_follow
         if not names:
             return None
         if hostname in names:
-            return Denial(hostname, self._rules[hostname])
+            return Denial(hostname, NO_FOLLOW if hostname in no_follow else BLOCKED)
         if ":" in hostname:  # an IPv6 literal has no parents
             return None
         dot = hostname.find(".")
         while dot != -1:
             parent = hostname[dot + 1 :]
             if parent in names:
-                return Denial(parent, self._rules[parent])
+                return Denial(parent, NO_FOLLOW if parent in no_follow else BLOCKED)
             dot = hostname.find(".", dot + 1)
         return None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -214,10 +215,20 @@ class Database:
             engine = get_engine()
         self.engine = engine
         self.actor = actor
-        self.denylist = DenyList()
-        self.reload_denylist()
+        self._denylist: DenyList | None = None
+        self._denylist_lock = threading.Lock()
 
     # -- the deny list ---------------------------------------------------------
+
+    @property
+    def denylist(self) -> DenyList:
+        """This process's copy of the deny entries, loaded on first use.
+
+        The panel and most CLI commands only write entries: they never pay for
+        loading (and holding) millions of them.
+        """
+        denylist = self._denylist
+        return denylist if denylist is not None else self.reload_denylist()
 
     def deny_entries(self) -> list[tuple[str, str]]:
         """Every deny entry as (hostname, rule)."""
@@ -227,8 +238,29 @@ class Database:
             )
             return [(h, r) for h, r in rows]
 
-    def reload_denylist(self) -> None:
-        self.denylist.replace(self.deny_entries())
+    def reload_denylist(self) -> DenyList:
+        """Read every entry afresh (in place, so holders of the list see the new one)."""
+        with self._denylist_lock:
+            if self._denylist is None:
+                self._denylist = DenyList(self.deny_entries())
+            else:
+                self._denylist.replace(self.deny_entries())
+            return self._denylist
+
+    def remember_entry(self, hostname: str, rule: str | None) -> None:
+        """Keep a loaded deny list in step with a committed entry change (rule None:
+        removed), made by this process or announced by another one.
+
+        An unloaded list needs nothing: it will read the write from the database.
+        The lock makes a load in progress finish first, so the write is never lost.
+        """
+        with self._denylist_lock:
+            if self._denylist is None:
+                return
+            if rule is None:
+                self._denylist.remove(hostname)
+            else:
+                self._denylist.add(hostname, rule)
 
     # -- discovery -------------------------------------------------------------
 
@@ -392,7 +424,7 @@ class Database:
             self._take_out_of_routing(conn, hostname)
             self._audit(conn, actor, "block", hostname, reason)
             self._notify(conn, "add", hostname, BLOCKED)
-        self.denylist.add(hostname, BLOCKED)
+        self.remember_entry(hostname, BLOCKED)
         log.warning("blocked %s: %s", hostname, reason)
         return True
 
@@ -432,7 +464,7 @@ class Database:
             self._take_out_of_routing(conn, hostname)
             self._audit(conn, actor, "no_follow.add", hostname, note)
             self._notify(conn, "add", hostname, NO_FOLLOW)
-        self.denylist.add(hostname, NO_FOLLOW)
+        self.remember_entry(hostname, NO_FOLLOW)
         return EntryChange(value, hostname, "added", "was blocked" if previous else "")
 
     def remove_no_follow(
@@ -476,7 +508,7 @@ class Database:
             detail = "; ".join(filter(None, [note, found.blocked_reason or found.note]))
             self._audit(conn, actor, action, hostname, detail or None)
             self._notify(conn, "remove", hostname, rule)
-        self.denylist.remove(hostname)
+        self.remember_entry(hostname, None)
         status = "unblocked" if rule == BLOCKED else "removed"
         return EntryChange(value, hostname, status, f"{restored} hosts back in routing")
 

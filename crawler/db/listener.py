@@ -73,8 +73,6 @@ class DenyListListener:
 
     def _apply(self, payload: str) -> None:
         change = json.loads(payload)
-        if change["change"] == "add":
-            self.db.denylist.add(change["hostname"], change["rule"])
-        else:
-            self.db.denylist.remove(change["hostname"])
+        rule = change["rule"] if change["change"] == "add" else None
+        self.db.remember_entry(change["hostname"], rule)
         log.info("deny list: %s %s (%s)", change["change"], change["hostname"], change["rule"])

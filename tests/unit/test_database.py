@@ -101,6 +101,21 @@ def test_claim_skips_host_under_entry_even_if_not_taken_out(db):
     assert claim_all(db) == set()
 
 
+def test_deny_list_loads_on_first_use_and_follows_every_write(db):
+    panel = Database(db.engine, actor="panel")
+    panel.add_no_follow(["social.test"])
+    panel.upsert_blocked("trap.test", "test reason")
+    assert panel._denylist is None  # a writer never loads (or holds) the whole list
+    worker = Database(db.engine, actor="worker")
+    assert worker.denylist.entries() == {"social.test": "no_follow", "trap.test": "blocked"}
+    loaded = worker.denylist
+    worker.unblock(["trap.test"])
+    worker.add_no_follow(["big.test"])
+    assert worker.denylist is loaded  # kept in step in place, not reloaded
+    assert loaded.entries() == {"social.test": "no_follow", "big.test": "no_follow"}
+    assert panel._denylist is None
+
+
 def test_upsert_blocked_and_unblock(db):
     db.save_hosts(["a.trap.test", "b.trap.test", "ok.test"])
     assert db.upsert_blocked("trap.test", "test reason") is True

@@ -183,6 +183,21 @@ def test_denial_names_nearest_entry_and_rule():
     assert denylist.denial("example.com") is None
 
 
+def test_denylist_follows_rule_changes_removals_and_reloads():
+    denylist = DenyList([("example.org", NO_FOLLOW), ("trap.test", BLOCKED)])
+    denylist.add("example.org", BLOCKED)  # a block converted the entry
+    assert denylist.denial("www.example.org") == ("example.org", BLOCKED)
+    denylist.add("trap.test", NO_FOLLOW)
+    assert denylist.entries() == {"example.org": BLOCKED, "trap.test": NO_FOLLOW}
+    denylist.remove("trap.test")
+    assert denylist.denial("a.trap.test") is None and len(denylist) == 1
+    denylist.replace([("trap.test", NO_FOLLOW)])
+    assert denylist.entries() == {"trap.test": NO_FOLLOW}
+    assert denylist.denial("www.example.org") is None
+    with pytest.raises(ValueError, match="unknown rule 'nofollow'"):
+        denylist.add("x.test", "nofollow")
+
+
 # -- properties ------------------------------------------------------------------
 
 LABEL = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
