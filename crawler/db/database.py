@@ -135,6 +135,15 @@ CLAIM_ALL = text(CLAIM.format(due=DUE.format(under="")))
 CLAIM_UNDER = text(CLAIM.format(due=DUE.format(under=UNDER_ROOT)))
 DUE_UNDER = text(DUE.format(under=UNDER_ROOT))
 DUE_ALL = text(DUE.format(under=""))
+CRAWL_PENDING = text(
+    f"""
+    SELECT EXISTS (SELECT 1 FROM queue
+                    WHERE status_reason IS NULL AND denied_by IS NULL
+                      AND next_claim_at > now() AND next_claim_at <= now() + :lease
+                      AND claimed_by IS NOT NULL)
+        OR EXISTS ({DUE.format(under="")})
+    """
+)
 
 
 def _under(root: str | None) -> dict:
@@ -318,20 +327,15 @@ class Database:
         with self.engine.begin() as conn:
             return [h for (h,) in conn.execute(statement, params)]
 
-    def claims_outstanding(self, lease: timedelta = DEFAULT_LEASE) -> bool:
-        """True while any worker holds an unexpired claim (its links may make more due)."""
+    def crawl_pending(self, lease: timedelta = DEFAULT_LEASE) -> bool:
+        """True while a host is due, or any worker holds an unexpired claim (its links
+        may make more due).
+
+        One statement, so one snapshot: a finish that releases its claim and makes
+        its links due in the same transaction cannot slip between two checks.
+        """
         with self.engine.connect() as conn:
-            return conn.execute(
-                text(
-                    """
-                    SELECT EXISTS (SELECT 1 FROM queue
-                     WHERE status_reason IS NULL AND denied_by IS NULL
-                       AND next_claim_at > now() AND next_claim_at <= now() + :lease
-                       AND claimed_by IS NOT NULL)
-                    """
-                ),
-                {"lease": lease},
-            ).scalar_one()
+            return conn.execute(CRAWL_PENDING, {"lease": lease, "n": 1}).scalar_one()
 
     def count_due(self, n: int, under: str | None = None) -> int:
         """How many hosts start_urls could claim now (counting at most n)."""

@@ -89,11 +89,11 @@ class HostsSpider(scrapy.Spider):
         yield  # never reached: it makes start() the async generator Scrapy expects
 
     async def _drained(self) -> bool:
-        """Nothing in flight here, and no claim anywhere that could still add hosts."""
+        """Nothing in flight here, nothing due, and no claim anywhere that could add hosts."""
         if self.in_flight:
             return False
         return not await in_thread_until_up(
-            "checking for claims", self.db.claims_outstanding, self.lease
+            "checking for pending work", self.db.crawl_pending, self.lease
         )
 
     async def _wait_for_room(self, poll: bool = False) -> None:

@@ -191,6 +191,20 @@ def test_taking_out_a_row_needs_its_entry_to_stand(db):
     assert db.start_urls(10, "w") == ["x.gone.test"]  # due again, not stranded
 
 
+def test_crawl_is_pending_while_anything_is_due_or_claimed(db):
+    db.save_hosts(["seed.test"])
+    assert db.crawl_pending()  # due
+    [seed] = db.start_urls(1, "w1")
+    assert db.start_urls(1, "w2") == [] and db.crawl_pending()  # w1's claim may add hosts
+    db.finish(seed, CrawlResult(OK, 200, "http://seed.test/", ""), ["http://next.test/"])
+    # The claim is gone and its link is due, seen in one snapshot: a worker whose
+    # claim just came back empty must not call this drained.
+    assert db.crawl_pending()
+    [link] = db.start_urls(1, "w2")
+    db.finish(link, CrawlResult(OK, 200, "http://next.test/", ""), [])
+    assert not db.crawl_pending()
+
+
 def test_a_claimed_host_that_became_an_entry_is_released(db):
     db.save_hosts(["flip.test"])
     assert db.start_urls(10, "w") == ["flip.test"]
@@ -198,7 +212,7 @@ def test_a_claimed_host_that_became_an_entry_is_released(db):
     db.take_out_of_routing("flip.test", "flip.test")  # its request was then denied
     db.unblock(["flip.test"])
     assert queue_row(db, "flip.test").claimed_by is None
-    assert not db.claims_outstanding()
+    assert not db.crawl_pending()
 
 
 def test_a_denied_host_is_due_at_once_when_its_entry_goes(db):
