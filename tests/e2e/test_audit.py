@@ -77,6 +77,29 @@ def test_each_failure_kind_lands_as_its_outcome_and_dead_hosts_back_off(db, fake
     assert dead.next_claim_at - dead.audited_at == timedelta(seconds=120)  # base · 2^1
 
 
+TLS_KINDS = {
+    "secure.test": ("ok", "DNS_ALIVE"),
+    "badtls.test": ("tls_broken", "TLS_HANDSHAKE"),
+    "closed.test": ("refused", "TCP_REFUSED"),
+    "hangup.test": ("reset", "TCP_RESET"),
+    "stall.test": ("blackhole", "TLS_TIMEOUT"),  # accepts TCP, never answers the hello
+}
+
+
+def test_tls_handshake_outcomes_with_audit_tls(db, fakeweb_factory):
+    world = World()
+    for host, (behaviour, _) in TLS_KINDS.items():
+        world.host(host, behaviour)
+    web = fakeweb_factory(world)
+    db.save_hosts(TLS_KINDS)
+
+    run_audit(web, AUDIT_TLS=1, AUDIT_TLS_PORT=web.https_port, AUDIT_TLS_TIMEOUT=1)
+
+    assert audit_outcomes(db) == {host: outcome for host, (_, outcome) in TLS_KINDS.items()}
+    assert not web.fetches(path=None), "a handshake is not a download"
+    assert {c["behaviour"] for c in web.connections()} == {"tls_broken", "reset", "blackhole"}
+
+
 def test_backoff_grows_with_each_failure_up_to_the_cap(db, fakeweb_factory):
     world = World()
     world.host("gone.test", "nxdomain")
