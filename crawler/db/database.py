@@ -237,7 +237,7 @@ class Database:
         loading (and holding) millions of them.
         """
         denylist = self._denylist
-        return denylist if denylist is not None else self.reload_denylist()
+        return denylist if denylist is not None else self.load_denylist()
 
     def deny_entries(self) -> list[tuple[str, str]]:
         """Every deny entry as (hostname, rule)."""
@@ -247,14 +247,20 @@ class Database:
             )
             return [(h, r) for h, r in rows]
 
-    def reload_denylist(self) -> DenyList:
+    def load_denylist(self) -> DenyList:
+        """The deny list, read from the database unless it is loaded already."""
+        with self._denylist_lock:
+            if self._denylist is None:
+                self._denylist = DenyList(self.deny_entries())
+            return self._denylist
+
+    def reload_denylist(self) -> None:
         """Read every entry afresh (in place, so holders of the list see the new one)."""
         with self._denylist_lock:
             if self._denylist is None:
                 self._denylist = DenyList(self.deny_entries())
             else:
                 self._denylist.replace(self.deny_entries())
-            return self._denylist
 
     def remember_entry(self, hostname: str, rule: str | None) -> None:
         """Keep a loaded deny list in step with a committed entry change (rule None:

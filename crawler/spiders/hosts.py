@@ -69,6 +69,8 @@ class HostsSpider(scrapy.Spider):
 
     async def start(self):
         """Claim due hosts in batches while there is room; poll when none is due."""
+        # Before the first request, and off the reactor thread: the middleware reads it.
+        await in_thread_until_up("loading the deny list", self.db.load_denylist)
         while True:
             await self._wait_for_room()
             # Cleared before the claim: a host settling meanwhile (new links) wakes the poll.
