@@ -47,7 +47,21 @@ def embedded_server_url(pgdata: Path, cleanup_mode: str | None = "stop") -> str:
     return server.get_uri(driver="psycopg")
 
 
+# A server that vanishes over TCP (host down, network cut) leaves connections
+# half-open, and a query would wait on one forever: keepalives notice within
+# about a minute. libpq skips them on the embedded server's Unix socket.
+CONNECT_ARGS = {
+    "connect_timeout": 10,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
+
+
 @cache
 def get_engine(url: str | None = None) -> Engine:
     """The process's engine for `url` (default: database_url())."""
-    return create_engine(url or database_url(), pool_pre_ping=True, pool_size=5)
+    return create_engine(
+        url or database_url(), pool_pre_ping=True, pool_size=5, connect_args=CONNECT_ARGS
+    )

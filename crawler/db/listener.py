@@ -17,6 +17,7 @@ import psycopg
 from sqlalchemy.exc import DBAPIError
 
 from crawler.db.database import DENYLIST_CHANNEL, Database
+from crawler.db.engine import CONNECT_ARGS
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class DenyListListener:
                 backoff = min(backoff * 2, MAX_BACKOFF)
 
     def _listen(self) -> None:
-        with psycopg.connect(conninfo(self.db), autocommit=True) as conn:
+        with psycopg.connect(conninfo(self.db), autocommit=True, **CONNECT_ARGS) as conn:
             conn.execute(f"LISTEN {DENYLIST_CHANNEL}")
             self.db.reload_denylist()  # after LISTEN, so nothing falls between
             self.ready.set()

@@ -222,3 +222,17 @@ def test_a_denied_host_is_due_at_once_when_its_entry_goes(db):
     db.take_out_of_routing("x.brief.test", "brief.test")
     db.remove_no_follow(["brief.test"])
     assert db.start_urls(10, "w") == ["x.brief.test"]  # not an hour later
+
+
+def test_connections_notice_a_vanished_server(database_url):
+    """Keepalives and a connect timeout on the engine's connections.
+
+    A half-open TCP connection cannot be made on loopback without a packet filter,
+    so this checks what libpq was told: it bounds how long a query can hang.
+    """
+    from crawler.db.engine import CONNECT_ARGS, get_engine
+
+    with get_engine(database_url).connect() as conn:
+        dsn = conn.connection.dbapi_connection.info.dsn
+    for name, value in CONNECT_ARGS.items():
+        assert f"{name}={value}" in dsn
