@@ -59,16 +59,25 @@ KINDS = {
 }
 
 
-def test_each_failure_kind_lands_as_its_outcome_and_dead_hosts_back_off(db, fakeweb_factory):
+def web_of_kinds(db, fakeweb_factory, kinds: dict):
+    """fakeweb with each host behaving as `kinds` says, every host queued."""
     world = World()
-    for host, (behaviour, _) in KINDS.items():
+    for host, (behaviour, _) in kinds.items():
         world.host(host, behaviour)
-    web = fakeweb_factory(world)
-    db.save_hosts(KINDS)
+    db.save_hosts(kinds)
+    return fakeweb_factory(world)
+
+
+def expected_outcomes(kinds: dict) -> dict[str, str]:
+    return {host: outcome for host, (_, outcome) in kinds.items()}
+
+
+def test_each_failure_kind_lands_as_its_outcome_and_dead_hosts_back_off(db, fakeweb_factory):
+    web = web_of_kinds(db, fakeweb_factory, KINDS)
 
     done = run_audit(web)
 
-    assert audit_outcomes(db) == {host: outcome for host, (_, outcome) in KINDS.items()}
+    assert audit_outcomes(db) == expected_outcomes(KINDS)
     assert not web.fetches(path=None), "the audit downloads nothing"
     assert "audited 6 hosts" in done.stdout and "DNS_NXDOMAIN" in done.stdout
     alive, dead = host_facts(db, "alive.test"), host_facts(db, "nx.test")
@@ -87,15 +96,11 @@ TLS_KINDS = {
 
 
 def test_tls_handshake_outcomes_with_audit_tls(db, fakeweb_factory):
-    world = World()
-    for host, (behaviour, _) in TLS_KINDS.items():
-        world.host(host, behaviour)
-    web = fakeweb_factory(world)
-    db.save_hosts(TLS_KINDS)
+    web = web_of_kinds(db, fakeweb_factory, TLS_KINDS)
 
     run_audit(web, AUDIT_TLS=1, AUDIT_TLS_PORT=web.https_port, AUDIT_TLS_TIMEOUT=1)
 
-    assert audit_outcomes(db) == {host: outcome for host, (_, outcome) in TLS_KINDS.items()}
+    assert audit_outcomes(db) == expected_outcomes(TLS_KINDS)
     assert not web.fetches(path=None), "a handshake is not a download"
     assert {c["behaviour"] for c in web.connections()} == {"tls_broken", "reset", "blackhole"}
 
