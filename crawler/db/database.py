@@ -247,20 +247,18 @@ class Database:
             )
             return [(h, r) for h, r in rows]
 
-    def load_denylist(self) -> DenyList:
-        """The deny list, read from the database unless it is loaded already."""
+    def load_denylist(self, *, fresh: bool = False) -> DenyList:
+        """The deny list, read from the database if not loaded yet (or if `fresh`:
+        then in place, so holders of the list see the new entries)."""
         with self._denylist_lock:
             if self._denylist is None:
                 self._denylist = DenyList(self.deny_entries())
+            elif fresh:
+                self._denylist.replace(self.deny_entries())
             return self._denylist
 
     def reload_denylist(self) -> None:
-        """Read every entry afresh (in place, so holders of the list see the new one)."""
-        with self._denylist_lock:
-            if self._denylist is None:
-                self._denylist = DenyList(self.deny_entries())
-            else:
-                self._denylist.replace(self.deny_entries())
+        self.load_denylist(fresh=True)
 
     def remember_entry(self, hostname: str, rule: str | None) -> None:
         """Keep a loaded deny list in step with a committed entry change (rule None:
