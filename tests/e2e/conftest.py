@@ -117,11 +117,16 @@ def known_hosts(db) -> set[str]:
         return set(conn.execute(text("SELECT hostname FROM hosts")).scalars())
 
 
-def leases_ran_out(db) -> bool:
-    """True once no row holds an unexpired claim (a killed worker's leases are over)."""
+def claims_held(db) -> int:
+    """How many rows hold an unexpired claim."""
     with db.engine.connect() as conn:
         held = "SELECT count(*) FROM queue WHERE claimed_by IS NOT NULL AND next_claim_at > now()"
-        return conn.execute(text(held)).scalar() == 0
+        return conn.execute(text(held)).scalar()
+
+
+def leases_ran_out(db) -> bool:
+    """True once no row holds an unexpired claim (a killed worker's leases are over)."""
+    return claims_held(db) == 0
 
 
 def host_facts(db, hostname: str):
