@@ -53,6 +53,7 @@ CASES = [
     ),
     (wrapped(DownloadTimeoutError("connect"), tx.TimeoutError()), "TCP_TIMEOUT"),
     (wrapped(DownloadFailedError("connect"), tx.TCPTimedOutError()), "TCP_TIMEOUT"),
+    (tx.TCPTimedOutError(), "TCP_TIMEOUT"),  # Scrapy 2.19 leaves ConnectErrors unwrapped
     (DownloadTimeoutError("Getting http://slow.test/ took longer than 2 seconds."), "HTTP_TIMEOUT"),
     (DownloadCancelledError(MAX_SIZE), "HTTP_TOO_LARGE"),
     (never_received(SSL.Error([("SSL routines", "", "wrong version number")])), "TLS_HANDSHAKE"),
