@@ -37,7 +37,7 @@ RUN pip install --no-cache-dir --no-deps . \
 
 # What the processes read at run time from the app dir.
 COPY migrations/ migrations/
-COPY alembic.ini scrapy.cfg ./
+COPY alembic.ini scrapy.cfg gunicorn.conf.py ./
 
 RUN mkdir -p /app/var && chown hostcrawl:hostcrawl /app/var
 

@@ -36,9 +36,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bind", default="127.0.0.1:8000", help="where the panel listens")
     args = parser.parse_args(argv)
 
+    if not args.seeds.is_file():
+        print(f"error: seeds file {args.seeds}: not found", file=sys.stderr)
+        return 1
     os.environ["DATABASE_URL"] = database_url()  # children share this server
-    for step in (["db", "upgrade"], ["seed", "-f", str(args.seeds)]):
-        subprocess.run([sys.executable, "-m", "crawler.cli", *step], check=True, cwd=PROJECT_ROOT)
+    if hostcrawl("db", "upgrade") != 0:
+        return 1  # the CLI has said why
+    if hostcrawl("seed", "-f", str(args.seeds)) != 0:
+        # The CLI named each refused line and why; the rest are queued.
+        print(
+            f"warning: {args.seeds}: some seeds were refused (above); crawling the rest",
+            file=sys.stderr,
+        )
     # Own sessions: a terminal's Ctrl-C reaches only us, and we send exactly one
     # SIGINT (a second one makes Scrapy stop uncleanly).
     procs = [
@@ -48,6 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(procs) > 1:
         print(f"panel: http://{args.bind}/  (create an operator: hostcrawl user create NAME)")
     return supervise(procs)
+
+
+def hostcrawl(*args: str) -> int:
+    """Run one `hostcrawl` CLI command; its exit code."""
+    return subprocess.run([sys.executable, "-m", "crawler.cli", *args], cwd=PROJECT_ROOT).returncode
 
 
 def supervise(procs: list[subprocess.Popen]) -> int:

@@ -25,7 +25,7 @@ ENV_EXAMPLE = ROOT / ".env.example"
 SERVICES = ["db", "migrate", "web", "crawler"]
 APP_SERVICES = ["migrate", "web", "crawler"]
 # What the processes need in the app dir (WORKDIR), besides the installed package.
-APP_DIR = ["crawler/", "webpanel/", "migrations/", "alembic.ini", "scrapy.cfg"]
+APP_DIR = ["crawler/", "webpanel/", "migrations/", "alembic.ini", "scrapy.cfg", "gunicorn.conf.py"]
 
 # ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?error}, ${VAR?error}, ${VAR:+alt}, $VAR
 INTERPOLATION = re.compile(

@@ -1,0 +1,97 @@
+"""`make run` (crawler/run.py) on a fresh var/: the embedded database, migrations, the
+seeds, the crawler and the panel side by side; one Ctrl-C stops them all, then the
+database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+from crawler.db.engine import PROJECT_ROOT
+from tests.e2e.conftest import wait_until
+from tests.fakeweb import World
+
+STOP_TIMEOUT = 90
+
+
+def unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def healthz(port: int) -> int | None:
+    """The panel's /healthz status, or None when nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as answer:
+            return answer.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None
+
+
+def start_make_run(web, tmp_path, seeds: str, port: int) -> subprocess.Popen:
+    """`python -m crawler.run` as `make run` starts it, with var/ in tmp_path."""
+    seeds_file = tmp_path / "seeds.txt"
+    seeds_file.write_text(seeds)
+    env = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
+    env.update(
+        HOSTCRAWL_VAR=str(tmp_path / "var"),
+        HOST_URL_TEMPLATE=web.url_template(),
+        DNS_NAMESERVERS=web.nameservers,
+        CLAIM_POLL_INTERVAL="0.2",
+    )
+    command = [sys.executable, "-m", "crawler.run", "--seeds", str(seeds_file)]
+    return subprocess.Popen(
+        [*command, "--bind", f"127.0.0.1:{port}"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=open(tmp_path / "run.log", "w"),  # noqa: SIM115 (the child owns it)
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # as from a terminal: the SIGINT reaches run.py only
+    )
+
+
+def test_make_run_crawls_serves_the_panel_and_stops_on_one_ctrl_c(fakeweb_factory, tmp_path):
+    world = World(seed=13)
+    names = world.graph(30, roots=["alpha.test"])
+    web = fakeweb_factory(world)
+    port = unused_port()
+    seeds = f"# where to start\n{names[0]}\nexa mple.test\n"
+    run = start_make_run(web, tmp_path, seeds, port)
+    try:
+        wait_until(lambda: healthz(port) == 200, 120, "the panel to answer")
+        wait_until(lambda: len(web.fetch_counts()) == len(names), 120, "every host crawled")
+        run.send_signal(signal.SIGINT)
+        assert run.wait(timeout=STOP_TIMEOUT) == 0
+    finally:
+        if run.poll() is None:
+            run.send_signal(signal.SIGINT)  # it stops its children
+            run.wait(timeout=STOP_TIMEOUT)
+    output = (tmp_path / "run.log").read_text()
+    assert "error: 'exa mple.test': bad label" in output  # a bad line, named, and why...
+    assert "some seeds were refused" in output  # ...and the crawl went on without it
+    assert f"panel: http://127.0.0.1:{port}/" in output
+    assert "Control socket" not in output  # gunicorn.conf.py: no management socket in $HOME
+    assert healthz(port) is None, "the panel is still serving"
+    pid_file = tmp_path / "var" / "pg" / "postmaster.pid"
+    wait_until(lambda: not pid_file.exists(), 30, "the embedded database to stop")
+
+
+def test_make_run_without_its_seeds_file_says_so(tmp_path):
+    missing = tmp_path / "nowhere.txt"
+    done = subprocess.run(
+        [sys.executable, "-m", "crawler.run", "--seeds", str(missing)],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr == f"error: seeds file {missing}: not found\n"
