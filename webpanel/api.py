@@ -10,7 +10,8 @@ from flask import Blueprint, abort, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from crawler.db import reports
-from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
+from crawler.db.database import current_denial
+from crawler.denylist import BLOCKED, NO_FOLLOW
 from crawler.hostnames import HostnameError, normalize
 from webpanel.core import database, fetch_page, stats
 from webpanel.extensions import db
@@ -82,7 +83,7 @@ def check_host():
         name = normalize(value)
     except HostnameError as exc:
         return jsonify(input=value, error=exc.reason), 400
-    denial = DenyList(reports.covering_entries(db.session, name)).denial(name)
+    denial = current_denial(db.session, name)
     return jsonify(
         input=value,
         hostname=name,

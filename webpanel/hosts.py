@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, abort, redirect, render_template, url_for
 
 from crawler.db import reports
-from crawler.denylist import DenyList
+from crawler.db.database import current_denial
 from crawler.hostnames import HostnameError, normalize
 from crawler.outcomes import ALL as OUTCOMES
 from webpanel.core import arg, choice, search_page, stats
@@ -56,5 +56,5 @@ def detail(hostname: str):
     host = reports.host_detail(db.session, name)
     if host is None:
         abort(404)
-    denial = DenyList(reports.covering_entries(db.session, name)).denial(name)
+    denial = current_denial(db.session, name)
     return render_template("hosts/detail.html", host=host, denial=denial)

@@ -19,7 +19,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import Boolean, Integer, Interval, String
 
 from crawler.db.retry import retry_conflicts
-from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
+from crawler.denylist import BLOCKED, NO_FOLLOW, Denial, DenyList
 from crawler.hostnames import HostnameError, normalize, normalize_entry, root
 from crawler.links import FilteredLinks, filter_links
 from crawler.outcomes import ALIVE, NETWORK_FAILURES, is_network_failure
@@ -146,6 +146,19 @@ CRAWL_PENDING = text(
 )
 
 
+COVERING_ENTRIES = text(
+    "SELECT hostname, status_reason FROM queue"
+    " WHERE hostname = ANY(host_parents(:h)) AND status_reason IS NOT NULL"
+)
+
+
+def current_denial(conn, hostname: str) -> Denial | None:
+    """The entry covering a normalized hostname now, asked of the database: for one-off
+    questions (a seed, a panel page) that should not load the whole deny list."""
+    entries = [(h, r) for h, r in conn.execute(COVERING_ENTRIES, {"h": hostname})]
+    return DenyList(entries).denial(hostname)
+
+
 def _under(root: str | None) -> dict:
     if root is None:
         return {}
@@ -233,8 +246,8 @@ class Database:
     def denylist(self) -> DenyList:
         """This process's copy of the deny entries, loaded on first use.
 
-        The panel and most CLI commands only write entries: they never pay for
-        loading (and holding) millions of them.
+        The panel and the CLI only write entries or ask about one host
+        (`current_denial`): they never pay for loading (and holding) millions.
         """
         denylist = self._denylist
         return denylist if denylist is not None else self.load_denylist()
@@ -308,7 +321,8 @@ class Database:
             except HostnameError as exc:
                 changes.append(EntryChange(value, None, "refused", exc.reason))
                 continue
-            denial = self.denylist.denial(hostname)
+            with self.engine.connect() as conn:
+                denial = current_denial(conn, hostname)
             if denial is not None:
                 why = f"under {denial.rule} entry {denial.entry}"
                 changes.append(EntryChange(value, hostname, "refused", why))

@@ -336,18 +336,6 @@ def host_detail(conn, hostname: str):
     return conn.execute(stmt).first()
 
 
-def covering_entries(conn, hostname: str) -> list[tuple[str, str]]:
-    """The deny entries at or above a hostname, as (entry, rule): feed a DenyList."""
-    rows = conn.execute(
-        text(
-            "SELECT hostname, status_reason FROM queue"
-            " WHERE hostname = ANY(host_parents(:h)) AND status_reason IS NOT NULL"
-        ),
-        {"h": hostname},
-    )
-    return [(h, r) for h, r in rows]
-
-
 # -- the dashboard strip ---------------------------------------------------------------
 
 

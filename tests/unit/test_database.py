@@ -105,7 +105,10 @@ def test_deny_list_loads_on_first_use_and_follows_every_write(db):
     panel = Database(db.engine, actor="panel")
     panel.add_no_follow(["social.test"])
     panel.upsert_blocked("trap.test", "test reason")
-    assert panel._denylist is None  # a writer never loads (or holds) the whole list
+    refused, queued = panel.seed(["www.social.test", "fresh.test"])
+    assert (refused.status, refused.message) == ("refused", "under no_follow entry social.test")
+    assert queued.status == "queued"
+    assert panel._denylist is None  # writers and seeds never load (or hold) the whole list
     worker = Database(db.engine, actor="worker")
     assert worker.denylist.entries() == {"social.test": "no_follow", "trap.test": "blocked"}
     loaded = worker.denylist
