@@ -46,11 +46,16 @@ def engine(database_url):
     engine.dispose()
 
 
+def empty_tables(engine) -> None:
+    """Every table emptied, ids restarted (the schema stays)."""
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+
+
 @pytest.fixture
 def clean_db(engine):
     """An empty schema for one test."""
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    empty_tables(engine)
     return engine
 
 

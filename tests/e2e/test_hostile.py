@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db.database import Database
-from tests.conftest import TABLES
+from tests.conftest import empty_tables
 from tests.e2e.conftest import CrawlerProcess, crawl_settings
 from tests.fakeweb import FakeWeb, World
 
@@ -58,8 +58,7 @@ HOSTILE = {
 
 @pytest.fixture(scope="module")
 def hostile_crawl(engine, tmp_path_factory):
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    empty_tables(engine)
     db = Database(engine)
     logs = tmp_path_factory.mktemp("hostile")
     with FakeWeb(hostile_world(), workdir=logs / "web") as web:

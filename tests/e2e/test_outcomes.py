@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db.database import Database
-from tests.conftest import TABLES
+from tests.conftest import empty_tables
 from tests.e2e.conftest import CrawlerProcess, crawl_settings
 from tests.fakeweb import FakeWeb, World
 
@@ -48,8 +48,7 @@ def build_world(cases: dict) -> World:
 @pytest.fixture(scope="module")
 def crawled(engine, tmp_path_factory):
     """Crawl every case once (http and https), then return each host's facts."""
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    empty_tables(engine)
     db = Database(engine)
     logs = tmp_path_factory.mktemp("outcomes")
     for scheme, cases in (("http", HTTP_CASES), ("https", HTTPS_CASES)):
