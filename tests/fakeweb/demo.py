@@ -132,12 +132,7 @@ def crawl(web: FakeWeb, log_path: Path) -> tuple[int, str]:
         try:
             code = proc.wait(timeout=CRAWL_TIMEOUT)
         except (KeyboardInterrupt, subprocess.TimeoutExpired):
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc, signal.SIGINT)  # one SIGINT: Scrapy's graceful stop
             raise
     return code, log_path.read_text(errors="replace")
 
@@ -243,10 +238,10 @@ def serve_panel(bind: str) -> subprocess.Popen | None:
     return None
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """Stop gunicorn gracefully (SIGTERM), bounded."""
+def stop(proc: subprocess.Popen, how: signal.Signals = signal.SIGTERM) -> None:
+    """Stop a child gracefully (gunicorn: SIGTERM), killing it after 30 s."""
     if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(how)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
