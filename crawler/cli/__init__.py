@@ -1,0 +1,23 @@
+"""The `hostcrawl` command (DESIGN.md 'Interfaces'), one module per group.
+
+Every command prints what it stored; bad input goes to stderr with the input
+and the reason, and the exit status is 1 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import click
+
+from crawler.cli import entries, schema, seeds, users
+
+
+@click.group()
+def main() -> None:
+    """hostcrawl: discover hostnames across the web."""
+
+
+main.add_command(schema.db)
+main.add_command(seeds.seed)
+main.add_command(entries.no_follow)
+main.add_command(entries.blocked)
+main.add_command(users.user)

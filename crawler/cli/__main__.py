@@ -1,0 +1,5 @@
+"""`python -m crawler.cli`: the hostcrawl command."""
+
+from crawler.cli import main
+
+main()

@@ -1,0 +1,24 @@
+"""churn: table settings for sustained churn, counters and retention (issue 15)
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-12-01 03:40:00
+
+Reserved in the chain so that each piece of work owns one revision; empty
+until that work needs a schema change.
+"""
+
+from collections.abc import Sequence
+
+revision: str = "0007"
+down_revision: str | None = "0006"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
