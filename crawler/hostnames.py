@@ -1,6 +1,11 @@
 """Hostname rules: the one door every hostname goes through (DESIGN.md §1).
 
 Pure: no I/O. The Public Suffix List is the snapshot bundled with tldextract.
+
+Links are read as browsers read them: the WHATWG URL Standard, by can-ada (Ada's
+C++ parser bound with nanobind; MIT). Picked over ada-url (the same parser bound
+with cffi) because it resolves a link about five times faster (2.4M vs 0.4M
+links/s here) and installs from a manylinux wheel with no dependencies.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import re
 from functools import lru_cache
 from urllib.parse import urlsplit
 
+import can_ada
 import idna
 import tldextract
 
@@ -22,6 +28,8 @@ _LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
 _ASCII_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
 _WEB_SCHEMES = frozenset({"http", "https"})
+_WEB_PROTOCOLS = frozenset({"http:", "https:"})
+_SLASHES = ("/", "\\")  # WHATWG: in http(s) URLs a backslash is a slash
 # Browsers drop tabs and newlines anywhere in a URL before parsing it.
 _URL_NOISE = str.maketrans("", "", "\t\n\r")
 
@@ -62,26 +70,76 @@ def normalize_or_none(value: str) -> str | None:
         return None
 
 
-def link_hostname(href: str, page_host: str) -> str | None:
+def link_hostname(href: str, page_host: str, page_scheme: str = "http") -> str | None:
     """The hostname a link on a page of `page_host` points to, or None.
 
-    Resolving a relative reference keeps the base authority, so only links with
-    their own authority need parsing; mailto:, javascript:, data: and the like
-    have no hostname.
+    Resolution follows the WHATWG URL Standard against `{page_scheme}://{page_host}/`
+    (only the base's scheme and host can change a link's host). A link that is not
+    http(s) (mailto:, javascript:, data:, ftp:...) or that browsers refuse has none;
+    so has one whose host our hostname rules refuse (see `_link_host`).
     """
-    href = _clean(href)
-    if href.startswith("//"):
-        return _authority_hostname(href[2:])
+    if _keeps_base_host(href):
+        return page_host
     scheme = _SCHEME.match(href)
-    if scheme is None:
-        return page_host
-    if scheme.group()[:-1].lower() not in _WEB_SCHEMES:
+    if scheme is not None and scheme.group()[:-1].lower() not in _WEB_SCHEMES:
         return None
-    rest = href[scheme.end() :]
-    if not rest.startswith("//"):
-        # "http:foo" is a relative reference in a page served over http(s).
-        return page_host
-    return _authority_hostname(rest[2:])
+    base = _base_url(page_scheme, page_host)
+    try:
+        url = base + href if base is not None else can_ada.parse(href)
+    except ValueError:
+        return None
+    if url.protocol not in _WEB_PROTOCOLS:
+        return None
+    return _link_host(url.hostname)
+
+
+def _keeps_base_host(href: str) -> bool:
+    """True when resolving `href` surely keeps the base URL's host: no parse needed.
+
+    The hot path: most links are relative. Per WHATWG, a reference without a scheme
+    keeps the base host unless it starts with two slashes (`/` or `\\` alike, for
+    http(s)). Leading C0 controls or spaces are stripped and tabs or newlines removed
+    anywhere before that reading, so such hrefs take the parser.
+    """
+    first = href[:1]
+    if not first:
+        return True  # the empty reference is the page itself
+    if first <= " " or "\t" in href or "\n" in href or "\r" in href:
+        return False
+    if first in _SLASHES:
+        return href[1:2] not in _SLASHES
+    if "a" <= first.lower() <= "z":
+        return _SCHEME.match(href) is None
+    return True
+
+
+@lru_cache(maxsize=1024)
+def _base_url(scheme: str, page_host: str) -> can_ada.URL | None:
+    """The parsed base URL of a page (None if the parser refuses the host)."""
+    host = f"[{page_host}]" if ":" in page_host else page_host
+    try:
+        return can_ada.parse(f"{scheme}://{host}/")
+    except ValueError:
+        return None
+
+
+@lru_cache(maxsize=65536)
+def _link_host(host: str) -> str | None:
+    """Our normalized form of a WHATWG host, or None where our rules refuse it.
+
+    The parser already did IDNA (UTS #46 non-transitional, as browsers do), IPv4
+    number forms and percent-decoding; what is left is ours: no trailing dot,
+    brackets off, IPv6 as `ipaddress` writes it, and the label, length and
+    punycode rules that `normalize()` applies.
+    """
+    if not host:
+        return None
+    try:
+        if host.startswith("["):
+            host = _ipv6(host, host[1:-1])
+        return _normalize_host(host, host)
+    except HostnameError:
+        return None
 
 
 def _clean(text: str) -> str:
@@ -90,19 +148,6 @@ def _clean(text: str) -> str:
     if "\t" in text or "\n" in text or "\r" in text:
         text = text.translate(_URL_NOISE)
     return text
-
-
-def _authority_hostname(rest: str) -> str | None:
-    end = len(rest)
-    for stop in "/?#\\":
-        i = rest.find(stop)
-        if i != -1 and i < end:
-            end = i
-    authority = rest[:end]
-    try:
-        return _normalize_host(authority, _host_part(authority, authority))
-    except HostnameError:
-        return None
 
 
 def _authority(value: str, text: str) -> str:
@@ -186,12 +231,21 @@ def _idna(value: object, host: str) -> str:
 
 
 def _check_punycode(value: object, host: str) -> None:
+    """Refuse an `xn--` label that is no valid UTS #46 label (browsers refuse it too).
+
+    Checked with the parser's IDNA, as browsers do, not IDNA2008: a symbol or emoji
+    name browsers reach (`xn--n3h.net`, the snowman) is a hostname, so every host a
+    link gives stays a fixed point of normalize().
+    """
     for label in host.split("."):
-        if label.startswith("xn--"):
-            try:
-                idna.decode(label)
-            except (idna.IDNAError, UnicodeError) as exc:
-                raise HostnameError(value, f"bad IDNA label {label!r} ({exc})") from None
+        if label.startswith("xn--") and not _valid_ace_label(label):
+            raise HostnameError(value, f"bad IDNA label {label!r} (not valid punycode for UTS #46)")
+
+
+@lru_cache(maxsize=4096)
+def _valid_ace_label(label: str) -> bool:
+    """True when the parser's UTS #46 ToASCII gives the `xn--` label back unchanged."""
+    return can_ada.idna_encode(label) == label.encode("ascii")
 
 
 def _ascii_problem(host: str) -> str:
