@@ -15,6 +15,8 @@ from flask import Flask, abort, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
 from sqlalchemy.exc import DataError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
+from werkzeug.exceptions import HTTPException
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from webpanel import security, settings
 from webpanel.core import StatsCache, page_url
@@ -39,6 +41,10 @@ def create_app(test_config: dict | None = None) -> Flask:
 
         app.config["SECRET_KEY"] = settings.secret_key(var_dir())
 
+    proxies = app.config["TRUSTED_PROXIES"]
+    if proxies:
+        # Only then is X-Forwarded-For the client's address (login throttling keys on it).
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
     db.init_app(app)
     login_manager.init_app(app)
     security.init_app(app)  # before CSRF: an anonymous POST goes to the login page
@@ -65,8 +71,8 @@ def register_templates(app: Flask) -> None:
     def csrf_error(exc: CSRFError):
         return render_template("errors/error.html", code=400, message=exc.description), 400
 
-    for code in (400, 403, 404, 405, 413, 500):
-        app.register_error_handler(code, error_page)
+    app.register_error_handler(HTTPException, error_page)
+    app.register_error_handler(500, error_page)
     app.register_error_handler(OperationalError, database_down)
     app.register_error_handler(PoolTimeout, database_down)
     app.register_error_handler(DataError, input_refused_by_database)
@@ -85,15 +91,25 @@ def input_refused_by_database(exc: DataError):
     db.session.rollback()
     reason = str(exc.orig or exc).strip().splitlines()[0]
     message = f"the input cannot be stored: {reason}"
-    if request.blueprint == "api":
+    if wants_json():
         return jsonify(error=message), 400
     return render_template("errors/error.html", code=400, message=message), 400
 
 
+def wants_json() -> bool:
+    """The API speaks JSON only, even for a URL no route matches (404, 405)."""
+    return request.blueprint == "api" or request.path.startswith("/api/")
+
+
 def error_page(exc):
+    """Every HTTP error: JSON with a message under /api/, the error page elsewhere."""
     code = getattr(exc, "code", 500) or 500
     message = getattr(exc, "description", "internal error") if code != 500 else "internal error"
-    return render_template("errors/error.html", code=code, message=message), code
+    headers = exc.get_headers() if isinstance(exc, HTTPException) else []
+    headers = [(k, v) for k, v in headers if k.lower() != "content-type"]
+    if wants_json():
+        return jsonify(error=message), code, headers
+    return render_template("errors/error.html", code=code, message=message), code, headers
 
 
 def database_down(exc):
@@ -101,6 +117,8 @@ def database_down(exc):
     log.warning("database unavailable: %s", str(exc).strip().splitlines()[0])
     db.session.rollback()
     message = "The database is unavailable. The panel recovers by itself when it is back."
+    if wants_json():
+        return jsonify(error="the database is unavailable"), 503, {"Retry-After": "10"}
     page = render_template("errors/error.html", code=503, message=message)
     return page, 503, {"Retry-After": "10"}
 

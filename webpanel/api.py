@@ -6,8 +6,9 @@ blueprint is CSRF-exempt. Changes go through Database, like the forms'.
 
 from __future__ import annotations
 
+import json
+
 from flask import Blueprint, abort, g, jsonify, request
-from werkzeug.exceptions import HTTPException
 
 from crawler.db import reports
 from crawler.db.database import current_denial
@@ -18,6 +19,7 @@ from webpanel.extensions import db
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 MAX_NAMES = 10_000
+MAX_DEPTH = 32  # deeper JSON is refused before it can exhaust the parser's recursion
 
 
 @bp.before_request
@@ -33,15 +35,41 @@ def authenticate():
     return None
 
 
-@bp.errorhandler(HTTPException)
-def json_error(exc: HTTPException):
-    return jsonify(error=exc.description), exc.code
+def json_body() -> dict:
+    """The request's JSON object: 415 unless it says JSON, 400 unless it is a JSON object
+    nested at most MAX_DEPTH deep (errors are JSON: webpanel.error_page)."""
+    if not request.is_json:
+        abort(415, description="send a JSON body (Content-Type: application/json)")
+    data = request.get_data(cache=True)  # 413 past MAX_CONTENT_LENGTH
+    try:
+        body = json.loads(data)
+    except RecursionError:
+        body = None  # deeper than the parser goes: far deeper than MAX_DEPTH
+    except ValueError as exc:  # UnicodeDecodeError included
+        abort(400, description=f"the body is not JSON: {exc}")
+    if body is None or nesting(body) > MAX_DEPTH:
+        abort(400, description=f"JSON nested deeper than {MAX_DEPTH} levels")
+    if not isinstance(body, dict):
+        abort(400, description="send a JSON object")
+    return body
+
+
+def nesting(value) -> int:
+    """How deep lists and objects nest in `value` (a loop, not recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def names_from_body() -> tuple[list[str], str | None]:
     """{"names": [...], "note": "..."}, or 400."""
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict) or not isinstance(body.get("names"), list):
+    body = json_body()
+    if not isinstance(body.get("names"), list):
         abort(400, description='send JSON {"names": ["example.org", ...], "note": "why"}')
     names = body["names"]
     if not names or len(names) > MAX_NAMES or not all(isinstance(n, str) for n in names):

@@ -20,6 +20,20 @@ def env_flag(name: str, default: bool) -> bool:
     return value.strip().lower() not in FALSE
 
 
+def env_number(name: str, default: float, minimum: float = 0) -> float:
+    """A number from the environment; a bad value stops the panel with one line naming it."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        number = None
+    if number is None or number < minimum:
+        raise RuntimeError(f"{name}={value!r}: expected a number >= {minimum:g}")
+    return number
+
+
 def defaults() -> dict:
     """Settings before create_app()'s overrides; SECRET_KEY and the URL may be None."""
     secure = env_flag("SESSION_COOKIE_SECURE", True)
@@ -34,13 +48,29 @@ def defaults() -> dict:
         "REMEMBER_COOKIE_HTTPONLY": True,
         "REMEMBER_COOKIE_SAMESITE": "Lax",
         "REMEMBER_COOKIE_SECURE": secure,
-        "PERMANENT_SESSION_LIFETIME": timedelta(hours=12),
+        # Idle expiry: the cookie is re-signed on each request and refused this long
+        # after the last one. Logout, a password change or disabling the account ends
+        # every session of that operator at once (the session generation, webpanel.auth).
+        "PERMANENT_SESSION_LIFETIME": timedelta(
+            hours=env_number("PANEL_SESSION_HOURS", 12, minimum=0.01)
+        ),
+        # How many proxies in front of the panel set X-Forwarded-For/-Proto/-Host (0: none,
+        # and the client address is the TCP peer's, which no header can change).
+        "TRUSTED_PROXIES": int(env_number("PANEL_TRUSTED_PROXIES", 0)),
         "MAX_CONTENT_LENGTH": 5 * 1024 * 1024,
-        # Per account, in the database: after LOGIN_MAX_FAILURES failures in a row the
-        # account is locked for LOGIN_LOCK_SECONDS, doubling with each further failure.
-        "LOGIN_MAX_FAILURES": 5,
+        # Failed logins slow down, never lock: per (account, client address) after
+        # LOGIN_FREE_FAILURES, per client address after LOGIN_ADDRESS_FREE_FAILURES, each
+        # further failure doubles the wait from LOGIN_DELAY_SECONDS up to LOGIN_DELAY_MAX_SECONDS.
+        "LOGIN_MAX_FAILURES": 5,  # the per-account lock: goes with the new throttle
         "LOGIN_LOCK_SECONDS": 60,
         "LOGIN_LOCK_MAX_SECONDS": 3600,
+        "LOGIN_FREE_FAILURES": 5,
+        "LOGIN_ADDRESS_FREE_FAILURES": 50,
+        "LOGIN_DELAY_SECONDS": 2,
+        "LOGIN_DELAY_MAX_SECONDS": 900,
+        # Argon2 checks at once per process (each is ~64 MiB and most of a core); a
+        # login beyond them gets 429 + Retry-After at once instead of queueing.
+        "LOGIN_HASH_SLOTS": int(env_number("PANEL_LOGIN_HASH_SLOTS", 1, minimum=1)),
         # The dashboard strip scans the hosts table: each worker recomputes it in the
         # background at most this often (seconds); 0 computes it on every request.
         "STATS_TTL": float(os.environ.get("PANEL_STATS_TTL", "30")),

@@ -633,7 +633,7 @@ def test_api(app, db, token):
 
     stats = api.get("/api/stats", headers=auth).json
     assert stats["no_follow"] == 0 and stats["hosts_known"] >= 1
-    assert api.post("/api/no_follow/add", data="nope", headers=auth).status_code == 400
+    assert api.post("/api/no_follow/add", data="nope", headers=auth).status_code == 415
     assert api.post("/api/no_follow/add", json={"names": "x"}, headers=auth).status_code == 400
 
 
