@@ -25,13 +25,20 @@ class FilteredLinks:
         return sum(self.dropped.values())
 
 
-def filter_links(hrefs: Iterable[str], page_host: str, denylist: DenyList) -> FilteredLinks:
-    """Resolve each href against the page, normalize its hostname, drop denied ones."""
+def filter_links(
+    hrefs: Iterable[str], page_host: str, denylist: DenyList, page_scheme: str = "http"
+) -> FilteredLinks:
+    """Resolve each href against the page, normalize its hostname, drop denied ones.
+
+    Links resolve as browsers resolve them (WHATWG) against `{page_scheme}://{page_host}/`;
+    the scheme matters only for a link like `https:example.com` (a host on an http page,
+    a path on an https one).
+    """
     result = FilteredLinks()
     seen: dict[str, str | None] = {}
     for href in hrefs:
         result.found += 1
-        hostname = link_hostname(href, page_host)
+        hostname = link_hostname(href, page_host, page_scheme)
         if hostname is None:
             result.dropped[NO_HOSTNAME] += 1
             continue
