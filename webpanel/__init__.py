@@ -2,7 +2,7 @@
 
 Served by gunicorn (`make run`, docker compose). It shares the crawler's
 models, normalize() and DenyList, and makes every change through
-crawler.db.database.Database, which tells running crawlers by pg_notify.
+crawler.db's modules, which tell running crawlers by pg_notify.
 It never imports Scrapy or Twisted.
 """
 
@@ -32,10 +32,10 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.config.from_mapping(settings.defaults())
     if test_config:
         app.config.update(test_config)
-    if not app.config["SQLALCHEMY_DATABASE_URI"]:
-        from crawler.db.engine import database_url
+    from crawler.db.engine import checked_database_url, database_url
 
-        app.config["SQLALCHEMY_DATABASE_URI"] = database_url()
+    url = app.config["SQLALCHEMY_DATABASE_URI"]
+    app.config["SQLALCHEMY_DATABASE_URI"] = checked_database_url(url) if url else database_url()
     if not app.config["SECRET_KEY"]:
         from crawler.db.engine import var_dir
 

@@ -39,7 +39,7 @@ def defaults() -> dict:
     secure = env_flag("SESSION_COOKIE_SECURE", True)
     return {
         "SECRET_KEY": os.environ.get("SECRET_KEY") or None,
-        "SQLALCHEMY_DATABASE_URI": os.environ.get("DATABASE_URL") or None,
+        "SQLALCHEMY_DATABASE_URI": None,  # create_app(): DATABASE_URL, checked, or embedded
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True, "pool_size": 5},
         "SESSION_COOKIE_NAME": "hostcrawl_session",
         "SESSION_COOKIE_HTTPONLY": True,

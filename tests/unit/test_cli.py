@@ -8,6 +8,8 @@ import sys
 import pytest
 from sqlalchemy import text
 
+from crawler.db import claims, entries
+
 
 def hostcrawl(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -37,7 +39,7 @@ def test_seed_prints_what_it_stored(db):
     assert run.returncode == 0, run.stderr
     assert "Example.ORG:8080 → example.org: queued" in run.stdout
     assert "bücher.de → xn--bcher-kva.de: queued" in run.stdout
-    assert set(db.start_urls(10, "w")) == {"example.org", "xn--bcher-kva.de"}
+    assert set(claims.claim(db, 10, "w")) == {"example.org", "xn--bcher-kva.de"}
 
 
 def test_seed_from_file(db, tmp_path):
@@ -45,13 +47,13 @@ def test_seed_from_file(db, tmp_path):
     seeds.write_text("# comment\na.test\n\nb.test\n")
     run = hostcrawl("seed", "-f", str(seeds))
     assert run.returncode == 0, run.stderr
-    assert set(db.start_urls(10, "w")) == {"a.test", "b.test"}
+    assert set(claims.claim(db, 10, "w")) == {"a.test", "b.test"}
 
 
 def test_seed_refuses_bad_input_but_keeps_the_good(db):
     run = hostcrawl("seed", "good.test", "bad..test")
     assert_refused(run, "'bad..test'", "empty label")
-    assert db.start_urls(10, "w") == ["good.test"]
+    assert claims.claim(db, 10, "w") == ["good.test"]
 
 
 @pytest.mark.parametrize(
@@ -66,7 +68,7 @@ def test_seed_refuses_bad_input_but_keeps_the_good(db):
 )
 def test_refusals_exit_1_with_input_and_reason(db, args, words):
     assert_refused(hostcrawl(*args), *words)
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM queue")).scalar() == 0
 
 
@@ -85,11 +87,11 @@ def test_no_follow_add_list_remove(db):
 def test_no_follow_force_accepts_a_public_suffix(db):
     run = hostcrawl("no-follow", "add", "co.uk", "--force")
     assert run.returncode == 0, run.stderr
-    assert db.deny_entries() == [("co.uk", "no_follow")]
+    assert entries.deny_entries(db) == [("co.uk", "no_follow")]
 
 
 def test_blocked_list_and_unblock(db):
-    db.upsert_blocked("trap.test", "subdomain generator: 50 of 50 failed")
+    entries.upsert_blocked(db, "trap.test", "subdomain generator: 50 of 50 failed")
     run = hostcrawl("blocked", "list")
     assert run.stdout == "trap.test\tsubdomain generator: 50 of 50 failed\n"
     run = hostcrawl("blocked", "unblock", "TRAP.test")
@@ -101,7 +103,7 @@ def test_blocked_list_and_unblock(db):
 def test_user_create_reads_password_from_stdin(db):
     run = hostcrawl("user", "create", "alice", stdin="correct horse battery\n")
     assert run.returncode == 0, run.stderr
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         stored = conn.execute(text("SELECT password_hash FROM users")).scalar()
     assert stored.startswith("$argon2id$")
     assert_refused(hostcrawl("user", "create", "alice", stdin="another password\n"), "exists")
@@ -111,3 +113,46 @@ def test_user_create_reads_password_from_stdin(db):
 def test_database_outage_is_one_clear_line(monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "postgresql+psycopg://nobody@/none?host=/nonexistent")
     assert_refused(hostcrawl("no-follow", "list"), "database unavailable")
+
+
+# -- issue 13: one error style, names after '--', DATABASE_URL -------------------------------
+
+
+def test_a_name_starting_with_a_dash_goes_after_double_dash(db):
+    run = hostcrawl("no-follow", "add", "a.test", "-bad.test")
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.startswith("error: no such option: -b") and "'--'" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert entries.deny_entries(db) == []
+    run = hostcrawl("no-follow", "add", "a.test", "--", "-bad.test")
+    assert "a.test: added" in run.stdout
+    assert_refused(run, "error: '-bad.test'")  # now a name, refused for what it is
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("no-follow", "add"), ("no-such-command",), ("seed",), ("no-follow", "add", "--nope")],
+)
+def test_every_error_is_one_line_in_one_style(database_url, args):
+    run = hostcrawl(*args)
+    assert run.returncode in (1, 2), run
+    assert run.stderr.startswith("error: "), run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert "Error:" not in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [("mysql://u:pw@h/db", "mysql:// is not Postgres"), ("nonsense", "not a URL")],
+)
+def test_a_malformed_database_url_is_one_line(monkeypatch, url, says):
+    monkeypatch.setenv("DATABASE_URL", url)
+    run = hostcrawl("no-follow", "list")
+    assert_refused(run, "error: DATABASE_URL", says, "postgres://")
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
+def test_a_postgres_scheme_url_is_accepted(monkeypatch, database_url):
+    monkeypatch.setenv("DATABASE_URL", database_url.replace("postgresql+psycopg://", "postgres://"))
+    run = hostcrawl("no-follow", "list")
+    assert run.returncode == 0, run.stderr
