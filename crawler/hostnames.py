@@ -321,3 +321,47 @@ def normalize_entry(value: str, *, force: bool = False) -> str:
             value, "a bare public suffix: it would deny every name under it (force to store it)"
         )
     return hostname
+
+
+# The kinds of IP literal that are no host on the public web, most telling first.
+_PRIVATE_KINDS = (
+    ("is_unspecified", "an unspecified address"),
+    ("is_loopback", "a loopback address"),
+    ("is_link_local", "a link-local address"),
+    ("is_multicast", "a multicast address"),
+    ("is_reserved", "a reserved address"),
+    ("is_private", "a private address"),
+)
+
+
+def seed_refusal(hostname: str, *, allow_private: bool = False, force: bool = False) -> str | None:
+    """Why a normalized hostname is no crawlable seed, in words for an operator; or None.
+
+    A bare public suffix has no site of its own (seeded only when forced, as a deny
+    entry is). localhost, names under .localhost and IP literals that are not on the
+    public web (loopback, private, link-local...) are refused unless `allow_private`
+    (a crawl of a test network on loopback needs them).
+    """
+    if hostname == "localhost" or hostname.endswith(".localhost"):
+        if allow_private:
+            return None
+        return "localhost: this machine, not a host on the web (allow private hosts to seed it)"
+    if is_ip(hostname):
+        kind = None if allow_private else _private_kind(ipaddress.ip_address(hostname))
+        return f"{kind}, not a host on the web (allow private hosts to seed it)" if kind else None
+    if not force and is_public_suffix(hostname):
+        return "a bare public suffix: no site of its own to crawl (force to seed it)"
+    return None
+
+
+def _private_kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """What kind of non-public address this is (an IPv4-mapped one as its IPv4), or None."""
+    mapped = getattr(address, "ipv4_mapped", None)
+    if mapped is not None:
+        address = mapped
+    for attribute, kind in _PRIVATE_KINDS:
+        if getattr(address, attribute):
+            return kind
+    if not address.is_global:
+        return "an address that is not globally reachable"
+    return None

@@ -15,6 +15,7 @@ from crawler.hostnames import (
     normalize_entry,
     parents,
     root,
+    seed_refusal,
 )
 
 # DESIGN.md §2, verbatim: entry → (stored entry, URLs it denies).
@@ -114,11 +115,69 @@ def test_normalize_refuses_with_reason(value, reason):
     assert repr(value) in str(info.value)
 
 
+def test_punycode_of_a_name_browsers_reach_is_a_hostname():
+    # A link to http://☃.net/ gives xn--n3h.net (UTS #46, as browsers): normalize()
+    # must take it back unchanged. Typed in Unicode, IDNA2008 still refuses it.
+    assert normalize("xn--n3h.net") == "xn--n3h.net"
+    assert normalize("XN--LS8H.la.") == "xn--ls8h.la"
+    with pytest.raises(HostnameError, match="bad IDNA"):
+        normalize("\u2603.net")
+
+
 @pytest.mark.parametrize("suffix", ["com", "co.uk", "COM.", "test"])
 def test_bare_public_suffix_entry_needs_force(suffix):
     with pytest.raises(HostnameError, match="public suffix"):
         normalize_entry(suffix)
     assert normalize_entry(suffix, force=True) == normalize(suffix)
+
+
+# hostname, allow_private, force → the words of the refusal (None: a crawlable seed)
+SEEDS = [
+    ("example.org", False, False, None),
+    ("www.example.co.uk", False, False, None),
+    ("x.trap.test", False, False, None),
+    ("8.8.8.8", False, False, None),
+    ("2606:4700:4700::1111", False, False, None),
+    ("com", False, False, "a bare public suffix"),
+    ("co.uk", False, False, "a bare public suffix"),
+    ("github.io", False, False, "a bare public suffix"),
+    ("com", False, True, None),
+    ("com", True, False, "a bare public suffix"),
+    ("localhost", False, False, "localhost"),
+    ("localhost", False, True, "localhost"),
+    ("app.localhost", False, False, "localhost"),
+    ("localhost", True, False, None),
+    ("notlocalhost.org", False, False, None),
+    ("127.0.0.1", False, False, "a loopback address"),
+    ("127.8.9.10", False, False, "a loopback address"),
+    ("::1", False, False, "a loopback address"),
+    ("::ffff:127.0.0.1", False, False, "a loopback address"),
+    ("10.1.2.3", False, False, "a private address"),
+    ("172.16.0.1", False, False, "a private address"),
+    ("192.168.0.1", False, False, "a private address"),
+    ("fc00::1", False, False, "a private address"),
+    ("169.254.169.254", False, False, "a link-local address"),
+    ("fe80::1", False, False, "a link-local address"),
+    ("0.0.0.0", False, False, "an unspecified address"),
+    ("::", False, False, "an unspecified address"),
+    ("224.0.0.1", False, False, "a multicast address"),
+    ("ff02::1", False, False, "a multicast address"),
+    ("240.0.0.1", False, False, "a reserved address"),
+    ("255.255.255.255", False, False, "a reserved address"),
+    ("100.64.0.1", False, False, "not globally reachable"),
+    ("127.0.0.1", True, False, None),
+    ("192.168.0.1", True, False, None),
+    ("fe80::1", True, False, None),
+]
+
+
+@pytest.mark.parametrize(("hostname", "allow_private", "force", "refusal"), SEEDS)
+def test_seed_refusal(hostname, allow_private, force, refusal):
+    reason = seed_refusal(hostname, allow_private=allow_private, force=force)
+    if refusal is None:
+        assert reason is None
+    else:
+        assert reason is not None and refusal in reason
 
 
 @pytest.mark.parametrize(
