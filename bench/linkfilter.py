@@ -11,7 +11,9 @@ The corpus is generated (seeded): pages of 40-200 links each, a mix of relative
 links, absolute links to the page's own host and to many others (upper case,
 ports, userinfo, a trailing dot, IDN now and then), protocol-relative //cdn
 links, mailto:/javascript:/tel:/data: links, fragments, queries and stray
-whitespace, with ~4% of links pointing at or under a deny entry.
+whitespace, with ~4% of links pointing at or under a deny entry. About 1% are
+forms only a WHATWG parser reads right (backslashes, `///host`, `https:host` on an
+http page, leading C0 controls, tabs inside) and 1% IDN, symbol and emoji names.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ CDNS = words(
     " www.googletagmanager.com connect.facebook.net static.cloudflareinsights.com"
 )
 IDN = ["bücher.de", "münchen.de", "www.straße.de", "пример.рф", "例え.jp", "café.fr"]
+# Names browsers reach that IDNA2008 refuses (symbols, emoji) and a final sigma.
+SYMBOLS = ["☃.net", "💩.la", "i❤.ws", "✈.example.com", "ΟΔΟΣ-1.com", "faß.de"]
 # Ad and tracker names that a real deny list would hold and pages do link to.
 TRACKERS = words(
     "doubleclick.net googlesyndication.com adservice.google.com ads.yahoo.com"
@@ -100,6 +104,21 @@ def absolute(rng: random.Random, host: str) -> str:
     return f"{scheme}://{host}{path(rng)}"
 
 
+def browser_form(rng: random.Random, host: str) -> str:
+    """A link to `host` written the way browsers forgive: slashes, controls, tabs."""
+    return rng.choice(
+        (
+            f"\\\\{host}\\{word(rng)}",
+            f"http:\\\\{host}\\",
+            f"///{host}{path(rng)}",
+            f"https:{host}/",
+            f"\x01 https://{host}/",
+            f"/\t/{host}/",
+            f"http://{host}\n{path(rng)}",
+        )
+    )
+
+
 def page_links(rng: random.Random, page_host: str, others: list[str], denied: list[str]):
     links = []
     for _ in range(rng.randint(40, 200)):
@@ -135,8 +154,10 @@ def page_links(rng: random.Random, page_host: str, others: list[str], denied: li
                     f"whatsapp://send?text={word(rng)}",
                 )
             )
-        elif r < 0.975:  # IDN
-            link = absolute(rng, rng.choice(IDN))
+        elif r < 0.98:  # IDN, symbol and emoji names
+            link = absolute(rng, rng.choice(IDN if rng.random() < 0.5 else SYMBOLS))
+        elif r < 0.99:  # forms only a WHATWG parser reads right
+            link = browser_form(rng, rng.choice(others))
         else:  # junk a page may carry
             link = rng.choice(
                 (
