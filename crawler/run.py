@@ -3,7 +3,8 @@
 Holds the database (starting the embedded one under var/ if DATABASE_URL is
 unset), migrates, queues the seeds, then runs the crawler — and the panel
 under gunicorn when it is installed — as child processes sharing that
-database. Ctrl-C stops the children gracefully, then the database.
+database. Ctrl-C — or SIGTERM, which supervisors and `docker stop` send — stops
+the children gracefully, then the database.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from crawler.db.engine import PROJECT_ROOT, database_url
+from crawler.db.engine import PROJECT_ROOT, DatabaseUrlError, database_url
 
 GRACE_SECONDS = 60
 
@@ -35,7 +36,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=Path, default=PROJECT_ROOT / "seeds.txt")
     parser.add_argument("--bind", default="127.0.0.1:8000", help="where the panel listens")
     args = parser.parse_args(argv)
+    # SIGTERM takes Ctrl-C's path: the children stop gracefully and the embedded database
+    # is stopped on the way out (its exit hook runs only on a normal exit).
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr)  # before the children were started
+        return 130
+    except DatabaseUrlError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
+
+def run(args: argparse.Namespace) -> int:
+    """Database, schema, seeds, then the children until a signal or one of them ends."""
     if not args.seeds.is_file():
         print(f"error: seeds file {args.seeds}: not found", file=sys.stderr)
         return 1
@@ -65,7 +80,7 @@ def hostcrawl(*args: str) -> int:
 
 
 def supervise(procs: list[subprocess.Popen]) -> int:
-    """Wait for the children; on Ctrl-C or when one ends, stop the rest gracefully."""
+    """Wait for the children; on Ctrl-C, SIGTERM or when one ends, stop the rest gracefully."""
     try:
         while all(p.poll() is None for p in procs):
             try:
@@ -77,11 +92,15 @@ def supervise(procs: list[subprocess.Popen]) -> int:
     for proc in procs:
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
+    # A second signal while they stop must not cut this short: the database comes last.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     for proc in procs:
         try:
             proc.wait(timeout=GRACE_SECONDS)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
     return max((p.returncode or 0) for p in procs) if procs else 0
 
 

@@ -1,6 +1,6 @@
 """`make run` (crawler/run.py) on a fresh var/: the embedded database, migrations, the
-seeds, the crawler and the panel side by side; one Ctrl-C stops them all, then the
-database."""
+seeds, the crawler and the panel side by side; one Ctrl-C, or one SIGTERM (what
+supervisors and `docker stop` send), stops them all, then the database."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+
+import psutil
+import pytest
 
 from crawler.db.engine import PROJECT_ROOT
 from tests.e2e.conftest import wait_until
@@ -58,7 +61,8 @@ def start_make_run(web, tmp_path, seeds: str, port: int) -> subprocess.Popen:
     )
 
 
-def test_make_run_crawls_serves_the_panel_and_stops_on_one_ctrl_c(fakeweb_factory, tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_make_run_crawls_serves_the_panel_and_stops_on_one_signal(fakeweb_factory, tmp_path, stop):
     world = World(seed=13)
     names = world.graph(30, roots=["alpha.test"])
     web = fakeweb_factory(world)
@@ -68,7 +72,9 @@ def test_make_run_crawls_serves_the_panel_and_stops_on_one_ctrl_c(fakeweb_factor
     try:
         wait_until(lambda: healthz(port) == 200, 120, "the panel to answer")
         wait_until(lambda: len(web.fetch_counts()) == len(names), 120, "every host crawled")
-        run.send_signal(signal.SIGINT)
+        children = psutil.Process(run.pid).children(recursive=True)  # scrapy, gunicorn, ...
+        assert len(children) >= 3, children  # the crawler, gunicorn's master and a worker
+        run.send_signal(stop)
         assert run.wait(timeout=STOP_TIMEOUT) == 0
     finally:
         if run.poll() is None:
@@ -80,6 +86,7 @@ def test_make_run_crawls_serves_the_panel_and_stops_on_one_ctrl_c(fakeweb_factor
     assert f"panel: http://127.0.0.1:{port}/" in output
     assert "Control socket" not in output  # gunicorn.conf.py: no management socket in $HOME
     assert healthz(port) is None, "the panel is still serving"
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
     pid_file = tmp_path / "var" / "pg" / "postmaster.pid"
     wait_until(lambda: not pid_file.exists(), 30, "the embedded database to stop")
 
@@ -95,3 +102,19 @@ def test_make_run_without_its_seeds_file_says_so(tmp_path):
     )
     assert done.returncode == 1
     assert done.stderr == f"error: seeds file {missing}: not found\n"
+
+
+def test_make_run_with_a_malformed_database_url_is_one_line(tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("a.test\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "crawler.run", "--seeds", str(seeds)],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "DATABASE_URL": "mysql://u:secret@db/x"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: DATABASE_URL: mysql:// is not Postgres; expected ")
+    assert len(done.stderr.splitlines()) == 1 and "secret" not in done.stderr
