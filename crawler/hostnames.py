@@ -83,14 +83,21 @@ def link_hostname(href: str, page_host: str, page_scheme: str = "http") -> str |
     scheme = _SCHEME.match(href)
     if scheme is not None and scheme.group()[:-1].lower() not in _WEB_SCHEMES:
         return None
-    base = _base_url(page_scheme, page_host)
-    try:
-        url = base + href if base is not None else can_ada.parse(href)
-    except ValueError:
-        return None
-    if url.protocol not in _WEB_PROTOCOLS:
+    url = _parse(href, _base_url(page_scheme, page_host))
+    if url is None or url.protocol not in _WEB_PROTOCOLS:
         return None
     return _link_host(url.hostname)
+
+
+def _parse(href: str, base: can_ada.URL | None) -> can_ada.URL | None:
+    """The WHATWG parse of `href` against `base`, or None where browsers fail it."""
+    try:
+        return base + href if base is not None else can_ada.parse(href)
+    except ValueError:
+        return None
+    except TypeError:  # a lone surrogate: no UTF-8; browsers read it as U+FFFD
+        usv = href.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return None if usv == href else _parse(usv, base)
 
 
 def _keeps_base_host(href: str) -> bool:
@@ -108,7 +115,7 @@ def _keeps_base_host(href: str) -> bool:
         return False
     if first in _SLASHES:
         return href[1:2] not in _SLASHES
-    if "a" <= first.lower() <= "z":
+    if first.isascii() and first.isalpha():
         return _SCHEME.match(href) is None
     return True
 

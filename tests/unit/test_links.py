@@ -57,6 +57,8 @@ BROWSER_READINGS = [
     ("ws://example.org/", "http", None),
     ("", "http", PAGE),
     ("#top", "http", PAGE),
+    ("http://x.test/\ud800", "http", "x.test"),  # a lone surrogate reads as U+FFFD
+    ("http://\ud800.test/", "http", None),
 ]
 
 
