@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from flask import Flask, abort, jsonify, render_template, request
+from flask import Flask, abort, jsonify, redirect, render_template, request, url_for
 from flask_wtf.csrf import CSRFError
 from sqlalchemy.exc import DataError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -60,7 +60,13 @@ def register_blueprints(app: Flask) -> None:
 
     for module in (auth, health, hosts, no_follow, blocked, audit, api):
         app.register_blueprint(module.bp)
+    app.add_url_rule("/favicon.ico", "favicon", favicon)
     csrf.exempt(api.bp)
+
+
+def favicon():
+    """Browsers ask for /favicon.ico whatever the page says: the panel's icon."""
+    return redirect(url_for("static", filename="favicon.svg"), 301)
 
 
 def register_templates(app: Flask) -> None:

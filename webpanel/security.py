@@ -10,7 +10,7 @@ from flask_login import current_user
 from webpanel.extensions import login_manager
 
 # Endpoints an anonymous visitor may reach; the API authenticates by token itself.
-PUBLIC_ENDPOINTS = frozenset({"auth.login", "health.healthz", "static"})
+PUBLIC_ENDPOINTS = frozenset({"auth.login", "health.healthz", "static", "favicon"})
 
 CSP = "; ".join(
     [
