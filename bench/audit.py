@@ -25,7 +25,7 @@ import dns.asyncresolver
 from _common import machine_line, start_database, verdict
 from sqlalchemy import text
 
-from crawler.db.database import Database
+from crawler.db import queue
 from crawler.db.engine import PROJECT_ROOT, get_engine
 
 sys.path.insert(0, str(PROJECT_ROOT))  # the local test internet lives in tests/
@@ -42,11 +42,11 @@ def names(round_no: int) -> list[str]:
     return [f"r{round_no}-h{i:05}.many.test" for i in range(NAMES)]
 
 
-def audit_round(web: FakeWeb, db: Database, round_no: int) -> float:
+def audit_round(web: FakeWeb, engine, round_no: int) -> float:
     """Hosts/s of one `scrapy audit` over NAMES fresh due hosts (its own timing)."""
-    with db.engine.begin() as conn:
+    with engine.begin() as conn:
         conn.execute(text("TRUNCATE trap_window, wildcard_probes, queue, hosts CASCADE"))
-    db.save_hosts(names(round_no))
+    queue.save_hosts(engine, names(round_no))
     command = [
         sys.executable, "-m", "scrapy", "audit", "-L", "WARNING",
         "-s", f"DNS_NAMESERVERS={web.nameservers}", "-s", f"AUDIT_CONCURRENCY={CONCURRENCY}",
@@ -86,13 +86,13 @@ async def plain_loop(web: FakeWeb, hostnames: list[str]) -> float:
 def main() -> None:
     print(machine_line())
     start_database("hostcrawl-bench-audit-")
-    db = Database(get_engine())
+    engine = get_engine()
     world = World()
     world.zone("many.test", "a")
     rates: dict[str, list[float]] = {"audit": [], "plain": []}
     with FakeWeb(world) as web:
         for round_no in range(ROUNDS):
-            rates["audit"].append(audit_round(web, db, 2 * round_no))
+            rates["audit"].append(audit_round(web, engine, 2 * round_no))
             plain_names = names(2 * round_no + 1)
             rates["plain"].append(asyncio.run(plain_loop(web, plain_names)))
             print(

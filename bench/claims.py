@@ -1,10 +1,10 @@
-"""Claims per second of Database.start_urls with 4 worker processes, against a bare claim.
+"""Claims per second of claims.claim with 4 worker processes, against a bare claim.
 
-Targets: claims/s of Database.start_urls >= 0.5 x the bare claim's, and 0 duplicates.
+Targets: claims/s of claims.claim >= 0.5 x the bare claim's, and 0 duplicates.
 
 A throwaway embedded Postgres (deleted at exit) is migrated and loaded with
-ROWS due hosts via Database.save_hosts and a few deny entries via
-Database.add_no_follow: some added before their hosts were saved (so only the
+ROWS due hosts via queue.save_hosts and a few deny entries via
+entries.add_no_follow: some added before their hosts were saved (so only the
 claim's deny-entry check keeps those hosts out) and some after (so the entry
 took its hosts out of routing). WORKERS spawned processes, each with its own
 engine, then claim BATCH at a time until a claim comes back empty.
@@ -33,7 +33,8 @@ from collections import Counter
 from _common import machine_line, registered_domain, start_database, subdomain_of, verdict
 from sqlalchemy import create_engine, text
 
-from crawler.db.database import CLAIM_ALL, DEFAULT_LEASE, Database
+from crawler.db import claims, entries, queue
+from crawler.db.claims import CLAIM_ALL, DEFAULT_LEASE
 from crawler.denylist import DenyList
 
 ROWS = 20_000
@@ -61,7 +62,6 @@ RESET = text(
 def worker(url: str, name: str, commands, results, barrier) -> None:
     """One crawler-like process: its own engine; claims until the queue is drained."""
     engine = create_engine(url, pool_size=1, max_overflow=0)
-    db = Database(engine, actor=name)
     with engine.connect() as conn:  # open the pooled connection before any timing
         conn.execute(text("SELECT 1"))
     while True:
@@ -75,7 +75,7 @@ def worker(url: str, name: str, commands, results, barrier) -> None:
         while True:
             calls += 1
             if mode == "ours":
-                names = db.start_urls(BATCH, name)
+                names = claims.claim(engine, BATCH, name)
             else:
                 with engine.begin() as conn:
                     names = [h for (h,) in conn.execute(BARE, {"n": BATCH})]
@@ -97,14 +97,14 @@ def hostnames(rng: random.Random) -> tuple[list[str], list[str]]:
     return sorted(names), sites
 
 
-def load(db: Database, rng: random.Random) -> tuple[int, DenyList]:
+def load(engine, rng: random.Random) -> tuple[int, DenyList]:
     names, sites = hostnames(rng)
     before, after = sites[:3], sites[3:6]
-    db.add_no_follow([*before, "doubleclick.net"], note="bench")
+    entries.add_no_follow(engine, [*before, "doubleclick.net"], note="bench")
     for i in range(0, len(names), 1_000):
-        db.save_hosts(names[i : i + 1_000])
-    db.add_no_follow([*after, "googlesyndication.com"], note="bench")
-    denylist = DenyList(db.deny_entries())
+        queue.save_hosts(engine, names[i : i + 1_000])
+    entries.add_no_follow(engine, [*after, "googlesyndication.com"], note="bench")
+    denylist = DenyList(entries.deny_entries(engine))
     under = sum(denylist.denial(n) is not None for n in names)
     print(
         f"# loaded {len(names):,} due hosts; {len(denylist)} no_follow entries cover {under}"
@@ -154,8 +154,7 @@ def main() -> None:
     rng = random.Random(20261130)
     url = start_database()
     engine = create_engine(url, pool_size=2)
-    db = Database(engine, actor="bench")
-    rows, denylist = load(db, rng)
+    rows, denylist = load(engine, rng)
 
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(WORKERS + 1)
@@ -196,11 +195,11 @@ def main() -> None:
     print(f"# {WORKERS} spawned processes, batch {BATCH}, {rows:,} rows, best of {ROUNDS} each")
     print(f"bare SKIP LOCKED claim: {rate['bare']:,.0f} claims/s (baseline)")
     print(
-        f"Database.start_urls: {rate['ours']:,.0f} claims/s"
+        f"claims.claim: {rate['ours']:,.0f} claims/s"
         f" (ratio vs bare claim: {ratio:.2f}, target >= {TARGET}) {verdict(ratio >= TARGET)}"
     )
     print(
-        f"Database.start_urls duplicates: {dups} (target 0) {verdict(dups == 0)};"
+        f"claims.claim duplicates: {dups} (target 0) {verdict(dups == 0)};"
         f" hosts under a deny entry claimed: {denied} (target 0) {verdict(denied == 0)}"
     )
     # Below target, show the claim's plan; --explain shows the bare claim's as well.

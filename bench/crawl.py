@@ -54,6 +54,7 @@ import scrapy
 from _common import machine_line, start_database, verdict
 
 from crawler import settings as production
+from crawler.addon import PRODUCTION_DEFAULTS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SEED = 20261130
@@ -76,9 +77,17 @@ STAT = re.compile(r"'([\w/.]+)': (\d+(?:\.\d+)?)")
 # -- the baseline spider (loaded by `scrapy runspider bench/crawl.py`) -----------------
 
 
-def without_database(middlewares: dict) -> dict:
-    """The production downloader middlewares minus the one that needs our database."""
-    return {**middlewares, "crawler.middlewares.BlacklistMiddleware": None}
+# What the add-on installs, minus what needs our database (the deny list and the pipeline).
+WITHOUT_DATABASE = {
+    "ADDONS": {"crawler.addon.HostcrawlAddon": None},
+    **PRODUCTION_DEFAULTS,
+    "DOWNLOADER_MIDDLEWARES": {
+        "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+        "crawler.middlewares.AnswerAwareRetryMiddleware": 550,
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+        "crawler.middlewares.FrontPageRobotsTxtMiddleware": 100,
+    },
+}
 
 
 class BareSpider(scrapy.Spider):
@@ -86,9 +95,7 @@ class BareSpider(scrapy.Spider):
 
     name = "bare"
     handle_httpstatus_list = list(range(400, 600))
-    custom_settings = {
-        "DOWNLOADER_MIDDLEWARES": without_database(production.DOWNLOADER_MIDDLEWARES)
-    }
+    custom_settings = WITHOUT_DATABASE
 
     def __init__(self, urls: str = "", **kwargs) -> None:
         super().__init__(**kwargs)
@@ -279,13 +286,13 @@ def top_functions(files: list[Path], n: int) -> list[str]:
 
 # Functions whose inclusive CPU shows where a database call's time goes.
 INCLUSIVE = (
-    ("crawler/db/database.py", "finish"),
-    ("crawler/db/database.py", "record_outcome"),
-    ("crawler/db/database.py", "start_urls"),
-    ("crawler/db/database.py", "_update_windows"),
-    ("crawler/db/database.py", "_write_result"),
-    ("crawler/db/database.py", "_insert_hosts"),
-    ("crawler/db/database.py", "_schedule"),
+    ("crawler/db/queue.py", "finish_many"),
+    ("crawler/db/windows.py", "record_outcomes"),
+    ("crawler/db/claims.py", "claim"),
+    ("crawler/db/windows.py", "_update_windows"),
+    ("crawler/db/queue.py", "write_results"),
+    ("crawler/db/queue.py", "insert_hosts"),
+    ("crawler/db/queue.py", "schedule"),
     ("crawler/links.py", "filter_links"),
     ("crawler/traps.py", "trap_reason"),
     ("sqlalchemy/sql/_elements_constructors.py", "text"),
@@ -396,7 +403,7 @@ def main() -> None:
     sys.path.insert(0, str(PROJECT_ROOT))
     from sqlalchemy import create_engine, text
 
-    from crawler.db.database import Database
+    from crawler.db import queue
     from tests.fakeweb import FakeWeb, World
 
     print(machine_line())
@@ -408,7 +415,6 @@ def main() -> None:
         atexit.register(shutil.rmtree, work, True)
     url = start_database()
     engine = create_engine(url, pool_size=2)
-    db = Database(engine, actor="bench")
 
     world = World(seed=SEED)
     names = world.graph(HOSTS, roots=ROOTS, links_per_page=LINKS, messy=MESSY)
@@ -437,8 +443,7 @@ def main() -> None:
         with engine.begin() as conn:
             tables = conn.execute(text(EVERY_TABLE)).scalar()
             conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
-        db.reload_denylist()
-        db.seed([names[0]])
+        queue.seed(engine, [names[0]])
 
     for i in range(ROUNDS):
         for mode in ("ours", "bare"):

@@ -10,7 +10,7 @@ models): realistic registered domains with their subdomains; 30,000 no_follow
 entries on domains of the corpus, 5,000 on subdomains and 60,000 on domains
 with no host below them; 5,000 blocked trap roots with 20 junk subdomains each,
 their trap windows and a blocked_reason from crawler.traps.describe(). Rows
-under an entry carry denied_by, as Database would have set it.
+under an entry carry denied_by, as crawler.db.routing would have set it.
 
 The panel runs as `gunicorn --workers 2 webpanel:create_app()` in a subprocess.
 A separate client process (Python, http.client, CONCURRENCY threads) logs in
@@ -48,9 +48,11 @@ from _common import machine_line, registered_domain, start_database, subdomain_o
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from crawler.db import reports
-from crawler.db.database import Database
+from crawler.db import accounts
 from crawler.db.models import Host, QueueRow
+from crawler.db.pages import entries as entry_pages
+from crawler.db.pages import hosts as host_pages
+from crawler.db.pages import paging
 from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.traps import Observation, describe
 
@@ -352,14 +354,18 @@ def page_statements(deep: str) -> dict[str, object]:
     """The SQL each page runs, for EXPLAIN."""
 
     def entries(rule: str):
-        return reports.keyset(reports.entry_statement(rule), reports.ENTRY_ORDER, None, None, 50)[0]
+        return paging.keyset(
+            entry_pages.entry_statement(rule), entry_pages.ENTRY_ORDER, None, None, 50
+        )[0]
 
     blocked, no_follow = entries(BLOCKED), entries(NO_FOLLOW)
     return {
-        "/ first page": reports.host_statement(reports.HostFilter()),
-        "/ deep keyset page": reports.host_statement(reports.HostFilter(), after=deep),
-        "/ prefix search": reports.host_statement(reports.HostFilter(q="shop")),
-        "/ domain search": reports.host_statement(reports.HostFilter(q="co.uk", match="domain")),
+        "/ first page": host_pages.host_statement(host_pages.HostFilter()),
+        "/ deep keyset page": host_pages.host_statement(host_pages.HostFilter(), after=deep),
+        "/ prefix search": host_pages.host_statement(host_pages.HostFilter(q="shop")),
+        "/ domain search": host_pages.host_statement(
+            host_pages.HostFilter(q="co.uk", match="domain")
+        ),
         "/blocked": blocked,
         "/no_follow": no_follow,
     }
@@ -367,7 +373,7 @@ def page_statements(deep: str) -> dict[str, object]:
 
 def explain(engine, stmt) -> list[str]:
     with engine.connect() as conn:
-        reports.page_settings(conn)
+        paging.page_settings(conn)
         compiled = stmt.compile(dialect=conn.dialect)
         rows = conn.exec_driver_sql("EXPLAIN ANALYZE " + str(compiled), compiled.params)
         return [r[0] for r in rows]
@@ -380,10 +386,10 @@ def main() -> None:
     url = start_database("hostcrawl-bench-panel-")
     data = load(url, rng)
     engine = create_engine(url)
-    Database(engine, actor="bench").create_user("bench", PASSWORD)
+    accounts.create_user(engine, "bench", PASSWORD)
 
     names = data["names"]
-    deep = reports.encode_cursor([names[int(len(names) * 0.9)]])
+    deep = paging.encode_cursor([names[int(len(names) * 0.9)]])
     pages = [
         ("/healthz (baseline)", "/healthz", False),
         ("/ first page", "/", True),

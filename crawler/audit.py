@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from scrapy.utils.defer import deferred_to_future
+from sqlalchemy import Engine
 
-from crawler.db.database import Backoff, Database
+from crawler.db import audits, claims, queue, windows
+from crawler.db.audits import Backoff
 from crawler.hostnames import is_subdomain, root
 from crawler.outcomes import (
     DNS_ALIVE,
@@ -33,6 +35,7 @@ from crawler.outcomes import (
     TLS_TIMEOUT,
     is_network_failure,
 )
+from crawler.trapguard import TrapGuard
 
 ALL_DUE = 10**9
 
@@ -90,9 +93,15 @@ class Audit:
     """One audit run over the due hosts (or those under one root)."""
 
     def __init__(
-        self, db: Database, resolver, options: AuditOptions, say: Callable[[str], None] = print
+        self,
+        engine: Engine,
+        resolver,
+        options: AuditOptions,
+        say: Callable[[str], None] = print,
+        actor: str = "audit",
     ) -> None:
-        self.db = db
+        self.engine = engine
+        self.traps = TrapGuard(engine, options.window, actor)
         self.resolver = resolver
         self.options = options
         self.say = say
@@ -123,7 +132,7 @@ class Audit:
         return self.progress
 
     def _count_due(self) -> int:
-        return self.db.count_due(self.options.limit or ALL_DUE, self.options.root)
+        return claims.count_due(self.engine, self.options.limit or ALL_DUE, self.options.root)
 
     async def _feed(self, names: asyncio.Queue) -> None:
         """Claim batches (or, in a dry run, read them) and hand them to the workers."""
@@ -142,12 +151,13 @@ class Audit:
     def _next_batch(self, n: int) -> list[str]:
         if self.options.dry_run:  # read, never claim: a dry run writes nothing
             if self._unclaimed is None:
-                self._unclaimed = iter(self.db.due_hosts(self.progress.total, self.options.root))
+                due = claims.due_hosts(self.engine, self.progress.total, self.options.root)
+                self._unclaimed = iter(due)
             return [name for _, name in zip(range(n), self._unclaimed, strict=False)]
-        batch = self.db.start_urls(n, self.worker, self.options.lease, self.options.root)
+        batch = claims.claim(self.engine, n, self.worker, self.options.lease, self.options.root)
         again = [h for h in batch if h in self._seen]  # live hosts are due again at once
         if again:
-            self.db.release(again)
+            queue.release(self.engine, again)
         batch = [h for h in batch if h not in self._seen]
         self._seen.update(batch)
         return batch
@@ -199,19 +209,19 @@ class Audit:
         if domain in self._probed:
             return
         self._probed.add(domain)
-        if await asyncio.to_thread(self.db.wildcard_probe, domain):
+        if await asyncio.to_thread(windows.wildcard_probe, self.engine, domain):
             return
         probe = f"hc-{secrets.token_hex(6)}.{domain}"
         resolution = await deferred_to_future(self.resolver.resolve(probe))
         if not self.options.dry_run:
-            await asyncio.to_thread(self.db.save_wildcard_probe, domain, probe, resolution.outcome)
+            save = windows.save_wildcard_probe
+            await asyncio.to_thread(save, self.engine, domain, probe, resolution.outcome)
 
     async def _flush(self) -> None:
         batch, self._pending = self._pending, []
         if batch and not self.options.dry_run:
-            o = self.options
-            blocked = await asyncio.to_thread(self.db.record_audits, batch, o.backoff, o.window)
-            self.progress.blocked.update(blocked)
+            await asyncio.to_thread(audits.record_audits, self.engine, batch, self.options.backoff)
+            self.progress.blocked.update(await self.traps.observe_many(batch))
 
     async def _report(self) -> None:
         while True:

@@ -75,3 +75,8 @@ class Batcher(Generic[Item, Result]):
         for (_, future), result in zip(batch, results, strict=True):
             if not future.done():
                 future.set_result(result)
+
+    async def drain(self) -> None:
+        """Wait until every submitted item is written."""
+        if self._flusher is not None and not self._flusher.done():
+            await asyncio.gather(self._flusher, return_exceptions=True)

@@ -21,10 +21,19 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
-from crawler.hostnames import is_subdomain, normalize_or_none
-from crawler.outcomes import DNS_NOANSWER, DNS_NXDOMAIN, OK, classify
+from crawler.failures import classify
+from crawler.hostnames import normalize_or_none
+from crawler.outcomes import DNS_NOANSWER, DNS_NXDOMAIN, OK
+from crawler.state import CrawlState
 
 log = logging.getLogger(__name__)
+
+# Sent (request=, denial=) when a request is refused as it is scheduled: no errback
+# runs then, so a spider that must settle the request's host listens for it.
+request_denied = object()
+# A request with this meta key set settles its host through an item, whose final
+# outcome the pipeline feeds to the trap window (so a fallback's first try does not).
+OUTCOME_BY_ITEM = "hostcrawl_outcome_by_item"
 
 
 def request_hostname(request: Request) -> str | None:
@@ -44,6 +53,7 @@ class BlacklistMiddleware:
     def __init__(self, crawler) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
+        self.state = CrawlState.of(crawler)
         self._logged: set[str] = set()
         crawler.signals.connect(self.request_scheduled, signal=signals.request_scheduled)
 
@@ -51,16 +61,14 @@ class BlacklistMiddleware:
     def from_crawler(cls, crawler):
         return cls(crawler)
 
-    @property
-    def db(self):
-        return self.crawler.spider.db
-
     def request_scheduled(self, request: Request, spider) -> None:
         """Raising here keeps a denied request out of the scheduler (no errback runs)."""
         try:
             self._check(request)
         except IgnoreRequest:
-            spider.request_denied(request)
+            self.crawler.signals.send_catch_log(
+                request_denied, request=request, denial=request.meta["denial"]
+            )
             raise
 
     def process_request(self, request: Request):
@@ -71,7 +79,7 @@ class BlacklistMiddleware:
         if request.meta.get("allow_blocked"):
             return
         hostname = request_hostname(request)
-        denial = self.db.denylist.denial(hostname) if hostname else None
+        denial = self.state.denylist.denial(hostname) if hostname else None
         if denial is None:
             return
         self.stats.inc_value("blacklist/filtered")
@@ -99,11 +107,13 @@ class BlacklistMiddleware:
         robots.txt is skipped: the page request to the same host that follows
         gives the same verdict, and each write costs the crawl its time.
         """
-        if request.meta.get("dont_obey_robotstxt") and request.url.endswith("/robots.txt"):
+        if request.meta.get(OUTCOME_BY_ITEM) or (
+            request.meta.get("dont_obey_robotstxt") and request.url.endswith("/robots.txt")
+        ):
             return
         hostname = request_hostname(request)
-        if hostname is not None and is_subdomain(hostname):
-            self.crawler.spider.record_outcome_soon(hostname, outcome)
+        if hostname is not None:
+            self.state.observe_soon(hostname, outcome)
 
 
 class AnswerAwareRetryMiddleware(RetryMiddleware):

@@ -22,18 +22,13 @@ RECRAWL_AFTER = int(os.environ.get("RECRAWL_AFTER", 7 * 86400))  # seconds
 CLOSE_WHEN_DRAINED = os.environ.get("CLOSE_WHEN_DRAINED", "0") == "1"
 DENYLIST_RELOAD = 60.0  # seconds between full reloads besides LISTEN/NOTIFY
 
-# --- resolution: our resolver keeps the failure kind ---
-TWISTED_DNS_RESOLVER = "crawler.resolver.OutcomeResolver"
+# --- the add-on installs the middlewares, the resolver, the pipeline and the
+# production defaults (remote control and telnet off, cookies off, robots.txt
+# obeyed, a 2 MiB DOWNLOAD_MAXSIZE): crawler/addon.py ---
+ADDONS = {"crawler.addon.HostcrawlAddon": 0}
+TWISTED_DNS_RESOLVER = "crawler.resolver.OutcomeResolver"  # read by CrawlerProcess itself
 DNS_TIMEOUT = 5.0
 DNSCACHE_SIZE = 100_000
-
-# --- production hygiene (DESIGN.md 'Scrapy facts') ---
-REMOTE_CONTROL_ENABLED = False
-TELNETCONSOLE_ENABLED = False
-COOKIES_ENABLED = False
-ROBOTSTXT_OBEY = True
-DOWNLOAD_MAXSIZE = 2 * 1024 * 1024
-DOWNLOAD_WARNSIZE = 1024 * 1024
 DOWNLOAD_TIMEOUT = 20
 REDIRECT_MAX_TIMES = 5
 RETRY_TIMES = 1
@@ -41,19 +36,8 @@ RETRY_TIMES = 1
 CONCURRENT_REQUESTS = 64
 CONCURRENT_REQUESTS_PER_DOMAIN = 1
 DOWNLOAD_DELAY = 0
-# The spider yields no items: Scrapy's 100 item tasks per response would be pure cost.
-CONCURRENT_ITEMS = 1
 AUTOTHROTTLE_ENABLED = False
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
-
-DOWNLOADER_MIDDLEWARES = {
-    # Early, so a denied request costs nothing: no robots.txt fetch, no retry.
-    "crawler.middlewares.BlacklistMiddleware": 50,
-    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
-    "crawler.middlewares.AnswerAwareRetryMiddleware": 550,
-    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "crawler.middlewares.FrontPageRobotsTxtMiddleware": 100,
-}
 # The claim is the duplicate filter: a host is claimed once per lease.
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
 

@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from crawler.db.database import Database
-
 pytest_plugins = ["tests.fakeweb.fixtures"]
 
 TABLES = "audit_log, trap_window, wildcard_probes, queue, hosts, users"
@@ -60,8 +58,9 @@ def clean_db(engine):
 
 
 @pytest.fixture
-def db(clean_db) -> Database:
-    return Database(clean_db, actor="test")
+def db(clean_db):
+    """The engine of an empty schema: the crawler.db modules take it as their first argument."""
+    return clean_db
 
 
 def insert_stale_row(engine, hostname: str, root: str) -> None:

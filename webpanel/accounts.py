@@ -14,7 +14,7 @@ from functools import cache
 from flask_login import UserMixin
 from sqlalchemy import func, select, update
 
-from crawler.db import reports
+from crawler.db import accounts
 from crawler.db.models import User
 from crawler.passwords import hash_password, verify_password
 
@@ -102,5 +102,5 @@ def load_operator(session, user_id: str) -> Operator | None:
     """Flask-Login's user loader: the operator of a session, if they still exist."""
     if not user_id.isdigit():
         return None
-    row = reports.user_by_id(session, int(user_id))
+    row = accounts.user_by_id(session, int(user_id))
     return Operator(row.id, row.username) if row else None

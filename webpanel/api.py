@@ -1,7 +1,7 @@
 """/api: JSON for scripts, with a bearer token from `hostcrawl user token NAME`.
 
 No cookies are accepted here, so there is nothing for CSRF to forge: the
-blueprint is CSRF-exempt. Changes go through Database, like the forms'.
+blueprint is CSRF-exempt. Changes go through crawler.db.entries, like the forms'.
 """
 
 from __future__ import annotations
@@ -10,11 +10,14 @@ import json
 
 from flask import Blueprint, abort, g, jsonify, request
 
-from crawler.db import reports
-from crawler.db.database import current_denial
+from crawler.db import accounts
+from crawler.db import entries as entry_store
+from crawler.db.entries import current_denial
+from crawler.db.pages import entries as entry_pages
+from crawler.db.pages import paging
 from crawler.denylist import BLOCKED, NO_FOLLOW
 from crawler.hostnames import HostnameError, normalize
-from webpanel.core import database, fetch_page, stats
+from webpanel.core import engine, fetch_page, stats
 from webpanel.extensions import db
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -26,7 +29,7 @@ MAX_DEPTH = 32  # deeper JSON is refused before it can exhaust the parser's recu
 def authenticate():
     """Every API call needs `Authorization: Bearer <token>`."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    user = reports.user_by_token(db.session, token.strip()) if scheme.lower() == "bearer" else None
+    user = accounts.user_by_token(db.session, token.strip()) if scheme.lower() == "bearer" else None
     if user is None:
         response = jsonify(error="an API token is required: Authorization: Bearer <token>")
         response.headers["WWW-Authenticate"] = 'Bearer realm="hostcrawl"'
@@ -89,9 +92,9 @@ def results(changes) -> dict:
 
 
 def entry_list(rule: str):
-    q, match = request.args.get("q", ""), request.args.get("match", reports.PREFIX)
+    q, match = request.args.get("q", ""), request.args.get("match", paging.PREFIX)
     try:
-        page = fetch_page(reports.entry_page, rule, q, match)
+        page = fetch_page(entry_pages.entry_page, rule, q, match)
     except HostnameError as exc:
         return jsonify(error=f"q: {exc.reason}"), 400
     keys = ("hostname", "note", "blocked_reason", "blocked_at", "took_out", "added_at", "added_by")
@@ -132,7 +135,7 @@ def no_follow_add():
     """Add entries: {"names": [...], "note": "...", "force": false}; a result per name."""
     names, note = names_from_body()
     force = (request.get_json(silent=True) or {}).get("force") is True
-    changes = database().add_no_follow(names, note=note, actor=g.api_user, force=force)
+    changes = entry_store.add_no_follow(engine(), names, g.api_user, note=note, force=force)
     return jsonify(results(changes))
 
 
@@ -140,7 +143,7 @@ def no_follow_add():
 def no_follow_remove():
     """Remove entries: {"names": [...], "note": "..."}; a result per name."""
     names, note = names_from_body()
-    return jsonify(results(database().remove_no_follow(names, actor=g.api_user, note=note)))
+    return jsonify(results(entry_store.remove_no_follow(engine(), names, g.api_user, note=note)))
 
 
 @bp.get("/blocked")
@@ -153,7 +156,7 @@ def blocked_list():
 def blocked_unblock():
     """Unblock: {"names": [...], "note": "..."}; a result per name."""
     names, note = names_from_body()
-    return jsonify(results(database().unblock(names, actor=g.api_user, note=note)))
+    return jsonify(results(entry_store.unblock(engine(), names, g.api_user, note=note)))
 
 
 @bp.get("/stats")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
-from crawler.db import reports
+from crawler.db.pages import audit as audit_pages
 from webpanel.core import arg, search_page
 from webpanel.extensions import db
 
@@ -15,8 +15,8 @@ bp = Blueprint("audit", __name__)
 def index():
     """The audit log, filtered by hostname prefix, action and actor; keyset pages."""
     q, action, who = arg("q"), arg("action", limit=32), arg("actor", limit=128)
-    page, error = search_page(reports.audit_page, q=q, action=action, actor=who)
-    actions = reports.audit_actions(db.session)
+    page, error = search_page(audit_pages.audit_page, q=q, action=action, actor=who)
+    actions = audit_pages.audit_actions(db.session)
     return render_template(
         "audit/index.html", page=page, q=q, action=action, actor=who, actions=actions, error=error
     )

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, flash, redirect, render_template, url_for
 
-from crawler.db import reports
+from crawler.db import entries as entry_store
+from crawler.db.pages import entries as entry_pages
+from crawler.db.pages import paging
 from crawler.denylist import BLOCKED
-from webpanel.core import actor, arg, choice, database, search_page
+from webpanel.core import actor, arg, choice, engine, search_page
 from webpanel.extensions import db
 from webpanel.forms import ConfirmForm
 
@@ -17,9 +19,9 @@ PAGE_SIZE = 25  # each row carries a long reason and its evidence
 @bp.get("")
 def index():
     """Blocked entries (search, keyset pages), each with its reason and trap evidence."""
-    q, match = arg("q"), choice("match", reports.MATCHES)
-    page, error = search_page(reports.entry_page, BLOCKED, q, match, size=PAGE_SIZE)
-    evidence = reports.window_evidence(db.session, [row.hostname for row in page.rows])
+    q, match = arg("q"), choice("match", paging.MATCHES)
+    page, error = search_page(entry_pages.entry_page, BLOCKED, q, match, size=PAGE_SIZE)
+    evidence = entry_pages.window_evidence(db.session, [row.hostname for row in page.rows])
     return render_template(
         "blocked/index.html", page=page, q=q, match=match, error=error, evidence=evidence
     )
@@ -28,13 +30,13 @@ def index():
 @bp.route("/<hostname>/unblock", methods=["GET", "POST"])
 def unblock(hostname: str):
     """Lift a block after a confirmation; the hosts it took out come back into routing."""
-    found = reports.entry(db.session, BLOCKED, hostname)
+    found = entry_pages.entry(db.session, BLOCKED, hostname)
     if found is None:
         abort(404)
     form = ConfirmForm()
     if form.validate_on_submit():
-        (change,) = database().unblock([hostname], actor=actor(), note=form.note.data)
+        (change,) = entry_store.unblock(engine(), [hostname], actor(), note=form.note.data)
         flash(change.describe())
         return redirect(url_for("blocked.index"))
-    evidence = reports.window_evidence(db.session, [hostname]).get(hostname)
+    evidence = entry_pages.window_evidence(db.session, [hostname]).get(hostname)
     return render_template("blocked/unblock.html", entry=found, evidence=evidence, form=form)

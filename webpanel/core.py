@@ -1,4 +1,4 @@
-"""What the views share: the one Database (all writes), the dashboard cache, list arguments."""
+"""What the views share: the database, the dashboard cache, list arguments."""
 
 from __future__ import annotations
 
@@ -7,23 +7,17 @@ import time
 
 from flask import abort, current_app, request, url_for
 from flask_login import current_user
+from sqlalchemy import Engine
 
-from crawler.db import reports
-from crawler.db.database import Database
+from crawler.db.pages import dashboard as dashboard_page
+from crawler.db.pages import paging
 from crawler.hostnames import HostnameError
 from webpanel.extensions import db
 
-_lock = threading.Lock()
 
-
-def database() -> Database:
-    """This process's Database: every change to deny entries goes through it."""
-    ext = current_app.extensions
-    if "hostcrawl.database" not in ext:
-        with _lock:
-            if "hostcrawl.database" not in ext:
-                ext["hostcrawl.database"] = Database(db.engine, actor="panel")
-    return ext["hostcrawl.database"]
+def engine() -> Engine:
+    """The panel's engine: every write goes through crawler.db's modules with it."""
+    return db.engine
 
 
 def actor() -> str:
@@ -40,12 +34,12 @@ class StatsCache:
 
     def __init__(self, ttl: float) -> None:
         self.ttl = ttl
-        self._value: reports.Dashboard | None = None
+        self._value: dashboard_page.Dashboard | None = None
         self._taken = 0.0
         self._refreshing = False
         self._lock = threading.Lock()
 
-    def get(self, engine) -> reports.Dashboard:
+    def get(self, engine) -> dashboard_page.Dashboard:
         if self.ttl <= 0:
             return self._compute(engine)
         with self._lock:
@@ -62,11 +56,11 @@ class StatsCache:
             threading.Thread(target=self._refresh, args=(engine,), daemon=True).start()
         return value
 
-    def _compute(self, engine) -> reports.Dashboard:
+    def _compute(self, engine) -> dashboard_page.Dashboard:
         with engine.connect() as conn:
-            return reports.dashboard(conn)
+            return dashboard_page.dashboard(conn)
 
-    def _store(self, value: reports.Dashboard) -> None:
+    def _store(self, value: dashboard_page.Dashboard) -> None:
         self._value, self._taken = value, time.monotonic()
 
     def _refresh(self, engine) -> None:
@@ -78,7 +72,7 @@ class StatsCache:
             self._refreshing = False
 
 
-def stats() -> reports.Dashboard:
+def stats() -> dashboard_page.Dashboard:
     cache = current_app.extensions["hostcrawl.stats"]
     return cache.get(db.engine)
 
@@ -100,15 +94,15 @@ def page_args(size: int | None = None) -> dict:
     return {
         "after": request.args.get("after") or None,
         "before": request.args.get("before") or None,
-        "limit": max(1, min(size, reports.MAX_LIMIT)),
+        "limit": max(1, min(size, paging.MAX_LIMIT)),
     }
 
 
-def fetch_page(fetch, *args, size: int | None = None, **kwargs) -> reports.Page:
+def fetch_page(fetch, *args, size: int | None = None, **kwargs) -> paging.Page:
     """Run a reports.*_page() with this request's cursor; 400 on a cursor not ours."""
     try:
         return fetch(db.session, *args, **kwargs, **page_args(size))
-    except reports.BadCursor:
+    except paging.BadCursor:
         abort(400, description="bad page cursor: start again from the first page")
 
 
@@ -120,7 +114,7 @@ def search_page(fetch, *args, size: int | None = None, **kwargs):
     try:
         return fetch_page(fetch, *args, size=size, **kwargs), None
     except HostnameError as exc:
-        return reports.Page([]), str(exc)
+        return paging.Page([]), str(exc)
 
 
 def page_url(**changes) -> str:

@@ -1,7 +1,7 @@
 """Operator input for deny entries: lines and CSV in, a preview and a summary out.
 
 Normalization and the public-suffix rule are crawler.hostnames'; the counts
-come from crawler.db.reports; saving is Database.add_no_follow().
+come from crawler.db.pages; saving is crawler.db.entries.add_no_follow().
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from crawler.db import reports
-from crawler.db.database import EntryChange
+from crawler.db.entries import EntryChange
+from crawler.db.pages import entries as entry_pages
 from crawler.hostnames import HostnameError, normalize, normalize_entry
 
 # A spreadsheet runs a cell starting with one of these as a formula.
@@ -30,7 +30,7 @@ class Candidate:
     problem: str | None = None
     needs_force: bool = False
     current: str | None = None  # the name's rule today: None, 'no_follow' or 'blocked'
-    exclusion: reports.Exclusion | None = None
+    exclusion: entry_pages.Exclusion | None = None
     note: str | None = None
 
     @property
@@ -46,7 +46,7 @@ class Candidate:
 @dataclass
 class Preview:
     candidates: list[Candidate]
-    total: reports.Exclusion
+    total: entry_pages.Exclusion
 
     @property
     def problems(self) -> list[Candidate]:
@@ -69,8 +69,8 @@ def preview(conn, values: Sequence[str], force: bool, notes: Sequence[str | None
     for candidate, note in zip(candidates, notes, strict=False):
         candidate.note = note
     names = [c.hostname for c in candidates if c.ok]
-    current = reports.entry_rules(conn, names)
-    each, total = reports.exclusion_preview(conn, names)
+    current = entry_pages.entry_rules(conn, names)
+    each, total = entry_pages.exclusion_preview(conn, names)
     for c in candidates:
         if c.ok:
             c.current = current.get(c.hostname)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, redirect, render_template, url_for
 
-from crawler.db import reports
-from crawler.db.database import current_denial
+from crawler.db.entries import current_denial
+from crawler.db.pages import hosts as host_pages
+from crawler.db.pages import paging
 from crawler.hostnames import HostnameError, normalize
 from crawler.outcomes import ALL as OUTCOMES
 from webpanel.core import arg, choice, search_page, stats
@@ -23,14 +24,14 @@ SORT_LABELS = {
 @bp.get("/")
 def index():
     """Hosts never under a blocked or no_follow entry: search, filters, sort, keyset pages."""
-    flt = reports.HostFilter(
+    flt = host_pages.HostFilter(
         q=arg("q"),
-        match=choice("match", reports.MATCHES),
+        match=choice("match", paging.MATCHES),
         outcome=arg("outcome", limit=32),
         root=arg("root"),
-        sort=choice("sort", reports.HOST_SORTS),
+        sort=choice("sort", host_pages.HOST_SORTS),
     )
-    page, error = search_page(reports.host_page, flt)
+    page, error = search_page(host_pages.host_page, flt)
     figures = stats()
     outcomes = sorted({o for o, _ in figures.outcomes if o} | set(OUTCOMES))
     return render_template(
@@ -53,7 +54,7 @@ def detail(hostname: str):
         abort(404)
     if name != hostname:
         return redirect(url_for("hosts.detail", hostname=name))
-    host = reports.host_detail(db.session, name)
+    host = host_pages.host_detail(db.session, name)
     if host is None:
         abort(404)
     denial = current_denial(db.session, name)

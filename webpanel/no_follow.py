@@ -1,5 +1,5 @@
 """/no_follow: the operators' entries. Add one or paste many (preview, then save),
-remove with a confirmation, CSV export and import. Database does every write."""
+remove with a confirmation, CSV export and import. crawler.db.entries does every write."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from io import BytesIO
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, send_file, url_for
 
-from crawler.db import reports
+from crawler.db import entries as entry_store
+from crawler.db.pages import entries as entry_pages
+from crawler.db.pages import paging
 from crawler.denylist import NO_FOLLOW
 from webpanel import entries
-from webpanel.core import actor, arg, choice, database, search_page
+from webpanel.core import actor, arg, choice, engine, search_page
 from webpanel.extensions import db
 from webpanel.forms import ConfirmForm, ImportForm, NoFollowForm
 
@@ -19,8 +21,8 @@ bp = Blueprint("no_follow", __name__, url_prefix="/no_follow")
 
 def render_index(form: NoFollowForm, preview: entries.Preview | None = None, status: int = 200):
     """The list with the add form (and a preview of the form's lines, if any)."""
-    q, match = arg("q"), choice("match", reports.MATCHES)
-    page, error = search_page(reports.entry_page, NO_FOLLOW, q, match)
+    q, match = arg("q"), choice("match", paging.MATCHES)
+    page, error = search_page(entry_pages.entry_page, NO_FOLLOW, q, match)
     body = render_template(
         "no_follow/index.html", page=page, q=q, match=match, error=error, form=form, preview=preview
     )
@@ -44,7 +46,9 @@ def add():
     values = entries.lines(form.entries.data)[: entries.MAX_LINES]
     note = form.note.data or None
     if form.save.data:
-        changes = database().add_no_follow(values, note=note, actor=actor(), force=form.force.data)
+        changes = entry_store.add_no_follow(
+            engine(), values, actor(), note=note, force=form.force.data
+        )
         return render_template("no_follow/summary.html", summary=entries.Summary(changes))
     preview = entries.preview(db.session, values, form.force.data)
     form.entries.errors = [c.describe_problem() for c in preview.problems]
@@ -55,12 +59,12 @@ def add():
 @bp.route("/<hostname>/remove", methods=["GET", "POST"])
 def remove(hostname: str):
     """Remove an entry after a confirmation; the hosts it took out come back."""
-    found = reports.entry(db.session, NO_FOLLOW, hostname)
+    found = entry_pages.entry(db.session, NO_FOLLOW, hostname)
     if found is None:
         abort(404)
     form = ConfirmForm()
     if form.validate_on_submit():
-        (change,) = database().remove_no_follow([hostname], actor=actor(), note=form.note.data)
+        (change,) = entry_store.remove_no_follow(engine(), [hostname], actor(), note=form.note.data)
         flash(change.describe())
         return redirect(url_for("no_follow.index"))
     return render_template("no_follow/remove.html", entry=found, form=form)
@@ -69,7 +73,7 @@ def remove(hostname: str):
 @bp.get("/export.csv")
 def export():
     """Every entry as CSV (hostname, note); cells a spreadsheet would run are neutralised."""
-    data = entries.export_csv(reports.entries_for_export(db.session, NO_FOLLOW))
+    data = entries.export_csv(entry_pages.entries_for_export(db.session, NO_FOLLOW))
     return send_file(
         BytesIO(data), mimetype="text/csv", as_attachment=True, download_name="no_follow.csv"
     )
@@ -109,12 +113,12 @@ def _read_upload(form: ImportForm) -> str | None:
 
 
 def _save_rows(rows: list[tuple[str, str | None]], force: bool):
-    """Database.add_no_follow() once per note, the results in the file's order."""
+    """add_no_follow() once per note, the results in the file's order."""
     by_note: dict[str | None, list[str]] = {}
     for value, note in rows:
         by_note.setdefault(note, []).append(value)
     changes = {}
     for note, values in by_note.items():
-        for change in database().add_no_follow(values, note=note, actor=actor(), force=force):
+        for change in entry_store.add_no_follow(engine(), values, actor(), note=note, force=force):
             changes.setdefault(change.input, change)
     return [changes[v] for v in dict.fromkeys(v for v, _ in rows)]

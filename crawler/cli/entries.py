@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from crawler.cli.common import _db, friendly_errors, report
+from crawler.cli.common import ACTOR, engine, friendly_errors, report
+from crawler.db import entries
 
 
 @click.group("no-follow")
@@ -19,7 +20,7 @@ def no_follow() -> None:
 @friendly_errors
 def no_follow_add(domains: tuple[str, ...], note: str | None, force: bool) -> None:
     """Add DOMAINS to no_follow."""
-    report(_db().add_no_follow(domains, note=note, force=force))
+    report(entries.add_no_follow(engine(), domains, ACTOR, note=note, force=force))
 
 
 @no_follow.command("remove")
@@ -28,14 +29,14 @@ def no_follow_add(domains: tuple[str, ...], note: str | None, force: bool) -> No
 @friendly_errors
 def no_follow_remove(domains: tuple[str, ...], note: str | None) -> None:
     """Remove DOMAINS from no_follow."""
-    report(_db().remove_no_follow(domains, note=note))
+    report(entries.remove_no_follow(engine(), domains, ACTOR, note=note))
 
 
 @no_follow.command("list")
 @friendly_errors
 def no_follow_list() -> None:
     """Print every no_follow entry (and its note)."""
-    for entry in _db().list_entries("no_follow"):
+    for entry in entries.list_entries(engine(), "no_follow"):
         note = f"\t{entry['note']}" if entry["note"] else ""
         click.echo(f"{entry['hostname']}{note}")
 
@@ -49,7 +50,7 @@ def blocked() -> None:
 @friendly_errors
 def blocked_list() -> None:
     """Print every blocked host and its blocked_reason."""
-    for entry in _db().list_entries("blocked"):
+    for entry in entries.list_entries(engine(), "blocked"):
         click.echo(f"{entry['hostname']}\t{entry['blocked_reason']}")
 
 
@@ -59,4 +60,4 @@ def blocked_list() -> None:
 @friendly_errors
 def blocked_unblock(hosts: tuple[str, ...], note: str | None) -> None:
     """Unblock HOSTS; the hosts their block took out come back into routing."""
-    report(_db().unblock(hosts, note=note))
+    report(entries.unblock(engine(), hosts, ACTOR, note=note))

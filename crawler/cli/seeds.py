@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from crawler.cli.common import _db, friendly_errors, report
+from crawler.cli.common import engine, friendly_errors, report
+from crawler.db import queue
 
 
 @click.command()
@@ -18,4 +19,4 @@ def seed(hosts: tuple[str, ...], path) -> None:
         values += [line.strip() for line in path if line.strip() and not line.startswith("#")]
     if not values:
         raise click.UsageError("give hostnames or -f FILE")
-    report(_db().seed(values))
+    report(queue.seed(engine(), values))

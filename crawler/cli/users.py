@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from crawler.cli.common import _db, friendly_errors
+from crawler.cli.common import engine, friendly_errors
+from crawler.db import accounts
 
 
 @click.group()
@@ -23,7 +24,7 @@ def user_create(name: str) -> None:
         password = click.prompt("password", hide_input=True, confirmation_prompt=True)
     else:
         password = sys.stdin.readline().rstrip("\r\n")
-    _db().create_user(name, password)
+    accounts.create_user(engine(), name, password)
     click.echo(f"user {name} created")
 
 
@@ -33,19 +34,5 @@ def user_create(name: str) -> None:
 def user_token(name: str) -> None:
     """Print a fresh API token for operator NAME; only its hash is stored, and the
     previous token stops working."""
-    import secrets
-
-    from sqlalchemy import text
-
-    from crawler.db.engine import get_engine
-    from crawler.db.reports import api_token_hash
-
-    token = secrets.token_urlsafe(32)
-    with get_engine().begin() as conn:
-        found = conn.execute(
-            text("UPDATE users SET api_token_hash = :h WHERE username = :u"),
-            {"h": api_token_hash(token), "u": name},
-        ).rowcount
-    if not found:
-        raise ValueError(f"{name!r}: no such user")
+    token = accounts.new_api_token(engine(), name)
     click.echo(token)

@@ -44,7 +44,7 @@ class Command(ScrapyCommand):
 
     def audit_options(self, opts: argparse.Namespace):
         from crawler.audit import AuditOptions
-        from crawler.db.database import Backoff
+        from crawler.db.audits import Backoff
 
         s = self.settings
         if opts.limit is not None and opts.limit < 1:
@@ -76,16 +76,15 @@ class Command(ScrapyCommand):
 def reactor_run(reactor, settings, options):
     """Run one audit on the asyncio reactor and return its Progress."""
     from crawler.audit import Audit
-    from crawler.db.database import Database
+    from crawler.db.engine import get_engine
     from crawler.resolver import OutcomeResolver
 
     resolver = OutcomeResolver.from_settings(settings, reactor)
-    db = Database(actor="audit")
     outcome: dict = {}
 
     async def main() -> None:
         try:
-            outcome["progress"] = await Audit(db, resolver, options, say=_say).run()
+            outcome["progress"] = await Audit(get_engine(), resolver, options, say=_say).run()
         except BaseException as exc:  # reported after the reactor stops
             outcome["error"] = exc
         finally:

@@ -1,17 +1,9 @@
-"""The schema, the engine and the Database class."""
+"""The one schema and engine, and the database's rules in modules by concern.
 
-from crawler.db.database import Database
-from crawler.db.engine import database_url, get_engine
-from crawler.db.models import AuditEntry, Base, Host, QueueRow, TrapWindowRow, User
-
-__all__ = [
-    "AuditEntry",
-    "Base",
-    "Database",
-    "Host",
-    "QueueRow",
-    "TrapWindowRow",
-    "User",
-    "database_url",
-    "get_engine",
-]
+engine (where the database is), models (the schema), hostsql (name ranges),
+queue (new hosts, finished hosts), claims (claiming due hosts), entries
+(no_follow and blocked, NOTIFY), routing (rows entries take out and put back),
+windows (trap windows, wildcard probes), audits (the DNS/TLS audit's writes),
+audit_log, accounts (operators), listener (LISTEN for entry changes), retry
+(riding out outages), and pages/ (the panel's read queries, one per page).
+"""

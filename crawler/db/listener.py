@@ -12,28 +12,42 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import psycopg
+from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from crawler.db.database import DENYLIST_CHANNEL, Database
 from crawler.db.engine import CONNECT_ARGS
+from crawler.db.entries import DENYLIST_CHANNEL
 
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF = 30.0
 
 
-def conninfo(db: Database) -> str:
+def conninfo(engine: Engine) -> str:
     """The engine's URL as plain libpq conninfo for a psycopg connection."""
-    return db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-class DenyListListener:
-    """A daemon thread applying deny-list notifications to `db.denylist`."""
+class EntryListener:
+    """A daemon thread passing deny-entry changes to `on_change(hostname, rule or None)`.
 
-    def __init__(self, db: Database, reload_every: float = 60.0) -> None:
-        self.db = db
+    `reload()` is called after each (re)connect and every `reload_every` seconds:
+    the holder of a copy of the entries reads them all again.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        on_change: Callable[[str, str | None], None],
+        reload: Callable[[], None],
+        reload_every: float = 60.0,
+    ) -> None:
+        self.engine = engine
+        self.on_change = on_change
+        self.reload = reload
         self.reload_every = reload_every
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="denylist-listener", daemon=True)
@@ -60,20 +74,21 @@ class DenyListListener:
                 backoff = min(backoff * 2, MAX_BACKOFF)
 
     def _listen(self) -> None:
-        with psycopg.connect(conninfo(self.db), autocommit=True, **CONNECT_ARGS) as conn:
+        with psycopg.connect(conninfo(self.engine), autocommit=True, **CONNECT_ARGS) as conn:
             conn.execute(f"LISTEN {DENYLIST_CHANNEL}")
-            self.db.reload_denylist()  # after LISTEN, so nothing falls between
+            self.reload()  # after LISTEN, so nothing falls between
             self.ready.set()
+            log.info("deny list: listening for changes")
             reloaded = time.monotonic()
             while not self._stop.is_set():
                 for note in conn.notifies(timeout=1.0, stop_after=100):
                     self._apply(note.payload)
                 if time.monotonic() - reloaded > self.reload_every:
-                    self.db.reload_denylist()
+                    self.reload()
                     reloaded = time.monotonic()
 
     def _apply(self, payload: str) -> None:
         change = json.loads(payload)
         rule = change["rule"] if change["change"] == "add" else None
-        self.db.remember_entry(change["hostname"], rule)
+        self.on_change(change["hostname"], rule)
         log.info("deny list: %s %s (%s)", change["change"], change["hostname"], change["rule"])

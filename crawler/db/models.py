@@ -168,5 +168,30 @@ class User(Base):
     password_hash: Mapped[str] = mapped_column(Text)
     api_token_hash: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
-    failed_logins: Mapped[int] = mapped_column(Integer, server_default="0")
-    locked_until: Mapped[datetime | None] = mapped_column(Timestamp)
+    # admin: everything; viewer: read-only pages and GET API calls.
+    role: Mapped[str] = mapped_column(String(16), server_default="admin")
+    # Set: no login, no session, no API token works.
+    disabled_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # Part of every session's id: raising it (logout, a new password, disabling) ends
+    # every session of this operator on the server, whatever cookies are kept.
+    session_generation: Mapped[int] = mapped_column(Integer, server_default="1")
+
+    __table_args__ = (CheckConstraint("role IN ('admin', 'viewer')", name="role"),)
+
+
+class LoginFailure(Base):
+    """Failed logins, per (username, client address) and per address (username '').
+
+    They slow the next attempt down and are forgotten a day after the last one: no
+    account is ever locked, so nobody can lock an operator out by guessing. Unknown
+    usernames get rows like known ones: both cost and read the same.
+    """
+
+    __tablename__ = "login_failures"
+
+    username: Mapped[str] = mapped_column(String(64), primary_key=True)
+    address: Mapped[str] = mapped_column(String(64), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer)
+    last_failed_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+
+    __table_args__ = (Index("ix_login_failures_last_failed_at", "last_failed_at"),)

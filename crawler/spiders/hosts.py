@@ -1,9 +1,10 @@
-"""The `hosts` spider: claim due hosts, fetch each front page, save the links' hostnames.
+"""The `hosts` spider: claim due hosts, fetch each front page, yield one item per host.
 
 Claims are lazy (DESIGN.md §6): a batch is claimed only when there is room in
-flight, so leases are not spent waiting in the scheduler. Every host ends in
-exactly one `finish()` — its result, new links and next date in one
-transaction — or, when it turns out to be denied, leaves routing.
+flight, so leases are not spent waiting in the scheduler. Every claimed host
+settles as exactly one HostItem — crawled, failed or denied — which the
+pipeline writes (result, new links and next date in one transaction). A host
+stays "in flight" until its item has passed the pipelines.
 """
 
 from __future__ import annotations
@@ -11,21 +12,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 from datetime import timedelta
 
 import scrapy
 from scrapy.http import Response, TextResponse
+from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
 
-from crawler.batches import Batcher
-from crawler.db.database import Crawled, CrawlResult, Database
-from crawler.db.listener import DenyListListener
+from crawler.db import claims
 from crawler.db.retry import in_thread_until_up
-from crawler.hostnames import root
-from crawler.middlewares import request_hostname
-from crawler.outcomes import IGNORED, OK, classify, is_network_failure
+from crawler.denylist import Denial
+from crawler.failures import classify
+from crawler.items import HostItem
+from crawler.links import filter_links
+from crawler.middlewares import OUTCOME_BY_ITEM, request_denied, request_hostname
+from crawler.outcomes import IGNORED, OK
+from crawler.state import CrawlState
 
 log = logging.getLogger(__name__)
 
@@ -40,45 +42,43 @@ class HostsSpider(scrapy.Spider):
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.setup(crawler.settings)
-        crawler.signals.connect(spider.spider_closed, signal=scrapy.signals.spider_closed)
+        spider.setup(crawler)
         return spider
 
-    def setup(self, settings) -> None:
-        self.worker = f"{socket.gethostname()}:{os.getpid()}"
-        self.db = Database(actor=f"crawler {self.worker}")
-        self.listener = DenyListListener(self.db, settings.getfloat("DENYLIST_RELOAD", 60))
-        self.listener.start()
+    def setup(self, crawler) -> None:
+        settings = crawler.settings
+        self.state = CrawlState.of(crawler)
         self.url_template = settings.get("HOST_URL_TEMPLATE", "https://{hostname}/")
         self.batch = settings.getint("CLAIM_BATCH", 32)
         self.lease = timedelta(seconds=settings.getint("CLAIM_LEASE", 600))
-        self.recrawl_after = timedelta(seconds=settings.getint("RECRAWL_AFTER", 7 * 86400))
         self.poll_interval = settings.getfloat("CLAIM_POLL_INTERVAL", 2.0)
         self.close_when_drained = settings.getbool("CLOSE_WHEN_DRAINED", False)
-        self.trap_window = settings.getint("TRAP_WINDOW", 50)
         self.in_flight: set[str] = set()
+        self._denied: list[HostItem] = []
         self._room = asyncio.Event()
-        self._finishes = Batcher("finishing hosts", self.db.finish_many)
-        self._outcomes = Batcher("recording outcomes", self._record_outcomes)
-        self._background: set[asyncio.Task] = set()
-
-    async def spider_closed(self, spider) -> None:
-        """Let the last window writes land, then stop listening."""
-        await asyncio.gather(*self._background, return_exceptions=True)
-        self.listener.stop()
+        done = (scrapy.signals.item_scraped, scrapy.signals.item_dropped, scrapy.signals.item_error)
+        for signal in done:
+            crawler.signals.connect(self._item_done, signal=signal)
+        crawler.signals.connect(self._request_denied, signal=request_denied)
 
     async def start(self):
-        """Claim due hosts in batches while there is room; poll when none is due."""
-        # Before the first request, and off the reactor thread: the middleware reads it.
-        await in_thread_until_up("loading the deny list", self.db.load_denylist)
+        """Claim due hosts in batches while there is room; poll when none is due.
+
+        Hosts refused as their request was scheduled settle here, as items.
+        """
         while True:
+            while self._denied:
+                yield self._denied.pop()
             await self._wait_for_room()
             # Cleared before the claim: a host settling meanwhile (new links) wakes the poll.
             self._room.clear()
+            s = self.state
             hosts = await in_thread_until_up(
-                "claiming", self.db.start_urls, self.batch, self.worker, self.lease
+                "claiming", claims.claim, s.engine, self.batch, s.worker, self.lease
             )
             if not hosts:
+                if self._denied:
+                    continue
                 if self.close_when_drained and await self._drained():
                     log.info("nothing due and nothing in flight: drained")
                     return
@@ -88,19 +88,20 @@ class HostsSpider(scrapy.Spider):
             for hostname in hosts:
                 self.in_flight.add(hostname)
                 self.crawler.engine.crawl(self.host_request(hostname))
-        yield  # never reached: it makes start() the async generator Scrapy expects
 
     async def _drained(self) -> bool:
         """Nothing in flight here, nothing due, and no claim anywhere that could add hosts."""
         if self.in_flight:
             return False
         return not await in_thread_until_up(
-            "checking for pending work", self.db.crawl_pending, self.lease
+            "checking for pending work", claims.crawl_pending, self.state.engine, self.lease
         )
 
     async def _wait_for_room(self, poll: bool = False) -> None:
         """Wait until fewer than two batches are in flight (or, polling, a bounded while)."""
-        while len(self.in_flight) >= 2 * self.batch or self.crawler.engine.needs_backout() or poll:
+        while not self._denied and (
+            len(self.in_flight) >= 2 * self.batch or self.crawler.engine.needs_backout() or poll
+        ):
             if not poll:
                 self._room.clear()
             with contextlib.suppress(TimeoutError):
@@ -116,78 +117,60 @@ class HostsSpider(scrapy.Spider):
             callback=self.parse,
             errback=self.failed,
             dont_filter=True,
-            meta={"hostname": hostname},
+            meta={"hostname": hostname, OUTCOME_BY_ITEM: True},
         )
 
-    async def parse(self, response: Response):
+    def parse(self, response: Response):
         hostname = response.meta["hostname"]
         hrefs, title = page_links(response)
         final_host = request_hostname(response.request)
         if final_host and final_host != hostname:
             hrefs.append(response.url)  # a redirect's target is a discovered host too
-        result = CrawlResult(OK, response.status, response.url, title)
-        links = await self._finish(hostname, result, hrefs)
-        self.crawler.stats.inc_value("hosts/links_saved", len(links.hostnames))
+        scheme = urlparse_cached(response).scheme
+        links = filter_links(hrefs, hostname, self.state.denylist.loaded, page_scheme=scheme)
+        links.hostnames.discard(hostname)
+        yield HostItem(
+            hostname,
+            OK,
+            response.status,
+            response.url,
+            title,
+            hostnames=sorted(links.hostnames),
+            links_found=links.found,
+            links_filtered=links.filtered,
+        )
 
-    async def failed(self, failure: Failure):
+    def failed(self, failure: Failure):
         request = failure.request
-        if request.meta.get("denial"):
-            self.request_denied(request)
+        denial = request.meta.get("denial")
+        if denial is not None:
+            yield denied_item(request, denial)
             return
         hostname = request.meta["hostname"]
         outcome = classify(failure.value, request_hostname(request) or hostname)
-        await self._finish(hostname, CrawlResult(outcome, final_url=request.url))
+        yield HostItem(hostname, outcome, final_url=request.url)
 
-    def request_denied(self, request: scrapy.Request) -> None:
-        """A request was refused by the deny list; settle its claimed host."""
-        hostname = request.meta.get("hostname")
-        if hostname is None or hostname not in self.in_flight:
-            return
-        denial = request.meta["denial"]
-        if request_hostname(request) == hostname:
-            asyncio.ensure_future(self._take_out(hostname, denial.entry))
-        else:  # a redirect to a denied host: the claimed host did answer
-            status = (request.meta.get("redirect_reasons") or [None])[-1]
-            result = CrawlResult(OK, status if isinstance(status, int) else None, request.url)
-            asyncio.ensure_future(self._finish(hostname, result))
+    def _request_denied(self, request: scrapy.Request, denial: Denial) -> None:
+        """A request was refused as it was scheduled: its claimed host settles from start()."""
+        if request.meta.get("hostname") in self.in_flight:
+            self._denied.append(denied_item(request, denial))
+            self._room.set()
 
-    async def _take_out(self, hostname: str, entry: str) -> None:
-        try:
-            await in_thread_until_up(
-                f"taking {hostname} out of routing", self.db.take_out_of_routing, hostname, entry
-            )
-            self.crawler.stats.inc_value(f"hosts/outcome/{IGNORED}")
-        finally:
-            self._settled(hostname)
+    def _item_done(self, item, **kwargs) -> None:
+        """Past the pipelines (written, dropped or failed): the host is no longer in flight."""
+        if isinstance(item, HostItem):
+            self.in_flight.discard(item.hostname)
+            self._room.set()
 
-    async def _finish(self, hostname: str, result: CrawlResult, hrefs=()):
-        try:
-            crawled = Crawled(hostname, result, tuple(hrefs), self.recrawl_after)
-            links = await self._finishes.submit(crawled)
-            self.crawler.stats.inc_value(f"hosts/outcome/{result.outcome}")
-            return links
-        finally:
-            self._settled(hostname)
 
-    def record_outcome_soon(self, hostname: str, outcome: str) -> None:
-        """Feed a subdomain's outcome to its root's window, without holding up the response."""
-        task = asyncio.ensure_future(self._record_outcome(hostname, outcome))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def _record_outcome(self, hostname: str, outcome: str) -> None:
-        # A failure may complete a trap: it goes at once, so the block lands early.
-        urgent = is_network_failure(outcome)
-        if await self._outcomes.submit((hostname, outcome), urgent):
-            self.crawler.stats.inc_value("traps/blocked")
-
-    def _record_outcomes(self, outcomes: list[tuple[str, str]]) -> list[str | None]:
-        blocked = self.db.record_outcomes(outcomes, self.trap_window, self.db.actor)
-        return [blocked.pop(root(hostname), None) for hostname, _ in outcomes]
-
-    def _settled(self, hostname: str) -> None:
-        self.in_flight.discard(hostname)
-        self._room.set()
+def denied_item(request: scrapy.Request, denial: Denial) -> HostItem:
+    """The item of a claimed host whose request the deny list refused."""
+    hostname = request.meta["hostname"]
+    if request_hostname(request) == hostname:
+        return HostItem(hostname, IGNORED, final_url=request.url, denied_by=denial.entry)
+    # A redirect to a denied host: the claimed host did answer.
+    status = (request.meta.get("redirect_reasons") or [None])[-1]
+    return HostItem(hostname, OK, status if isinstance(status, int) else None, request.url)
 
 
 def page_links(response: Response) -> tuple[list[str], str | None]:

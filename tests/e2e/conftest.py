@@ -113,13 +113,13 @@ def crawl(start_crawler) -> Callable[..., CrawlerProcess]:
 
 
 def known_hosts(db) -> set[str]:
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         return set(conn.execute(text("SELECT hostname FROM hosts")).scalars())
 
 
 def claims_held(db) -> int:
     """How many rows hold an unexpired claim."""
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         held = "SELECT count(*) FROM queue WHERE claimed_by IS NOT NULL AND next_claim_at > now()"
         return conn.execute(text(held)).scalar()
 
@@ -130,7 +130,7 @@ def leases_ran_out(db) -> bool:
 
 
 def host_facts(db, hostname: str):
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         return conn.execute(
             text("SELECT * FROM hosts JOIN queue USING (hostname) WHERE hostname = :h"),
             {"h": hostname},

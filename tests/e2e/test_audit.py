@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
+from crawler.db import entries, queue, windows
 from crawler.db.engine import PROJECT_ROOT
 from tests.e2e.conftest import host_facts, wait_until
 from tests.fakeweb import World
@@ -45,7 +46,7 @@ def run_audit(web, *args: str, **settings) -> subprocess.CompletedProcess:
 
 
 def audit_outcomes(db) -> dict[str, str | None]:
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         return dict(conn.execute(text("SELECT hostname, audit_outcome FROM hosts")).all())
 
 
@@ -64,7 +65,7 @@ def web_of_kinds(db, fakeweb_factory, kinds: dict):
     world = World()
     for host, (behaviour, _) in kinds.items():
         world.host(host, behaviour)
-    db.save_hosts(kinds)
+    queue.save_hosts(db, kinds)
     return fakeweb_factory(world)
 
 
@@ -109,13 +110,13 @@ def test_backoff_grows_with_each_failure_up_to_the_cap(db, fakeweb_factory):
     world = World()
     world.host("gone.test", "nxdomain")
     web = fakeweb_factory(world)
-    db.save_hosts(["gone.test"])
+    queue.save_hosts(db, ["gone.test"])
     waits = []
     for _ in range(4):
         run_audit(web, AUDIT_BACKOFF_MAX=500)
         facts = host_facts(db, "gone.test")
         waits.append(round((facts.next_claim_at - facts.audited_at).total_seconds()))
-        with db.engine.begin() as conn:  # make it due again for the next round
+        with db.begin() as conn:  # make it due again for the next round
             conn.execute(text("UPDATE queue SET next_claim_at = now()"))
     assert waits == [120, 240, 480, 500]
 
@@ -127,11 +128,11 @@ def test_a_trap_is_blocked_by_the_audit_alone(db, fakeweb_factory):
     traps = [f"n{i:03}.trap.test" for i in range(80)]
     live = [f"x{i:03}.wild.test" for i in range(80)]
     web = fakeweb_factory(world)
-    db.save_hosts(traps + live)
+    queue.save_hosts(db, traps + live)
 
     run_audit(web)
 
-    [entry] = db.list_entries("blocked")
+    [entry] = entries.list_entries(db, "blocked")
     assert entry["hostname"] == "trap.test"
     assert "DNS_NXDOMAIN 50" in entry["blocked_reason"]
     assert re.search(
@@ -151,15 +152,15 @@ def test_wildcard_zone_is_named_in_the_evidence(db, fakeweb_factory):
     for name in names:
         world.host(name, "nxdomain")  # ...but the ones we hold are dead
     web = fakeweb_factory(world)
-    db.save_hosts(names)
+    queue.save_hosts(db, names)
 
     run_audit(web)
 
-    [entry] = db.list_entries("blocked")
+    [entry] = entries.list_entries(db, "blocked")
     assert re.search(
         r"wildcard zone: the random name hc-\w+\.junk\.test resolves", entry["blocked_reason"]
     )
-    probe = db.wildcard_probe("junk.test")
+    probe = windows.wildcard_probe(db, "junk.test")
     assert probe and probe[1] == "DNS_ALIVE"
 
 
@@ -168,12 +169,12 @@ def test_limit_root_and_dry_run(db, fakeweb_factory):
     world.zone("a.test", "a")
     world.zone("b.test", "a")
     web = fakeweb_factory(world)
-    db.save_hosts([f"h{i}.a.test" for i in range(10)] + [f"h{i}.b.test" for i in range(10)])
+    queue.save_hosts(db, [f"h{i}.a.test" for i in range(10)] + [f"h{i}.b.test" for i in range(10)])
 
     dry = run_audit(web, "--dry-run")
     assert "audited 20 hosts" in dry.stdout
     assert set(audit_outcomes(db).values()) == {None}, "a dry run writes nothing"
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         assert (
             conn.execute(
                 text(
@@ -214,7 +215,7 @@ def test_a_killed_audit_loses_nothing(db, fakeweb_factory, tmp_path):
     world.zone("slow.test", "silent")  # every lookup waits for the timeout
     names = [f"s{i:03}.slow.test" for i in range(300)]
     web = fakeweb_factory(world)
-    db.save_hosts(names)
+    queue.save_hosts(db, names)
     log = open(tmp_path / "audit.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(
         audit_command(web, AUDIT_CONCURRENCY=20, CLAIM_LEASE=2, DNS_TIMEOUT=2),
@@ -222,7 +223,7 @@ def test_a_killed_audit_loses_nothing(db, fakeweb_factory, tmp_path):
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         claimed = text("SELECT count(*) FROM queue WHERE claimed_by LIKE 'audit:%'")
         wait_until(lambda: conn.execute(claimed).scalar() > 0, 30, "the audit to claim hosts")
     proc.send_signal(signal.SIGKILL)
@@ -230,7 +231,7 @@ def test_a_killed_audit_loses_nothing(db, fakeweb_factory, tmp_path):
     log.close()
 
     def all_due_again():
-        with db.engine.connect() as conn:
+        with db.connect() as conn:
             return conn.execute(text("SELECT bool_and(next_claim_at <= now()) FROM queue")).scalar()
 
     wait_until(all_due_again, 10, "the killed audit's leases to run out")
@@ -246,7 +247,7 @@ def test_resolver_survives_a_dns_server_that_goes_silent(db, fakeweb_factory, tm
     world.zone("many.test", "a")
     names = [f"m{i:04}.many.test" for i in range(3000)]
     web = fakeweb_factory(world)
-    db.save_hosts(names)
+    queue.save_hosts(db, names)
     log_path = tmp_path / "audit.log"
     log = open(log_path, "w")  # noqa: SIM115
     # The outage times out up to AUDIT_CONCURRENCY lookups under one root, which the
@@ -270,5 +271,5 @@ def test_resolver_survives_a_dns_server_that_goes_silent(db, fakeweb_factory, tm
     log.close()
     outcomes = audit_outcomes(db)
     assert all(outcomes[n] in ("DNS_ALIVE", "DNS_TIMEOUT") for n in names)
-    assert db.list_entries("blocked") == []
+    assert entries.list_entries(db, "blocked") == []
     assert "audited 3000 hosts" in log_path.read_text()

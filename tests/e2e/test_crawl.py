@@ -7,6 +7,7 @@ from collections import Counter
 
 from sqlalchemy import text
 
+from crawler.db import entries, queue
 from tests.conftest import insert_stale_row
 from tests.e2e.conftest import claims_held, host_facts, known_hosts, leases_ran_out, wait_until
 from tests.fakeweb import World
@@ -18,7 +19,7 @@ def test_discovery_from_one_seed_fetches_every_host_once(db, fakeweb_factory, cr
         150, roots=["alpha.test", "beta.test", "gamma.test", "delta.test"], messy=0.3
     )
     web = fakeweb_factory(world)
-    db.seed([names[0]])
+    queue.seed(db, [names[0]])
 
     crawl(web)
 
@@ -48,8 +49,8 @@ def test_no_follow_links_are_never_saved_nor_fetched(db, fakeweb_factory, crawl)
         world.site(name, links=["http://leak.test/"])
     world.site("notsocial.test")
     web = fakeweb_factory(world)
-    db.add_no_follow(["social.test"], note="giant platform")
-    db.seed(["hub.test"])
+    entries.add_no_follow(db, ["social.test"], note="giant platform")
+    queue.seed(db, ["hub.test"])
 
     crawl(web)
 
@@ -72,11 +73,12 @@ def test_no_follow_added_while_crawling_reaches_the_worker_within_5s(
     world.site("kept.test")
     web = fakeweb_factory(world)
     worker = start_crawler(web, CLOSE_WHEN_DRAINED=0)
-    wait_until(lambda: "Spider opened" in worker.log(), 60, "the crawler to start")
+    listening = "deny list: listening for changes"
+    wait_until(lambda: listening in worker.log(), 60, "the crawler to listen for changes")
 
-    db.add_no_follow(["late.test"])
+    entries.add_no_follow(db, ["late.test"])
     wait_until(lambda: "deny list: add late.test" in worker.log(), 5, "the NOTIFY to arrive")
-    db.seed(["late-hub.test"])
+    queue.seed(db, ["late-hub.test"])
     wait_until(
         lambda: host_facts(db, "kept.test") and host_facts(db, "kept.test").outcome,
         60,
@@ -97,11 +99,11 @@ def trap_world(size: int = 300) -> World:
 
 def test_trap_root_is_blocked_after_fifty_failures(db, fakeweb_factory, crawl):
     web = fakeweb_factory(trap_world())
-    db.seed(["hub.test"])
+    queue.seed(db, ["hub.test"])
 
     worker = crawl(web, CLAIM_BATCH=8)
 
-    [entry] = db.list_entries("blocked")
+    [entry] = entries.list_entries(db, "blocked")
     assert entry["hostname"] == "trap.test"
     reason = entry["blocked_reason"]
     assert "subdomain generator" in reason and "last 50 unique subdomains of trap.test" in reason
@@ -113,7 +115,7 @@ def test_trap_root_is_blocked_after_fifty_failures(db, fakeweb_factory, crawl):
     # Once blocked, the rest never reach the resolver; only what was in flight (two claim
     # batches) or claimed while the window's last writes were landing (two more) may.
     assert 50 <= len(looked_up) <= 50 + 4 * 8
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         out_of_routing = conn.execute(
             text("SELECT count(*) FROM queue WHERE denied_by = 'trap.test'")
         ).scalar()
@@ -129,11 +131,11 @@ def test_a_root_with_live_subdomains_is_never_blocked(db, fakeweb_factory, crawl
     for name in names[::40]:  # one live name in every 40 (the window orders by completion)
         world.site(name)
     web = fakeweb_factory(world)
-    db.seed(["hub.test"])
+    queue.seed(db, ["hub.test"])
 
     crawl(web, CLAIM_BATCH=4)
 
-    assert db.list_entries("blocked") == []
+    assert entries.list_entries(db, "blocked") == []
     outcomes = Counter(host_facts(db, n).outcome for n in names)
     assert outcomes == {"DNS_NXDOMAIN": 195, "OK": 5}
 
@@ -146,11 +148,11 @@ def test_tcp_and_tls_failures_count_towards_a_trap(db, fakeweb_factory, crawl):
     for i, name in enumerate(names):
         world.host(name, kinds[i % 3])
     web = fakeweb_factory(world)
-    db.seed(["hub.test"])
+    queue.seed(db, ["hub.test"])
 
     crawl(web, scheme="https", CLAIM_BATCH=8, RETRY_TIMES=0)
 
-    [entry] = db.list_entries("blocked")
+    [entry] = entries.list_entries(db, "blocked")
     assert entry["hostname"] == "mixed.test"
     for kind in ("TCP_REFUSED", "TCP_RESET", "TLS_HANDSHAKE"):
         assert kind in entry["blocked_reason"]
@@ -165,9 +167,9 @@ def test_redirects_to_denied_hosts_are_never_followed(db, fakeweb_factory, crawl
     for name in ("www.social.test", "x.trapped.test", "fine.test"):
         world.site(name)
     web = fakeweb_factory(world)
-    db.add_no_follow(["social.test"])
-    db.upsert_blocked("trapped.test", "test block")
-    db.seed(["hub.test"])
+    entries.add_no_follow(db, ["social.test"])
+    entries.upsert_blocked(db, "trapped.test", "test block")
+    queue.seed(db, ["hub.test"])
 
     worker = crawl(web)
 
@@ -189,7 +191,7 @@ def test_kill_9_mid_crawl_then_rerun_gives_the_full_result(db, fakeweb_factory, 
     world = World(seed=7, delay=0.02)  # waves long enough to be killed inside one
     names = world.graph(200, roots=["alpha.test", "beta.test"])
     web = fakeweb_factory(world)
-    db.seed([names[0]])
+    queue.seed(db, [names[0]])
 
     worker = start_crawler(web, CLAIM_LEASE=3, CLAIM_BATCH=8)
     # Killed while it holds claims: between two waves of the crawl it may hold none.
@@ -205,7 +207,7 @@ def test_kill_9_mid_crawl_then_rerun_gives_the_full_result(db, fakeweb_factory, 
     start_crawler(web, CLAIM_LEASE=3).wait()
 
     assert known_hosts(db) == set(names)
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         uncrawled = conn.execute(text("SELECT count(*) FROM hosts WHERE outcome IS NULL")).scalar()
         stranded = conn.execute(text("SELECT count(*) FROM queue WHERE claimed_by IS NOT NULL"))
     assert uncrawled == 0 and stranded.scalar() == 0
@@ -217,10 +219,10 @@ def test_two_workers_share_a_crawl_without_fetching_twice(db, fakeweb_factory, s
     web = fakeweb_factory(world)
     workers = [start_crawler(web, CLAIM_BATCH=8, CLOSE_WHEN_DRAINED=0) for _ in range(2)]
     wait_until(lambda: all("Spider opened" in w.log() for w in workers), 60, "both workers")
-    db.seed([names[0]])
+    queue.seed(db, [names[0]])
 
     def all_crawled() -> bool:
-        with db.engine.connect() as conn:
+        with db.connect() as conn:
             done = text("SELECT count(*) FROM hosts WHERE outcome IS NOT NULL")
             return conn.execute(done).scalar() == len(names)
 
@@ -231,7 +233,7 @@ def test_two_workers_share_a_crawl_without_fetching_twice(db, fakeweb_factory, s
     assert known_hosts(db) == set(names)
     counts = web.fetch_counts(path="/")
     assert set(counts) == set(names) and max(counts.values()) == 1
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         unsettled = conn.execute(text("SELECT count(*) FROM queue WHERE claimed_by IS NOT NULL"))
         assert unsettled.scalar() == 0
     shares = [int(re.search(r"'hosts/outcome/OK': (\d+)", w.log()).group(1)) for w in workers]
@@ -242,7 +244,7 @@ def test_start_requests_to_denied_hosts_leave_routing(db, fakeweb_factory, crawl
     world = World()
     world.site("stale.social.test")
     web = fakeweb_factory(world)
-    db.add_no_follow(["social.test"])
-    insert_stale_row(db.engine, "stale.social.test", "social.test")  # the claim refuses it
+    entries.add_no_follow(db, ["social.test"])
+    insert_stale_row(db, "stale.social.test", "social.test")  # the claim refuses it
     crawl(web)
     assert not web.fetches(host="stale.social.test", path=None)

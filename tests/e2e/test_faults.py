@@ -8,6 +8,7 @@ import time
 
 from sqlalchemy import text
 
+from crawler.db import accounts, entries, queue
 from tests.e2e.conftest import host_facts, known_hosts, leases_ran_out, wait_until
 from tests.fakeweb import World
 
@@ -26,7 +27,7 @@ def test_database_restart_and_outage_mid_crawl(db, fakeweb_factory, start_crawle
     world = World(seed=5, delay=0.02)
     names = world.graph(400, roots=["alpha.test", "beta.test", "gamma.test"])
     web = fakeweb_factory(world)
-    db.seed([names[0]])
+    queue.seed(db, [names[0]])
     workers = [start_crawler(web, CLAIM_BATCH=4, CONCURRENT_REQUESTS=8) for _ in range(2)]
 
     wait_until(lambda: crawled_pages(web) >= 60, 90, "60 pages before the restart")
@@ -47,7 +48,7 @@ def test_database_restart_and_outage_mid_crawl(db, fakeweb_factory, start_crawle
         worker.wait()
 
     assert known_hosts(db) == set(names)
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM hosts WHERE outcome IS NULL")).scalar() == 0
         assert (
             conn.execute(text("SELECT count(*) FROM queue WHERE claimed_by IS NOT NULL")).scalar()
@@ -87,7 +88,7 @@ def test_kill_storm(db, fakeweb_factory, start_crawler):
     world = World(seed=9, delay=0.01)
     names = world.graph(520, roots=["alpha.test", "beta.test", "gamma.test", "delta.test"])
     web = fakeweb_factory(world)
-    db.seed([names[0]])
+    queue.seed(db, [names[0]])
     settings = {
         "CLAIM_LEASE": 2,
         "CLAIM_BATCH": 4,
@@ -114,7 +115,7 @@ def test_kill_storm(db, fakeweb_factory, start_crawler):
         worker.wait()
 
     assert known_hosts(db) == set(names)
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         rows = conn.execute(
             text(
                 "SELECT count(*) AS hosts, count(q.hostname) AS queued,"
@@ -133,19 +134,19 @@ def test_kill_storm(db, fakeweb_factory, start_crawler):
 
 
 def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, start_crawler):
-    from crawler.db.reports import api_token_hash
+    from crawler.db.accounts import api_token_hash
     from webpanel import create_app
 
     world = World(seed=13, delay=0.01)
     roots = ["alpha.test", "beta.test", "gamma.test", "delta.test"]
     names = world.graph(400, roots=roots)
     web = fakeweb_factory(world)
-    db.create_user("op", "operator password")
-    with db.engine.begin() as conn:
+    accounts.create_user(db, "op", "operator password")
+    with db.begin() as conn:
         conn.execute(text("UPDATE users SET api_token_hash = :h"), {"h": api_token_hash("t")})
     api = create_app({"TESTING": True, "SECRET_KEY": "test"}).test_client()
     auth = {"Authorization": "Bearer t"}
-    db.seed([names[0]])
+    queue.seed(db, [names[0]])
     workers = [start_crawler(web, CLAIM_BATCH=4, CONCURRENT_REQUESTS=8) for _ in range(2)]
 
     changes = 0
@@ -155,7 +156,7 @@ def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, sta
             answer = api.post(url, json={"names": [domain], "note": f"round {i}"}, headers=auth)
             assert answer.status_code == 200, answer.get_json()
             changes += answer.get_json()["results"][0]["status"] in ("added", "removed")
-        db.upsert_blocked("beta.test", f"round {i}")
+        entries.upsert_blocked(db, "beta.test", f"round {i}")
         answer = api.post("/api/blocked/unblock", json={"names": ["beta.test"]}, headers=auth)
         assert answer.json["results"][0]["status"] == "unblocked"
         changes += 2
@@ -174,8 +175,8 @@ def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, sta
     for worker in workers:
         worker.wait()  # no deadlock: both finish
 
-    assert db.deny_entries() == [("gamma.test", "no_follow")]  # no lost update
-    with db.engine.connect() as conn:
+    assert entries.deny_entries(db) == [("gamma.test", "no_follow")]  # no lost update
+    with db.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM audit_log")).scalar() == changes
     late = [
         r
@@ -185,7 +186,7 @@ def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, sta
     assert late == [], "a gamma.test host was fetched more than 5 s after its entry"
     # Links met while their domain was listed were dropped (that is the rule); every
     # host that was saved and is routable now was crawled: nothing stranded.
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         stranded = conn.execute(
             text(
                 "SELECT q.* FROM hosts JOIN queue q USING (hostname) WHERE outcome IS NULL"

@@ -7,7 +7,7 @@ import random
 import pytest
 from sqlalchemy import text
 
-from crawler.db.database import Database
+from crawler.db import queue
 from tests.conftest import empty_tables
 from tests.e2e.conftest import CrawlerProcess, crawl_settings
 from tests.fakeweb import FakeWeb, World
@@ -59,10 +59,10 @@ HOSTILE = {
 @pytest.fixture(scope="module")
 def hostile_crawl(engine, tmp_path_factory):
     empty_tables(engine)
-    db = Database(engine)
+    db = engine
     logs = tmp_path_factory.mktemp("hostile")
     with FakeWeb(hostile_world(), workdir=logs / "web") as web:
-        db.seed(["hub.test"])
+        queue.seed(db, ["hub.test"])
         settings = crawl_settings(web, DOWNLOAD_MAXSIZE=8 * 1024 * 1024, RETRY_TIMES=0)
         worker = CrawlerProcess(settings, logs / "crawl.log")
         worker.wait()

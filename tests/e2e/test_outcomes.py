@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from crawler.db.database import Database
+from crawler.db import queue
 from tests.conftest import empty_tables
 from tests.e2e.conftest import CrawlerProcess, crawl_settings
 from tests.fakeweb import FakeWeb, World
@@ -49,11 +49,11 @@ def build_world(cases: dict) -> World:
 def crawled(engine, tmp_path_factory):
     """Crawl every case once (http and https), then return each host's facts."""
     empty_tables(engine)
-    db = Database(engine)
+    db = engine
     logs = tmp_path_factory.mktemp("outcomes")
     for scheme, cases in (("http", HTTP_CASES), ("https", HTTPS_CASES)):
         with FakeWeb(build_world(cases), workdir=logs / scheme) as web:
-            db.seed(list(cases))
+            queue.seed(db, list(cases))
             settings = crawl_settings(web, scheme, DOWNLOAD_TIMEOUT=2, RETRY_TIMES=0)
             CrawlerProcess(settings, logs / f"{scheme}.log").wait()
     with engine.connect() as conn:

@@ -39,6 +39,8 @@ from pathlib import Path
 
 from sqlalchemy import text
 
+from crawler.db import entries, queue
+
 from .handle import PROJECT_ROOT, FakeWeb
 from .world import World, link_host
 
@@ -171,7 +173,7 @@ def summarize(db, engine, world: World, web: FakeWeb) -> None:
     print("\nWhat the crawl found")
     print(f"  hosts discovered: {known} ({len(crawled)} crawled: {by_outcome})")
 
-    blocked = db.list_entries("blocked")
+    blocked = entries.list_entries(db, "blocked")
     print(f"\n  blocked entries ({len(blocked)}): the trap rule's verdicts")
     for entry in blocked:
         print(f"    {entry['hostname']}  blocked_reason:")
@@ -185,9 +187,9 @@ def summarize(db, engine, world: World, web: FakeWeb) -> None:
     if not blocked:
         print("    none (unexpected: the web ring's trap.test links should have made one)")
 
-    entries = db.list_entries("no_follow")
-    print(f"\n  no_follow entries ({len(entries)}): excluded by an operator")
-    for entry in entries:
+    no_follow = entries.list_entries(db, "no_follow")
+    print(f"\n  no_follow entries ({len(no_follow)}): excluded by an operator")
+    for entry in no_follow:
         print(f"    {entry['hostname']}  note: {entry['note'] or '-'}")
     expected = platform_links(world, crawled)
     fetched = {r["host"] for r in web.requests() if on_platform(r["host"])}
@@ -267,7 +269,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, interrupt)
     sys.stdout.reconfigure(line_buffering=True)
-    from crawler.db.database import Database
+
     from crawler.db.engine import database_url, get_engine, var_dir
     from crawler.db.migrate import upgrade_to_head
 
@@ -279,7 +281,7 @@ def main() -> int:
     forgotten = forget_previous_demo(engine)
     if forgotten:
         print(f"  forgot the previous demo's {forgotten} .test hosts")
-    db = Database(engine, actor="demo")
+    db = engine
 
     workdir = var_dir() / "demo"
     shutil.rmtree(workdir, ignore_errors=True)
@@ -298,9 +300,9 @@ def main() -> int:
             f" also links to {PLATFORM} (a giant platform) in odd forms; {RING} links to"
             f" {TRAP_LINKS} subdomains of {TRAP} (NXDOMAIN)"
         )
-        for change in db.add_no_follow([PLATFORM], note=PLATFORM_NOTE):
+        for change in entries.add_no_follow(db, [PLATFORM], note=PLATFORM_NOTE):
             print(f"  no_follow {change.describe()}")
-        for change in db.seed([names[0]]):
+        for change in queue.seed(db, [names[0]]):
             print(f"  seed {change.describe()}")
 
         log_path = workdir / "crawl.log"

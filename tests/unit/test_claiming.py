@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from sqlalchemy import create_engine, text
 
-from crawler.db.database import Database
+from crawler.db import claims, entries, queue
 
 ROWS = 20_000
 WORKERS = 4
@@ -17,10 +17,10 @@ WORKERS = 4
 def drain(url: str, worker: str, start) -> list[str]:
     """Claim batches until nothing is due (runs in a child process)."""
     engine = create_engine(url)
-    db = Database(engine)
+    db = engine
     start.wait(timeout=60)
     claimed: list[str] = []
-    while batch := db.start_urls(100, worker):
+    while batch := claims.claim(db, 100, worker):
         claimed += batch
     engine.dispose()
     return claimed
@@ -28,11 +28,11 @@ def drain(url: str, worker: str, start) -> list[str]:
 
 def test_four_processes_claim_every_row_exactly_once(db, database_url):
     names = [f"h{i}.r{i % 97}.test" for i in range(ROWS)]
-    db.save_hosts(names)
-    db.save_hosts(["x.blocked.test", "y.nofollow.test", "dateless.test"])
-    db.upsert_blocked("blocked.test", "trap")
-    db.add_no_follow(["nofollow.test"])
-    with db.engine.begin() as conn:
+    queue.save_hosts(db, names)
+    queue.save_hosts(db, ["x.blocked.test", "y.nofollow.test", "dateless.test"])
+    entries.upsert_blocked(db, "blocked.test", "trap")
+    entries.add_no_follow(db, ["nofollow.test"])
+    with db.begin() as conn:
         conn.execute(text("UPDATE queue SET next_claim_at = NULL WHERE hostname = 'dateless.test'"))
 
     context = multiprocessing.get_context("spawn")
@@ -49,21 +49,21 @@ def test_four_processes_claim_every_row_exactly_once(db, database_url):
 
 
 def test_expired_lease_makes_a_row_claimable_again(db):
-    db.save_hosts(["lease.test"])
-    assert db.start_urls(10, "w1", lease=timedelta(minutes=10)) == ["lease.test"]
-    assert db.start_urls(10, "w2") == []
-    with db.engine.begin() as conn:  # let the lease run out
+    queue.save_hosts(db, ["lease.test"])
+    assert claims.claim(db, 10, "w1", lease=timedelta(minutes=10)) == ["lease.test"]
+    assert claims.claim(db, 10, "w2") == []
+    with db.begin() as conn:  # let the lease run out
         conn.execute(text("UPDATE queue SET next_claim_at = now() - interval '1 second'"))
-    assert db.start_urls(10, "w2") == ["lease.test"]
-    with db.engine.connect() as conn:
+    assert claims.claim(db, 10, "w2") == ["lease.test"]
+    with db.connect() as conn:
         assert conn.execute(text("SELECT claimed_by FROM queue")).scalar() == "w2"
 
 
 def test_never_routed(db):
-    db.save_hosts(["ok.test", "a.blocked.test", "b.c.nofollow.test", "dateless.test"])
-    db.upsert_blocked("blocked.test", "trap")
-    db.add_no_follow(["nofollow.test"])
-    with db.engine.begin() as conn:
+    queue.save_hosts(db, ["ok.test", "a.blocked.test", "b.c.nofollow.test", "dateless.test"])
+    entries.upsert_blocked(db, "blocked.test", "trap")
+    entries.add_no_follow(db, ["nofollow.test"])
+    with db.begin() as conn:
         conn.execute(text("UPDATE queue SET next_claim_at = NULL WHERE hostname = 'dateless.test'"))
         conn.execute(
             text(
@@ -71,11 +71,11 @@ def test_never_routed(db):
                 " AND hostname <> 'dateless.test'"
             )
         )
-    assert db.start_urls(100, "w1") == ["ok.test"]
+    assert claims.claim(db, 100, "w1") == ["ok.test"]
 
 
 def test_claim_order_is_oldest_first(db, engine):
-    db.save_hosts(["new.test", "old.test"])
+    queue.save_hosts(db, ["new.test", "old.test"])
     with engine.begin() as conn:
         conn.execute(
             text(
@@ -83,4 +83,4 @@ def test_claim_order_is_oldest_first(db, engine):
                 " WHERE hostname = 'old.test'"
             )
         )
-    assert db.start_urls(1, "w1") == ["old.test"]
+    assert claims.claim(db, 1, "w1") == ["old.test"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from crawler.db import ACCEPTED_URLS, DatabaseUrlError, checked_database_url
+from crawler.db.engine import ACCEPTED_URLS, DatabaseUrlError, checked_database_url
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_other_urls_are_one_line_naming_the_accepted_forms(url, says):
 HOLD = """
 import os, signal, sys
 from pathlib import Path
-from crawler.db import embedded_server_url
+from crawler.db.engine import embedded_server_url
 
 embedded_server_url(Path(sys.argv[1]))
 if sys.argv[2] == "die":

@@ -9,7 +9,9 @@ from scrapy import Request, Spider
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.test import get_crawler
 
-from crawler.middlewares import AnswerAwareRetryMiddleware, BlacklistMiddleware
+from crawler.db import entries
+from crawler.middlewares import AnswerAwareRetryMiddleware, BlacklistMiddleware, request_denied
+from crawler.state import CrawlState
 from tests.unit.test_hostnames import CASES
 
 
@@ -17,10 +19,8 @@ from tests.unit.test_hostnames import CASES
 def crawler(db):
     crawler = get_crawler(Spider)
     crawler.spider = crawler._create_spider("test")
-    crawler.spider.db = db
-    crawler.spider.denied = []
-    crawler.spider.request_denied = crawler.spider.denied.append
-    return crawler
+    yield crawler
+    CrawlState.of(crawler).denylist.stop()
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def middleware(crawler):
 @pytest.mark.parametrize(("entry", "stored", "url", "denied"), CASES)
 def test_matching_table(db, middleware, entry, stored, url, denied):
     if entry is not None:
-        db.add_no_follow([entry])
+        entries.add_no_follow(db, [entry])
     request = Request("http://" + url)
     if denied:
         with pytest.raises(IgnoreRequest, match=f"no_follow entry {stored}"):
@@ -41,7 +41,7 @@ def test_matching_table(db, middleware, entry, stored, url, denied):
 
 
 def test_dont_filter_does_not_bypass_but_allow_blocked_does(db, middleware):
-    db.upsert_blocked("trap.test", "trap")
+    entries.upsert_blocked(db, "trap.test", "trap")
     with pytest.raises(IgnoreRequest):
         middleware.process_request(Request("http://x.trap.test/", dont_filter=True))
     allowed = Request("http://x.trap.test/", meta={"allow_blocked": True})
@@ -49,8 +49,8 @@ def test_dont_filter_does_not_bypass_but_allow_blocked_does(db, middleware):
 
 
 def test_stats_count_requests_and_domains_per_rule(db, middleware, crawler):
-    db.upsert_blocked("trap.test", "trap")
-    db.add_no_follow(["social.test"])
+    entries.upsert_blocked(db, "trap.test", "trap")
+    entries.add_no_follow(db, ["social.test"])
     urls = [
         "http://a.trap.test/",
         "http://b.trap.test/",
@@ -69,18 +69,24 @@ def test_stats_count_requests_and_domains_per_rule(db, middleware, crawler):
 
 
 def test_scheduling_a_denied_request_raises_and_settles_it(db, middleware, crawler):
-    db.add_no_follow(["social.test"])
+    entries.add_no_follow(db, ["social.test"])
     request = Request("http://social.test/", meta={"hostname": "social.test"})
+    denied = []
+
+    def heard(request, denial):  # a name, not a lambda: signals hold weak references
+        denied.append((request, denial))
+
+    crawler.signals.connect(heard, request_denied)
     with pytest.raises(IgnoreRequest):
         middleware.request_scheduled(request, crawler.spider)
-    assert crawler.spider.denied == [request]
+    assert denied == [(request, ("social.test", "no_follow"))]
     assert request.meta["denial"] == ("social.test", "no_follow")
 
 
 def test_a_block_elsewhere_applies_once_the_deny_list_has_it(db, middleware):
     request = Request("http://x.late.test/")
     assert middleware.process_request(request) is None
-    db.denylist.add("late.test", "blocked")  # what the LISTEN thread does on NOTIFY
+    middleware.state.denylist.remember("late.test", "blocked")  # what the LISTEN thread does
     with pytest.raises(IgnoreRequest):
         middleware.process_request(request)
 

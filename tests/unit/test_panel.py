@@ -17,9 +17,12 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from crawler.db.database import DENYLIST_CHANNEL, Database
-from crawler.db.listener import DenyListListener, conninfo
+from crawler.db import entries
+from crawler.db.entries import DENYLIST_CHANNEL
+from crawler.db.listener import conninfo
 from crawler.db.models import Base
+from crawler.livedenylist import LiveDenyList
+from tests.dbhelpers import record_outcome
 from tests.unit.test_panel_support import (
     PASSWORD,
     give_api_token,
@@ -62,7 +65,7 @@ FORM_POSTS = [
 API_POSTS = [pytest.param(u, id=u) for e, u, m in ROUTES if m == "POST" and e.startswith("api.")]
 
 
-def entries(engine, rule: str) -> dict[str, str | None]:
+def entry_rows(engine, rule: str) -> dict[str, str | None]:
     with engine.connect() as conn:
         rows = conn.execute(
             text("SELECT hostname, note FROM queue WHERE status_reason = :r"), {"r": rule}
@@ -144,15 +147,15 @@ def test_a_database_outage_is_a_503_not_a_500():
 
 @pytest.mark.parametrize(("endpoint", "url"), FORM_POSTS)
 def test_every_post_without_a_csrf_token_is_refused(client, db, endpoint, url):
-    db.add_no_follow(["gone.test"])
-    db.upsert_blocked("trap.test", "a trap")
-    before = (entries(db.engine, "no_follow"), entries(db.engine, "blocked"), audit(db.engine))
+    entries.add_no_follow(db, ["gone.test"])
+    entries.upsert_blocked(db, "trap.test", "a trap")
+    before = (entry_rows(db, "no_follow"), entry_rows(db, "blocked"), audit(db))
     data = {"entries": "new.test", "save": "Save", "note": "x", "submit": "Confirm"}
     data |= {"username": "alice", "password": PASSWORD}
     response = client.post(url, data=data)
     assert response.status_code == 400
     assert "CSRF" in response.get_data(as_text=True)
-    after = (entries(db.engine, "no_follow"), entries(db.engine, "blocked"), audit(db.engine))
+    after = (entry_rows(db, "no_follow"), entry_rows(db, "blocked"), audit(db))
     assert after == before
 
 
@@ -161,7 +164,7 @@ def test_the_api_takes_no_session_cookie(client, db, url):
     """The API is CSRF-exempt because it accepts only tokens: a session gets 401."""
     response = client.post(url, json={"names": ["new.test"]})
     assert response.status_code == 401
-    assert entries(db.engine, "no_follow") == {}
+    assert entry_rows(db, "no_follow") == {}
 
 
 def test_security_headers_on_every_kind_of_page(client, anonymous):
@@ -255,7 +258,7 @@ def test_there_is_no_default_account(anonymous, db):
         response = login(anonymous, username, password)
         assert response.status_code == 200
         assert "Wrong username or password" in response.get_data(as_text=True)
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM users")).scalar() == 0
 
 
@@ -292,7 +295,7 @@ def test_login_throttling_is_per_account_and_shared_by_workers(
         response = login(client, "alice", PASSWORD)
         assert response.status_code == 200
         assert "Too many failed logins" in response.get_data(as_text=True)
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         row = conn.execute(
             text("SELECT failed_logins, locked_until > now() FROM users WHERE username = 'alice'")
         ).one()
@@ -300,10 +303,10 @@ def test_login_throttling_is_per_account_and_shared_by_workers(
     # Bob is another account: not locked.
     assert login(app.test_client(), "bob", PASSWORD).status_code == 302
     # When the lock runs out, the right password works and the count starts again.
-    with db.engine.begin() as conn:
+    with db.begin() as conn:
         conn.execute(text("UPDATE users SET locked_until = now() - interval '1 second'"))
     assert login(app.test_client(), "alice", PASSWORD).status_code == 302
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         assert conn.execute(text("SELECT max(failed_logins) FROM users")).scalar() == 0
 
 
@@ -320,9 +323,9 @@ SCRIPT = "<script>alert('x')</script>"
 
 
 def test_web_data_renders_escaped(client, db):
-    insert_hosts(db.engine, ["evil.test"], title=SCRIPT, outcome="OK", http_status=200)
-    db.upsert_blocked("trap.test", f"subdomain generator {SCRIPT}")
-    db.add_no_follow(["noted.test"], note=SCRIPT)
+    insert_hosts(db, ["evil.test"], title=SCRIPT, outcome="OK", http_status=200)
+    entries.upsert_blocked(db, "trap.test", f"subdomain generator {SCRIPT}")
+    entries.add_no_follow(db, ["noted.test"], note=SCRIPT)
     for url in ("/", "/hosts/evil.test", "/blocked", "/blocked/trap.test/unblock", "/no_follow"):
         html = client.get(url).get_data(as_text=True)
         assert "<script>" not in html, url
@@ -333,9 +336,9 @@ def test_web_data_renders_escaped(client, db):
 
 
 def test_host_list_and_host_page(client, db):
-    insert_hosts(db.engine, ["a.test", "www.a.test", "b.test", "c.under.hidden.test"])
-    insert_hosts(db.engine, ["ok.test"], outcome="OK", http_status=203, title="Hello there")
-    db.add_no_follow(["hidden.test"])
+    insert_hosts(db, ["a.test", "www.a.test", "b.test", "c.under.hidden.test"])
+    insert_hosts(db, ["ok.test"], outcome="OK", http_status=203, title="Hello there")
+    entries.add_no_follow(db, ["hidden.test"])
     html = client.get("/").get_data(as_text=True)
     assert shown_hosts(html) == ["a.test", "b.test", "ok.test", "www.a.test"]
     page = client.get("/hosts/ok.test").get_data(as_text=True)
@@ -348,8 +351,8 @@ def test_host_list_and_host_page(client, db):
 
 
 def test_search_filters_and_sort(client, db):
-    insert_hosts(db.engine, ["www.a.test", "www.b.test", "shop.a.test", "a.test", "xa.test"])
-    insert_hosts(db.engine, ["api.b.test"], outcome="DNS_NXDOMAIN")
+    insert_hosts(db, ["www.a.test", "www.b.test", "shop.a.test", "a.test", "xa.test"])
+    insert_hosts(db, ["api.b.test"], outcome="DNS_NXDOMAIN")
 
     def shown(query: str) -> list[str]:
         return shown_hosts(client.get("/?" + query).get_data(as_text=True))
@@ -365,7 +368,7 @@ def test_search_filters_and_sort(client, db):
 
 
 def test_pages_keep_the_other_query_args(client, db):
-    insert_hosts(db.engine, [f"h{i:02}.keep.test" for i in range(12)], outcome="OK")
+    insert_hosts(db, [f"h{i:02}.keep.test" for i in range(12)], outcome="OK")
     html = client.get("/?q=h&outcome=OK&sort=name&n=5").get_data(as_text=True)
     link = html.split('rel="next" href="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
     for arg in ("q=h", "outcome=OK", "sort=name", "n=5", "after="):
@@ -380,11 +383,11 @@ def test_pages_keep_the_other_query_args(client, db):
 
 
 def test_dashboard_strip(client, db):
-    insert_hosts(db.engine, ["a.test", "b.test", "c.test"], outcome="OK")
-    insert_hosts(db.engine, ["d.test"], outcome="DNS_NXDOMAIN", last_crawled_at=datetime.now(UTC))
-    insert_hosts(db.engine, ["www.social.test", "x.trap.test"])
-    db.add_no_follow(["social.test"])
-    db.upsert_blocked("trap.test", "a trap")
+    insert_hosts(db, ["a.test", "b.test", "c.test"], outcome="OK")
+    insert_hosts(db, ["d.test"], outcome="DNS_NXDOMAIN", last_crawled_at=datetime.now(UTC))
+    insert_hosts(db, ["www.social.test", "x.trap.test"])
+    entries.add_no_follow(db, ["social.test"])
+    entries.upsert_blocked(db, "trap.test", "a trap")
     html = client.get("/").get_data(as_text=True)
     assert '<dd id="stat-blocked">1</dd>' in html
     assert '<dd id="stat-no-follow">1</dd>' in html
@@ -404,15 +407,15 @@ def test_bad_input_shows_its_reason_beside_the_field_and_stores_nothing(client, 
     assert "<textarea" in beside and "entries-errors" in beside
     assert "&#39;bad..test&#39;: empty label" in beside
     assert "Save" not in html.split('id="entries-errors"', 1)[1].split("</form>", 1)[0]
-    assert entries(db.engine, "no_follow") == {} and audit(db.engine) == []
+    assert entry_rows(db, "no_follow") == {} and audit(db) == []
     empty = post_form(client, "/no_follow", {"entries": "", "preview": "Preview"})
     assert empty.status_code == 400 and "give at least one domain" in empty.get_data(as_text=True)
-    assert entries(db.engine, "no_follow") == {}
+    assert entry_rows(db, "no_follow") == {}
 
 
 def test_preview_counts_what_an_entry_would_take_and_stores_nothing(client, db):
-    insert_hosts(db.engine, ["ex.test", "www.ex.test", "a.b.ex.test", "notex.test"])
-    with db.engine.begin() as conn:
+    insert_hosts(db, ["ex.test", "www.ex.test", "a.b.ex.test", "notex.test"])
+    with db.begin() as conn:
         conn.execute(text("UPDATE queue SET next_claim_at = NULL WHERE hostname = 'ex.test'"))
     response = post_form(
         client, "/no_follow", {"entries": "https://EX.test:8080/path", "preview": "Preview"}
@@ -422,11 +425,11 @@ def test_preview_counts_what_an_entry_would_take_and_stores_nothing(client, db):
     assert "Would exclude 3 known hosts, 2 queued" in html
     assert "<td>ex.test</td>" in html  # what it would be stored as
     assert 'value="Save 1 entry"' in html
-    assert entries(db.engine, "no_follow") == {}
+    assert entry_rows(db, "no_follow") == {}
 
 
 def test_paste_many_gives_one_summary(client, db):
-    db.add_no_follow(["old.test"])
+    entries.add_no_follow(db, ["old.test"])
     pasted = "Example.ORG:8080\nbad..test\n\n# a comment\nhttps://*.YouTube.com/x\nold.test\ncom"
     response = post_form(client, "/no_follow", {"entries": pasted, "note": "big", "save": "Save"})
     html = response.get_data(as_text=True)
@@ -434,12 +437,12 @@ def test_paste_many_gives_one_summary(client, db):
     assert "Example.ORG:8080 → example.org: added" in html
     assert "&#39;bad..test&#39;: empty label" in html
     assert "&#39;com&#39;: a bare public suffix" in html
-    assert entries(db.engine, "no_follow") == {
+    assert entry_rows(db, "no_follow") == {
         "old.test": None,
         "example.org": "big",
         "youtube.com": "big",
     }
-    assert ("alice", "no_follow.add", "youtube.com") in audit(db.engine)
+    assert ("alice", "no_follow.add", "youtube.com") in audit(db)
 
 
 def test_a_bare_public_suffix_needs_confirmation(client, db):
@@ -450,30 +453,31 @@ def test_a_bare_public_suffix_needs_confirmation(client, db):
         client, "/no_follow", {"entries": "co.uk", "force": "y", "preview": "Preview"}
     )
     assert forced.status_code == 200 and "Save 1 entry" in forced.get_data(as_text=True)
-    assert entries(db.engine, "no_follow") == {}
+    assert entry_rows(db, "no_follow") == {}
     saved = post_form(client, "/no_follow", {"entries": "co.uk", "force": "y", "save": "Save"})
     assert "added 1" in saved.get_data(as_text=True)
-    assert "co.uk" in entries(db.engine, "no_follow")
+    assert "co.uk" in entry_rows(db, "no_follow")
 
 
 def test_remove_asks_first_then_puts_hosts_back(client, db):
-    insert_hosts(db.engine, ["www.gone.test"])
-    db.add_no_follow(["gone.test"], note="temporary")
-    assert routing(db.engine, "www.gone.test").denied_by == "gone.test"
+    insert_hosts(db, ["www.gone.test"])
+    entries.add_no_follow(db, ["gone.test"], note="temporary")
+    assert routing(db, "www.gone.test").denied_by == "gone.test"
     confirm = client.get("/no_follow/gone.test/remove")
     assert confirm.status_code == 200 and "Remove gone.test" in confirm.get_data(as_text=True)
-    assert "gone.test" in entries(db.engine, "no_follow")  # asking changed nothing
+    assert "gone.test" in entry_rows(db, "no_follow")  # asking changed nothing
     done = post_form(client, "/no_follow/gone.test/remove", {"note": "done", "submit": "Confirm"})
     assert done.status_code == 302
-    assert "gone.test" not in entries(db.engine, "no_follow")
-    assert routing(db.engine, "www.gone.test").denied_by is None
-    assert ("alice", "no_follow.remove", "gone.test") in audit(db.engine)
+    assert "gone.test" not in entry_rows(db, "no_follow")
+    assert routing(db, "www.gone.test").denied_by is None
+    assert ("alice", "no_follow.remove", "gone.test") in audit(db)
     assert "1 hosts back in routing" in client.get("/no_follow").get_data(as_text=True)
     assert client.get("/no_follow/gone.test/remove").status_code == 404
 
 
 def test_no_follow_list_search_and_pages(client, db):
-    db.add_no_follow([f"e{i:02}.test" for i in range(7)] + ["www.site.test", "site.test"])
+    names = [f"e{i:02}.test" for i in range(7)] + ["www.site.test", "site.test"]
+    entries.add_no_follow(db, names, actor="test")
     html = client.get("/no_follow?n=3").get_data(as_text=True)
     assert "e00.test" in html and "e03.test" not in html and 'rel="next"' in html
     found = client.get("/no_follow?q=site.test&match=domain").get_data(as_text=True)
@@ -482,8 +486,8 @@ def test_no_follow_list_search_and_pages(client, db):
 
 
 def test_audit_log_page(client, db):
-    db.add_no_follow(["a.test"], actor="carol", note="why not")
-    db.remove_no_follow(["a.test"], actor="dave")
+    entries.add_no_follow(db, ["a.test"], actor="carol", note="why not")
+    entries.remove_no_follow(db, ["a.test"], actor="dave")
     html = client.get("/audit").get_data(as_text=True)
     assert html.index("dave") < html.index("carol")  # newest first
     assert "no_follow.add" in html and "why not" in html
@@ -493,7 +497,7 @@ def test_audit_log_page(client, db):
 
 def test_csv_export_neutralises_formulas(client, db):
     for i, note in enumerate(["=HYPERLINK(1)", "+1", "-1", "@SUM(1)", "plain, with comma"]):
-        db.add_no_follow([f"n{i}.test"], note=note)
+        entries.add_no_follow(db, [f"n{i}.test"], note=note)
     response = client.get("/no_follow/export.csv")
     assert response.mimetype == "text/csv"
     assert "attachment" in response.headers["Content-Disposition"]
@@ -516,7 +520,7 @@ def test_csv_import_previews_then_saves(client, db):
         client, "/no_follow/import", upload, content_type="multipart/form-data"
     ).get_data(as_text=True)
     assert "Import 2 entries" in preview and "empty label" in preview
-    assert entries(db.engine, "no_follow") == {}
+    assert entry_rows(db, "no_follow") == {}
     hidden = preview.split('name="csv_text" type="hidden" value="', 1)[1].split('"', 1)[0]
     import html as htmllib
 
@@ -527,17 +531,17 @@ def test_csv_import_previews_then_saves(client, db):
         page="/no_follow/import",
     ).get_data(as_text=True)
     assert "added 2, already present 0, refused 1" in saved
-    assert entries(db.engine, "no_follow") == {"imp.test": "=from export", "www.imp2.test": None}
+    assert entry_rows(db, "no_follow") == {"imp.test": "=from export", "www.imp2.test": None}
 
 
 # -- blocked -------------------------------------------------------------------------------------
 
 
 def test_blocked_shows_reason_and_evidence_and_unblocks(client, db):
-    insert_hosts(db.engine, ["live.trap.test"])
+    insert_hosts(db, ["live.trap.test"])
     for i in range(4):
-        db.record_outcome(f"j{i}.trap.test", "DNS_NXDOMAIN" if i else "TCP_REFUSED", size=4)
-    assert routing(db.engine, "live.trap.test").denied_by == "trap.test"
+        record_outcome(db, f"j{i}.trap.test", "DNS_NXDOMAIN" if i else "TCP_REFUSED", size=4)
+    assert routing(db, "live.trap.test").denied_by == "trap.test"
     html = client.get("/blocked").get_data(as_text=True)
     assert "subdomain generator: the last 4 unique subdomains of trap.test" in html
     assert 'DNS_NXDOMAIN <span class="n">3</span>' in html
@@ -549,25 +553,24 @@ def test_blocked_shows_reason_and_evidence_and_unblocks(client, db):
     )
     confirm = client.get("/blocked/trap.test/unblock").get_data(as_text=True)
     assert "Unblock trap.test" in confirm and "blocked_reason" in confirm
-    assert "trap.test" in entries(db.engine, "blocked")
+    assert "trap.test" in entry_rows(db, "blocked")
     done = post_form(client, "/blocked/trap.test/unblock", {"note": "false positive"})
     assert done.status_code == 302
-    assert entries(db.engine, "blocked") == {}
-    assert routing(db.engine, "live.trap.test").denied_by is None
-    assert ("alice", "unblock", "trap.test") in audit(db.engine)
+    assert entry_rows(db, "blocked") == {}
+    assert routing(db, "live.trap.test").denied_by is None
+    assert ("alice", "unblock", "trap.test") in audit(db)
 
 
 # -- the live effect -----------------------------------------------------------------------------
 
 
 def test_an_add_reaches_a_listening_crawler_within_5_seconds(client, engine, db):
-    crawler = Database(engine, actor="crawler")
-    listener = DenyListListener(crawler)
-    listener.start()
-    with psycopg.connect(conninfo(crawler), autocommit=True) as conn:
+    crawler = LiveDenyList(engine)
+    crawler.load()  # and starts listening
+    with psycopg.connect(conninfo(engine), autocommit=True) as conn:
         conn.execute(f"LISTEN {DENYLIST_CHANNEL}")
         try:
-            assert listener.ready.wait(10)
+            assert crawler.listener.ready.wait(10)
             start = time.monotonic()
             post_form(client, "/no_follow", {"entries": "live.test", "save": "Save"})
             note = next(conn.notifies(timeout=5, stop_after=1))
@@ -576,11 +579,11 @@ def test_an_add_reaches_a_listening_crawler_within_5_seconds(client, engine, db)
                 "hostname": "live.test",
                 "rule": "no_follow",
             }
-            while not crawler.denylist.is_denied("www.live.test"):
+            while not crawler.loaded.is_denied("www.live.test"):
                 assert time.monotonic() - start < 5, "the crawler's deny list never changed"
                 time.sleep(0.02)
         finally:
-            listener.stop()
+            crawler.stop()
 
 
 # -- the API ---------------------------------------------------------------------------------
@@ -588,14 +591,14 @@ def test_an_add_reaches_a_listening_crawler_within_5_seconds(client, engine, db)
 
 @pytest.fixture
 def token(db, operators) -> str:
-    give_api_token(db.engine, "bob", "bob-token")
+    give_api_token(db, "bob", "bob-token")
     return "bob-token"
 
 
 def test_api(app, db, token):
     api = app.test_client()
     auth = {"Authorization": f"Bearer {token}"}
-    insert_hosts(db.engine, ["www.social.test"])
+    insert_hosts(db, ["www.social.test"])
     assert api.get("/api/stats", headers={"Authorization": "Bearer wrong"}).status_code == 401
 
     added = api.post(
@@ -605,7 +608,7 @@ def test_api(app, db, token):
     assert added.json["ok"] is False
     assert [r["status"] for r in added.json["results"]] == ["added", "refused"]
     assert added.json["results"][0]["hostname"] == "social.test"
-    assert ("bob", "no_follow.add", "social.test") in audit(db.engine)
+    assert ("bob", "no_follow.add", "social.test") in audit(db)
 
     check = api.get("/api/check_host?name=https://WWW.social.test:443/x", headers=auth).json
     assert check == {
@@ -622,7 +625,7 @@ def test_api(app, db, token):
     assert [e["hostname"] for e in listed["entries"]] == ["social.test"]
     assert listed["entries"][0]["took_out"] == 1
 
-    db.upsert_blocked("trap.test", "a trap")
+    entries.upsert_blocked(db, "trap.test", "a trap")
     assert api.get("/api/blocked", headers=auth).json["entries"][0]["blocked_reason"] == "a trap"
     unblocked = api.post("/api/blocked/unblock", json={"names": ["trap.test"]}, headers=auth)
     assert unblocked.json["results"][0]["status"] == "unblocked"

@@ -16,7 +16,7 @@ pytest_plugins = ["tests.unit.test_panel_support"]
 @pytest.fixture
 def api(app, db, operators):
     """A test client and the headers of alice's API token."""
-    return app.test_client(), give_api_token(db.engine, "alice", "alice-token")
+    return app.test_client(), give_api_token(db, "alice", "alice-token")
 
 
 def assert_json_error(response, status: int) -> str:

@@ -10,7 +10,7 @@ pytest_plugins = ["tests.unit.test_panel_support"]
 
 
 def stored_hash(db, name: str) -> str | None:
-    with db.engine.connect() as conn:
+    with db.connect() as conn:
         return conn.execute(
             text("SELECT api_token_hash FROM users WHERE username = :u"), {"u": name}
         ).scalar()

@@ -48,7 +48,7 @@ def assert_answered(response) -> None:
 
 @pytest.fixture
 def api_headers(db, operators) -> dict:
-    return give_api_token(db.engine, "alice", "fuzz-token")
+    return give_api_token(db, "alice", "fuzz-token")
 
 
 @FUZZ

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from sqlalchemy import text
 
+from crawler.db import entries
 from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
 from tests.unit.test_panel_support import insert_hosts, next_link, shown_hosts
 
@@ -62,14 +63,14 @@ class Loaded:
 def loaded(db) -> Loaded:
     """10,000 hosts; what `/` must show."""
     names = corpus(random.Random(8))
-    db.add_no_follow(NO_FOLLOW_BEFORE, note="before")
-    insert_hosts(db.engine, names)
-    db.add_no_follow(NO_FOLLOW_AFTER, note="after")
+    entries.add_no_follow(db, NO_FOLLOW_BEFORE, note="before")
+    insert_hosts(db, names)
+    entries.add_no_follow(db, NO_FOLLOW_AFTER, note="after")
     for entry in BLOCKED_ENTRIES:
-        db.upsert_blocked(entry, f"trap at {entry}")
+        entries.upsert_blocked(db, entry, f"trap at {entry}")
     # Discovery times with many ties, so the sort's hostname tie-break matters.
     base = datetime(2026, 11, 1, tzinfo=UTC)
-    with db.engine.begin() as conn:
+    with db.begin() as conn:
         conn.execute(
             text(
                 "UPDATE hosts SET discovered_at = :base"
@@ -85,10 +86,10 @@ def loaded(db) -> Loaded:
             text("SELECT count(*) FROM queue WHERE hostname LIKE 'a%.social.test'")
         ).scalar()
     assert stale > 0
-    entries = [(e, NO_FOLLOW) for e in NO_FOLLOW_BEFORE + NO_FOLLOW_AFTER]
-    entries += [(e, BLOCKED) for e in BLOCKED_ENTRIES]
-    denylist = DenyList(entries)
-    with db.engine.connect() as conn:
+    deny = [(e, NO_FOLLOW) for e in NO_FOLLOW_BEFORE + NO_FOLLOW_AFTER]
+    deny += [(e, BLOCKED) for e in BLOCKED_ENTRIES]
+    denylist = DenyList(deny)
+    with db.connect() as conn:
         stored = conn.execute(text("SELECT hostname, discovered_at, outcome FROM hosts")).all()
     assert len(stored) >= HOSTS
     visible = {h: at for h, at, _ in stored if denylist.denial(h) is None}

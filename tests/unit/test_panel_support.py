@@ -45,7 +45,7 @@ def app(database_url):
 def operators(db, password_hash) -> dict[str, int]:
     """Two operators, alice and bob, on an empty database: {name: id}."""
     ids = {}
-    with db.engine.begin() as conn:
+    with db.begin() as conn:
         for name in ("alice", "bob"):
             ids[name] = conn.execute(
                 text("INSERT INTO users (username, password_hash) VALUES (:u, :p) RETURNING id"),
@@ -128,7 +128,7 @@ def next_link(html: str) -> str | None:
 
 def give_api_token(engine, username: str, token: str) -> dict:
     """Store `token` as the operator's API token; the headers that carry it."""
-    from crawler.db.reports import api_token_hash
+    from crawler.db.accounts import api_token_hash
 
     with engine.begin() as conn:
         conn.execute(

@@ -1,0 +1,79 @@
+"""The hostcrawl add-on: the deny list, the trap rule and their parts for any spider.
+
+    ADDONS = {"crawler.addon.HostcrawlAddon": 0}
+
+installs, in their places: BlacklistMiddleware (no_follow and blocked hosts
+never downloaded; every outcome fed to the trap windows), the retry variant
+that never retries an authoritative NXDOMAIN, the bounded robots.txt
+middleware, the outcome resolver (NXDOMAIN, SERVFAIL, timeout told apart),
+the pipeline that writes HostItems, and the production defaults. A project's
+own settings still win over the defaults set here.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy import signals
+from scrapy.downloadermiddlewares.retry import RetryMiddleware
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+
+from crawler.middlewares import (
+    AnswerAwareRetryMiddleware,
+    BlacklistMiddleware,
+    FrontPageRobotsTxtMiddleware,
+)
+from crawler.pipelines import HostWritePipeline
+from crawler.resolver import OutcomeResolver
+
+log = logging.getLogger(__name__)
+
+# DESIGN.md 'Scrapy 2.19 facts': what a crawler of the open web should not run with.
+PRODUCTION_DEFAULTS = {
+    "REMOTE_CONTROL_ENABLED": False,
+    "TELNETCONSOLE_ENABLED": False,
+    "COOKIES_ENABLED": False,
+    "ROBOTSTXT_OBEY": True,
+    "DOWNLOAD_MAXSIZE": 2 * 1024 * 1024,
+    "DOWNLOAD_WARNSIZE": 1024 * 1024,
+    "TWISTED_DNS_RESOLVER": "crawler.resolver.OutcomeResolver",
+}
+
+
+class HostcrawlAddon:
+    """Installs hostcrawl's middlewares, resolver and pipeline."""
+
+    def __init__(self, crawler) -> None:
+        self.crawler = crawler
+        crawler.signals.connect(self.install_resolver, signal=signals.engine_started)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def update_settings(self, settings) -> None:
+        for name, value in PRODUCTION_DEFAULTS.items():
+            settings.set(name, value, "addon")
+        # Early, so a denied request costs nothing: no robots.txt fetch, no retry.
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", BlacklistMiddleware, 50)
+        for builtin, ours, priority in (
+            (RetryMiddleware, AnswerAwareRetryMiddleware, 550),
+            (RobotsTxtMiddleware, FrontPageRobotsTxtMiddleware, 100),
+        ):
+            settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", builtin, None)
+            settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ours, priority)
+        settings.set_in_component_priority_dict("ITEM_PIPELINES", HostWritePipeline, 300)
+
+    def install_resolver(self) -> None:
+        """Make sure the reactor resolves through OutcomeResolver.
+
+        Only CrawlerProcess installs TWISTED_DNS_RESOLVER, from its own settings,
+        before any spider's: a spider run by CrawlerRunner, or one that asks for
+        this add-on in its custom_settings, would otherwise keep the default.
+        """
+        from twisted.internet import reactor
+
+        if isinstance(reactor.resolver, OutcomeResolver):
+            return
+        OutcomeResolver.from_crawler(self.crawler, reactor).install_on_reactor()
+        log.info("hostcrawl: DNS through OutcomeResolver")

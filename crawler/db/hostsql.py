@@ -1,0 +1,42 @@
+"""SQL over hostnames that every query module shares: name ranges and array types.
+
+Hostnames are stored normalized (DESIGN.md §1), so "everything under a name"
+is a range of reverse(hostname), served by the ix_*_reversed indexes.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import bindparam
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.types import Integer, String
+
+NAMES = ARRAY(String)
+INTS = ARRAY(Integer)
+
+
+def names_param(*names: str):
+    """Bind parameters typed as text[] (for unnest and = ANY)."""
+    return tuple(bindparam(name, type_=NAMES) for name in names)
+
+
+def suffix_range(hostname: str) -> tuple[str, str]:
+    """Bounds of reverse(name) for every name strictly below `hostname`.
+
+    '/' follows '.' in byte order, so [lo, hi) holds exactly the names ending in
+    '.' + hostname, and never 'notexample.org' or 'example.orgx'.
+    """
+    lo = hostname[::-1] + "."
+    return lo, lo[:-1] + "/"
+
+
+def names_below(column: str) -> str:
+    """SQL: `column` is strictly below the name whose suffix_range() is :lo, :hi."""
+    return f"reverse({column}::text) >= :lo AND reverse({column}::text) < :hi"
+
+
+def under_params(root: str | None) -> dict:
+    """Parameters for a query narrowed to `root` and every name under it."""
+    if root is None:
+        return {}
+    lo, hi = suffix_range(root)
+    return {"root": root, "lo": lo, "hi": hi}

@@ -1,0 +1,152 @@
+"""The host list (`/`) and a host's own page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import (
+    Select,
+    and_,
+    select,
+    true,
+)
+from sqlalchemy.sql.elements import ColumnElement
+
+from crawler.db.models import Host, QueueRow
+from crawler.db.pages.paging import (
+    DEFAULT_LIMIT,
+    NEVER_CRAWLED,
+    PREFIX,
+    QUEUE_REVERSED,
+    Order,
+    Page,
+    keyset,
+    paginate,
+    search_condition,
+    visible,
+)
+from crawler.hostnames import normalize
+
+# -- hosts (/) ----------------------------------------------------------------------
+
+# The list walks queue rows that no entry took out of routing (the ix_queue_shown
+# partial index, in hostname order), so a page never wades through thousands of
+# hidden hosts; each row then passes the exact test above.
+SHOWN = and_(QueueRow.status_reason.is_(None), QueueRow.denied_by.is_(None))
+
+HOST_SORTS: dict[str, Order] = {
+    "name": Order((QueueRow.hostname,), ("str",)),
+    "newest": Order((Host.discovered_at, Host.hostname), ("datetime", "str"), descending=True),
+    "oldest": Order((Host.discovered_at, Host.hostname), ("datetime", "str")),
+}
+
+
+@dataclass(frozen=True)
+class HostFilter:
+    """What the main list shows: search, outcome, root and sort."""
+
+    q: str = ""
+    match: str = PREFIX
+    outcome: str = ""  # "" any, "none" never crawled, else an outcome type
+    root: str = ""
+    sort: str = "name"
+
+    def conditions(self) -> tuple[list[ColumnElement[bool]], list[ColumnElement[bool]]]:
+        """(on queue, on hosts) SQL conditions; HostnameError for a search or root
+        that is no hostname."""
+        on_queue = [SHOWN, visible(QueueRow.hostname)]
+        searched = search_condition(QueueRow.hostname, QUEUE_REVERSED, self.q, self.match)
+        if searched is not None:
+            on_queue.append(searched)
+        on_hosts = []
+        if self.outcome == NEVER_CRAWLED:
+            on_hosts.append(Host.outcome.is_(None))
+        elif self.outcome:
+            on_hosts.append(Host.outcome == self.outcome)
+        if self.root.strip():
+            on_hosts.append(Host.root == normalize(self.root))
+        return on_queue, on_hosts
+
+
+HOST_COLUMNS = (
+    Host.hostname,
+    Host.root,
+    Host.outcome,
+    Host.http_status,
+    Host.title,
+    Host.discovered_at,
+    Host.last_crawled_at,
+)
+
+
+def _hosts(flt: HostFilter) -> Select:
+    """The list's query. By name and with no filter on hosts' columns, it walks
+    ix_queue_shown in order and looks each row's facts up by primary key (a
+    LATERAL … LIMIT 1, so the planner cannot choose a merge join along all of
+    hosts, hidden rows included). Otherwise the planner picks: the discovered_at,
+    outcome or root index may lead, each host's queue row looked up."""
+    on_queue, on_hosts = flt.conditions()
+    if flt.sort == "name" and not on_hosts:
+        facts = (
+            select(*HOST_COLUMNS)
+            .where(Host.hostname == QueueRow.hostname, *on_hosts)
+            .limit(1)
+            .lateral("h")
+        )
+        return select(*facts.c).select_from(QueueRow).join(facts, true()).where(*on_queue)
+    return (
+        select(*HOST_COLUMNS)
+        .select_from(QueueRow)
+        .join(Host, Host.hostname == QueueRow.hostname)
+        .where(*on_queue, *on_hosts)
+    )
+
+
+def host_statement(
+    flt: HostFilter,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> Select:
+    """The SQL of one page of `/` (for EXPLAIN in the benchmark)."""
+    return keyset(_hosts(flt), HOST_SORTS[flt.sort], after, before, limit)[0]
+
+
+def host_page(
+    conn,
+    flt: HostFilter,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> Page:
+    """Discovered hosts, never one under a deny entry, one keyset page."""
+    return paginate(conn, _hosts(flt), HOST_SORTS[flt.sort], after, before, limit)
+
+
+def host_detail(conn, hostname: str):
+    """One host's crawl facts and its queue row (next claim, deny state), or None."""
+    stmt = (
+        select(
+            *HOST_COLUMNS,
+            Host.discovered_from,
+            Host.final_url,
+            Host.links_found,
+            Host.links_saved,
+            Host.links_filtered,
+            Host.fail_streak,
+            Host.crawl_count,
+            Host.audited_at,
+            Host.audit_outcome,
+            QueueRow.next_claim_at,
+            QueueRow.status_reason,
+            QueueRow.blocked_reason,
+            QueueRow.blocked_at,
+            QueueRow.note,
+            QueueRow.denied_by,
+            QueueRow.claimed_by,
+            QueueRow.claimed_at,
+        )
+        .outerjoin(QueueRow, QueueRow.hostname == Host.hostname)
+        .where(Host.hostname == hostname)
+    )
+    return conn.execute(stmt).first()

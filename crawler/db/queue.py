@@ -1,0 +1,187 @@
+"""The queue's writes (DESIGN.md §3, §6): new hosts in, crawled hosts' results out.
+
+A crawled host's result, its new links and its next date are written in one
+transaction (`finish_many`), and the claim is released in it: a worker killed
+before it commits loses nothing — the lease runs out and the host comes back.
+Links arrive filtered (the crawler filters them with the core); this module
+only writes hostnames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from sqlalchemy import Connection, Engine, bindparam, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.types import Boolean, Interval
+
+from crawler.db.entries import EntryChange, current_denial
+from crawler.db.hostsql import INTS, names_param
+from crawler.db.retry import retry_conflicts
+from crawler.hostnames import HostnameError, normalize, root
+from crawler.links import FilteredLinks
+from crawler.outcomes import is_network_failure
+
+
+@dataclass(frozen=True)
+class CrawlResult:
+    """What fetching one host's front page came to."""
+
+    outcome: str
+    http_status: int | None = None
+    final_url: str | None = None
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class Crawled:
+    """One crawled host for finish_many(): its result, its page's filtered links, its next date."""
+
+    hostname: str
+    result: CrawlResult
+    links: FilteredLinks = field(default_factory=FilteredLinks)
+    recrawl_after: timedelta = timedelta(days=7)
+
+
+INSERT_HOSTS = text(
+    """
+    INSERT INTO hosts (hostname, root, discovered_from)
+    SELECT * FROM unnest(:names, :roots, :sources)
+    ON CONFLICT (hostname) DO NOTHING
+    RETURNING hostname, discovered_from
+    """
+).bindparams(*names_param("names", "roots", "sources"))
+QUEUE_HOSTS = text(
+    """
+    INSERT INTO queue (hostname, next_claim_at)
+    SELECT h, now() FROM unnest(:names) AS t(h)
+    ON CONFLICT (hostname) DO UPDATE SET next_claim_at = now()
+     WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
+    """
+).bindparams(*names_param("names"))
+WRITE_RESULTS = text(
+    """
+    UPDATE hosts h SET last_crawled_at = now(), outcome = t.outcome, http_status = t.status,
+           final_url = t.url, title = t.title, links_found = t.found, links_saved = t.saved,
+           links_filtered = t.filtered, crawl_count = h.crawl_count + 1,
+           fail_streak = CASE WHEN t.failed THEN h.fail_streak + 1 ELSE 0 END
+      FROM (SELECT * FROM unnest(:names, :outcomes, :statuses, :urls, :titles,
+                                 :found, :saved, :filtered, :failed)
+              AS u(hostname, outcome, status, url, title, found, saved, filtered, failed)
+             ORDER BY hostname) AS t
+     WHERE h.hostname = t.hostname
+    """
+).bindparams(
+    *names_param("names", "outcomes", "urls", "titles"),
+    *(bindparam(name, type_=INTS) for name in ("statuses", "found", "saved", "filtered")),
+    bindparam("failed", type_=ARRAY(Boolean)),
+)
+SCHEDULE = text(
+    """
+    UPDATE queue q SET claimed_by = NULL, claimed_at = NULL,
+           next_claim_at = CASE WHEN q.status_reason IS NULL
+                                THEN now() + t.after ELSE q.next_claim_at END
+      FROM unnest(:names, :afters) AS t(hostname, after)
+     WHERE q.hostname = t.hostname
+    """
+).bindparams(*names_param("names"), bindparam("afters", type_=ARRAY(Interval)))
+
+
+@retry_conflicts
+def save_hosts(engine: Engine, hostnames: Iterable[str], discovered_from: str | None = None) -> int:
+    """Insert normalized, allowed hostnames into hosts and the queue (due now).
+
+    Idempotent. Returns how many hosts were new. Callers filter first; a
+    dateless row (made by a deny entry) gets a date when a link finds it.
+    """
+    found = {name: discovered_from for name in hostnames}
+    if not found:
+        return 0
+    with engine.begin() as conn:
+        return len(insert_hosts(conn, found))
+
+
+def insert_hosts(conn: Connection, found: dict[str, str | None]) -> list[tuple[str, str | None]]:
+    """Insert {hostname: discovered_from} in hostname order (the lock order).
+
+    Returns the (hostname, discovered_from) rows that were new.
+    """
+    names = sorted(found)
+    params = {"names": names, "roots": [root(n) for n in names]}
+    new = conn.execute(INSERT_HOSTS, {**params, "sources": [found[n] for n in names]})
+    conn.execute(QUEUE_HOSTS, {"names": names})
+    return [(h, source) for h, source in new]
+
+
+def seed(engine: Engine, values: Sequence[str]) -> list[EntryChange]:
+    """Queue operator-given hostnames; denied or malformed ones are refused."""
+    changes = []
+    for value in values:
+        try:
+            hostname = normalize(value)
+        except HostnameError as exc:
+            changes.append(EntryChange(value, None, "refused", exc.reason))
+            continue
+        with engine.connect() as conn:
+            denial = current_denial(conn, hostname)
+        if denial is not None:
+            why = f"under {denial.rule} entry {denial.entry}"
+            changes.append(EntryChange(value, hostname, "refused", why))
+            continue
+        new = save_hosts(engine, [hostname])
+        changes.append(EntryChange(value, hostname, "queued" if new else "already"))
+    return changes
+
+
+@retry_conflicts
+def finish_many(engine: Engine, crawled: Sequence[Crawled]) -> list[list[str]]:
+    """Write crawled hosts' results, new links and next dates in one transaction.
+
+    All are written, or none. Returns, per host, the hostnames its page added.
+    """
+    found: dict[str, str | None] = {}
+    for host in crawled:
+        for name in host.links.hostnames:
+            if name != host.hostname:
+                found.setdefault(name, host.hostname)
+    with engine.begin() as conn:
+        write_results(conn, crawled)
+        new = insert_hosts(conn, found) if found else []
+        schedule(conn, [(host.hostname, host.recrawl_after) for host in crawled])
+    added: dict[str | None, list[str]] = {}
+    for name, source in new:
+        added.setdefault(source, []).append(name)
+    return [added.get(host.hostname, []) for host in crawled]
+
+
+def write_results(conn: Connection, crawled: Sequence[Crawled]) -> None:
+    results = [host.result for host in crawled]
+    conn.execute(
+        WRITE_RESULTS,
+        {
+            "names": [host.hostname for host in crawled],
+            "outcomes": [r.outcome for r in results],
+            "statuses": [r.http_status for r in results],
+            "urls": [r.final_url for r in results],
+            "titles": [r.title for r in results],
+            "found": [host.links.found for host in crawled],
+            "saved": [len(host.links.hostnames - {host.hostname}) for host in crawled],
+            "filtered": [host.links.filtered for host in crawled],
+            "failed": [is_network_failure(r.outcome) for r in results],
+        },
+    )
+
+
+def schedule(conn: Connection, delays: list[tuple[str, timedelta]]) -> None:
+    """Release claims (entry rows too) and set each routable row's next date."""
+    if delays:
+        conn.execute(SCHEDULE, {"names": [h for h, _ in delays], "afters": [d for _, d in delays]})
+
+
+@retry_conflicts
+def release(engine: Engine, hostnames: Sequence[str]) -> None:
+    """Give claimed hosts back, due now."""
+    with engine.begin() as conn:
+        schedule(conn, [(h, timedelta(0)) for h in hostnames])

@@ -1,0 +1,127 @@
+"""Trap windows and wildcard probes (DESIGN.md §5), shared by every worker.
+
+Each root's window holds the latest outcome of its last unique subdomains.
+Whether a window proves a trap is the core's rule (`traps.trap_reason`); this
+module stores the windows and reports the roots whose window now does. The
+caller decides whether to block (after its self-check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, Engine, text
+
+from crawler.db.hostsql import names_param
+from crawler.db.retry import retry_conflicts
+from crawler.hostnames import root
+from crawler.outcomes import ALIVE, is_network_failure
+from crawler.traps import DEFAULT_WINDOW, Observation, trap_reason
+
+# The database's clock (one for all workers), one microsecond apart to keep order.
+UPSERT_WINDOW = text(
+    """
+    INSERT INTO trap_window (root, hostname, outcome, seen_at)
+    SELECT r, h, o, clock_timestamp() + i * interval '1 microsecond'
+      FROM unnest(:roots, :names, :kinds) WITH ORDINALITY AS t(r, h, o, i)
+    ON CONFLICT (root, hostname)
+    DO UPDATE SET outcome = excluded.outcome, seen_at = excluded.seen_at
+    """
+).bindparams(*names_param("roots", "names", "kinds"))
+TRIM_WINDOWS = text(
+    """
+    DELETE FROM trap_window w USING (
+        SELECT root, hostname,
+               row_number() OVER (PARTITION BY root ORDER BY seen_at DESC) AS rank
+          FROM trap_window WHERE root = ANY(:roots)) AS r
+     WHERE w.root = r.root AND w.hostname = r.hostname AND r.rank > :size
+    """
+).bindparams(*names_param("roots"))
+READ_WINDOWS = text(
+    "SELECT root, hostname, outcome, seen_at FROM trap_window WHERE root = ANY(:roots)"
+    " ORDER BY root, seen_at DESC"
+).bindparams(*names_param("roots"))
+READ_WINDOW = text(
+    "SELECT hostname, outcome, seen_at FROM trap_window WHERE root = :root ORDER BY seen_at DESC"
+)
+
+
+@retry_conflicts
+def record_outcomes(
+    engine: Engine, outcomes: Sequence[tuple[str, str]], size: int = DEFAULT_WINDOW
+) -> dict[str, str]:
+    """Put subdomains' (hostname, outcome) into their roots' windows, in completion order.
+
+    Returns {root: trap reason} for the roots whose window now proves a trap.
+    """
+    latest: dict[str, str] = {}
+    for hostname, outcome in outcomes:  # a name seen twice keeps its last outcome
+        latest.pop(hostname, None)
+        latest[hostname] = outcome
+    rows = [(root(h), h, o) for h, o in latest.items() if root(h) != h]
+    if not rows:
+        return {}
+    with engine.begin() as conn:
+        windows = _update_windows(conn, rows, size)
+    found = {domain: trap_reason(domain, window, size) for domain, window in windows.items()}
+    return {domain: reason for domain, reason in found.items() if reason}
+
+
+def _update_windows(conn: Connection, rows: list[tuple], size: int) -> dict[str, list[Observation]]:
+    """Upsert the observations and trim each touched window to `size`.
+
+    Returns the windows of the roots that got a failure: only a failure can
+    complete a trap, so the (frequent) OK outcomes cost no read-back.
+    """
+    roots, names, kinds = (list(column) for column in zip(*rows, strict=True))
+    conn.execute(UPSERT_WINDOW, {"roots": roots, "names": names, "kinds": kinds})
+    conn.execute(TRIM_WINDOWS, {"roots": sorted(set(roots)), "size": size})
+    failing = sorted({r for r, _, o in rows if is_network_failure(o)})
+    if not failing:
+        return {}
+    windows: dict[str, list[Observation]] = {}
+    for r in conn.execute(READ_WINDOWS, {"roots": failing}):
+        windows.setdefault(r.root, []).append(Observation(r.hostname, r.outcome, r.seen_at))
+    return windows
+
+
+def window(engine: Engine, domain: str) -> list[Observation]:
+    """A root's current window, newest first (the evidence /blocked shows)."""
+    with engine.connect() as conn:
+        return [Observation(*r) for r in conn.execute(READ_WINDOW, {"root": domain})]
+
+
+def wildcard_probe(engine: Engine, domain: str) -> tuple[str, str] | None:
+    """(probe name, outcome) of the root's wildcard probe, if it was made."""
+    with engine.connect() as conn:
+        row = conn.execute(
+            text("SELECT probe, outcome FROM wildcard_probes WHERE root = :root"),
+            {"root": domain},
+        ).first()
+    return (row.probe, row.outcome) if row else None
+
+
+def wildcard_note(engine: Engine, domain: str) -> str:
+    """What the root's wildcard probe showed, for its blocked_reason ('' if none)."""
+    probe = wildcard_probe(engine, domain)
+    if probe is None:
+        return ""
+    name, outcome = probe
+    if outcome in ALIVE:
+        return f"; wildcard zone: the random name {name} resolves"
+    return f"; not a wildcard zone: the random name {name} gave {outcome}"
+
+
+@retry_conflicts
+def save_wildcard_probe(engine: Engine, domain: str, probe: str, outcome: str) -> None:
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                """
+                INSERT INTO wildcard_probes (root, probe, outcome) VALUES (:root, :probe, :o)
+                ON CONFLICT (root) DO UPDATE SET probe = excluded.probe,
+                       outcome = excluded.outcome, checked_at = now()
+                """
+            ),
+            {"root": domain, "probe": probe, "o": outcome},
+        )

@@ -1,0 +1,66 @@
+"""Which outcome a failed request came to: Scrapy's and Twisted's exceptions → kinds.
+
+Scrapy wraps Twisted's errors (CannotResolveHostError, DownloadFailedError…);
+the original is in __cause__, and a TLS error hides in its `reasons`. Our
+resolver keeps the DNS failure's real kind (crawler.resolver).
+"""
+
+from __future__ import annotations
+
+from OpenSSL import SSL
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+)
+from twisted.internet import error as tx
+
+from crawler.outcomes import (
+    DNS_ERROR,
+    HTTP_ERROR,
+    HTTP_TIMEOUT,
+    HTTP_TOO_LARGE,
+    IGNORED,
+    TCP_REFUSED,
+    TCP_RESET,
+    TCP_TIMEOUT,
+    TLS_HANDSHAKE,
+)
+from crawler.resolver import DNSFailure, last_failure
+
+
+def classify(exc: BaseException, hostname: str) -> str:
+    """The outcome type of a failed request to `hostname`."""
+    cause = exc.__cause__ or exc
+    if isinstance(exc, IgnoreRequest):
+        return IGNORED
+    if isinstance(cause, DNSFailure):
+        return cause.resolution.outcome
+    if isinstance(exc, CannotResolveHostError | tx.DNSLookupError):
+        return last_failure(hostname) or DNS_ERROR
+    if isinstance(exc, DownloadConnectionRefusedError) or isinstance(
+        cause, tx.ConnectionRefusedError
+    ):
+        return TCP_REFUSED
+    if isinstance(cause, tx.TCPTimedOutError | tx.TimeoutError):
+        return TCP_TIMEOUT
+    if isinstance(exc, DownloadTimeoutError):
+        return HTTP_TIMEOUT
+    if isinstance(exc, DownloadCancelledError) and "max size" in str(exc):
+        return HTTP_TOO_LARGE
+    if isinstance(exc, DownloadFailedError) or isinstance(
+        cause, tx.ConnectError | tx.ConnectionLost
+    ):
+        return _connection_failure(cause)
+    return HTTP_ERROR
+
+
+def _connection_failure(cause: BaseException) -> str:
+    """TLS_HANDSHAKE when OpenSSL is among the reasons, else TCP_RESET."""
+    reasons = [getattr(r, "value", r) for r in getattr(cause, "reasons", [])] or [cause]
+    if any(isinstance(r, SSL.Error) for r in reasons):
+        return TLS_HANDSHAKE
+    return TCP_RESET

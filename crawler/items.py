@@ -1,0 +1,28 @@
+"""The item the hosts spider yields: one per host it settles (crawled, failed or denied).
+
+Items flow to the pipelines (crawler.pipelines writes them to Postgres) and
+to any feed (`scrapy crawl hosts -o found.jsonl`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class HostItem:
+    """What one host's front page came to, and the hostnames its links lead to."""
+
+    hostname: str
+    outcome: str
+    http_status: int | None = None
+    final_url: str | None = None
+    title: str | None = None
+    # Hostnames the page links to, after the link filter (normalized, allowed).
+    hostnames: list[str] = field(default_factory=list)
+    links_found: int = 0
+    links_filtered: int = 0
+    # Set by the pipeline: the hostnames this page added to the queue.
+    new_hostnames: list[str] = field(default_factory=list)
+    # The deny entry that refused the request (outcome IGNORED).
+    denied_by: str | None = None

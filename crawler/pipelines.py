@@ -1,0 +1,66 @@
+"""The item pipeline that writes what the hosts spider settled to Postgres (DESIGN.md §6).
+
+Each HostItem's result, new hostnames and next date are written by
+`queue.finish_many`, batched with the items of other hosts in one
+transaction; a denied host's row leaves routing. The item then carries the
+hostnames its page added, for the pipelines and feeds after this one.
+A write that fails leaves the host claimed until its lease runs out: nothing
+is lost, the host is simply crawled again.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from crawler.batches import Batcher
+from crawler.db import queue, routing
+from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.retry import in_thread_until_up
+from crawler.items import HostItem
+from crawler.links import FilteredLinks
+from crawler.state import CrawlState
+
+
+class HostWritePipeline:
+    """Write each HostItem; leave other items alone."""
+
+    def __init__(self, crawler) -> None:
+        self.crawler = crawler
+        self.state = CrawlState.of(crawler)
+        self.recrawl_after = timedelta(seconds=crawler.settings.getint("RECRAWL_AFTER", 604800))
+        self._finishes = Batcher("finishing hosts", self._finish_many)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    async def process_item(self, item):
+        if not isinstance(item, HostItem):
+            return item
+        if item.denied_by is not None:
+            await self._take_out(item)
+        else:
+            item.new_hostnames = await self._finishes.submit(self._crawled(item))
+            self.state.observe_soon(item.hostname, item.outcome)
+        stats = self.crawler.stats
+        stats.inc_value(f"hosts/outcome/{item.outcome}")
+        stats.inc_value("hosts/links_saved", len(item.new_hostnames))
+        return item
+
+    def _crawled(self, item: HostItem) -> Crawled:
+        result = CrawlResult(item.outcome, item.http_status, item.final_url, item.title)
+        links = FilteredLinks(set(item.hostnames), item.links_found)
+        links.dropped["filtered"] = item.links_filtered
+        return Crawled(item.hostname, result, links, self.recrawl_after)
+
+    def _finish_many(self, crawled: list[Crawled]) -> list[list[str]]:
+        return queue.finish_many(self.state.engine, crawled)
+
+    async def _take_out(self, item: HostItem) -> None:
+        await in_thread_until_up(
+            f"taking {item.hostname} out of routing",
+            routing.take_out_denied,
+            self.state.engine,
+            item.hostname,
+            item.denied_by,
+        )

@@ -1,0 +1,97 @@
+"""Outcomes into trap windows, and blocks for the roots they prove traps (DESIGN.md §5).
+
+The crawl and the audit both feed it. The window's verdict is the core's
+rule; before a block is written, an optional self-check (crawler.selfcheck)
+may defer it. A block made here enters this worker's deny list at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from sqlalchemy import Engine
+
+from crawler.batches import Batcher
+from crawler.db import entries, windows
+from crawler.db.retry import in_thread_until_up
+from crawler.denylist import BLOCKED
+from crawler.hostnames import root
+from crawler.outcomes import is_network_failure
+
+log = logging.getLogger(__name__)
+
+# (root, trap reason) → True to block now, False to defer.
+Confirm = Callable[[str, str], Awaitable[bool]]
+
+
+class TrapGuard:
+    """Records (hostname, outcome) pairs and blocks proven traps."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        size: int,
+        actor: str,
+        remember: Callable[[str, str], None] = lambda hostname, rule: None,
+        confirm: Confirm | None = None,
+    ) -> None:
+        self.engine = engine
+        self.size = size
+        self.actor = actor
+        self.remember = remember
+        self.confirm = confirm
+        self._batcher = Batcher("recording outcomes", self._write)
+        self._checking: set[str] = set()
+
+    async def observe(self, hostname: str, outcome: str) -> str | None:
+        """Feed one outcome (batched with others); the reason if this blocked its root."""
+        # A failure may complete a trap: it goes at once, so the block lands early.
+        candidate = await self._batcher.submit((hostname, outcome), is_network_failure(outcome))
+        if candidate is None:
+            return None
+        blocked = await self.block_proven({root(hostname): candidate})
+        return blocked.get(root(hostname))
+
+    async def observe_many(self, outcomes: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """Feed many outcomes in one write; {root: reason} for the roots this blocked."""
+        candidates = await in_thread_until_up(
+            "recording outcomes", windows.record_outcomes, self.engine, outcomes, self.size
+        )
+        return await self.block_proven(candidates)
+
+    def _write(self, outcomes: Sequence[tuple[str, str]]) -> list[str | None]:
+        """One window write; each proven root's reason goes to its first item only."""
+        proven = windows.record_outcomes(self.engine, outcomes, self.size)
+        return [proven.pop(root(hostname), None) for hostname, _ in outcomes]
+
+    async def block_proven(self, proven: dict[str, str]) -> dict[str, str]:
+        """Block each proven root its self-check confirms; the others wait for more outcomes."""
+        blocked = {}
+        for domain, reason in proven.items():
+            if domain in self._checking:
+                continue  # a check of this root is under way
+            self._checking.add(domain)
+            try:
+                confirmed = self.confirm is None or await self.confirm(domain, reason)
+                if confirmed and await self._block(domain, reason):
+                    blocked[domain] = reason
+            finally:
+                self._checking.discard(domain)
+        return blocked
+
+    async def _block(self, domain: str, reason: str) -> bool:
+        def write() -> bool:
+            note = windows.wildcard_note(self.engine, domain)
+            return entries.upsert_blocked(self.engine, domain, reason + note, self.actor)
+
+        if not await in_thread_until_up(f"blocking {domain}", write):
+            return False
+        self.remember(domain, BLOCKED)
+        return True
+
+    async def drain(self) -> None:
+        """Wait for the writes in flight (at close)."""
+        await asyncio.sleep(0)
+        await self._batcher.drain()
