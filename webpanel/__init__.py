@@ -21,7 +21,6 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from webpanel import security, settings
 from webpanel.core import StatsCache, page_url
 from webpanel.extensions import csrf, db, login_manager
-from webpanel.forms import EmptyForm
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +69,7 @@ def favicon():
 
 
 def register_templates(app: Flask) -> None:
-    app.jinja_env.globals.update(page_url=page_url, logout_form=EmptyForm)
+    app.jinja_env.globals.update(page_url=page_url)
     app.jinja_env.filters.update(when=when, num=num)
 
     @app.errorhandler(CSRFError)

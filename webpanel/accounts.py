@@ -1,106 +1,111 @@
-"""Operators: the Flask-Login user, and logins throttled per account in the database.
+"""Operators as Flask-Login sees them, the login check, and the bound on Argon2 checks.
 
-The failure count and the lock live on the users row and are read FOR UPDATE,
-so every gunicorn worker sees the same count and two guesses at one account
-are checked one after the other.
+Failed logins slow down per (account, client address) and per address, in the
+database (crawler.db.accounts), so every gunicorn worker sees the same counts;
+no account is ever locked. Unknown, disabled and known usernames take the same
+path: the same queries, one Argon2 check, the same message.
 """
 
 from __future__ import annotations
 
+import math
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
-from functools import cache
 
 from flask_login import UserMixin
-from sqlalchemy import func, select, update
 
 from crawler.db import accounts
-from crawler.db.models import User
-from crawler.passwords import hash_password, verify_password
+from crawler.passwords import dummy_hash, verify_password
 
 WRONG = "Wrong username or password."
-LOCKED = "Too many failed logins for this account: try again later."
+SLOW_DOWN = "Too many failed logins: try again in {} s."
+BUSY = "The panel is checking other logins: try again in a moment."
 
 
 class Operator(UserMixin):
     """The logged-in operator as Flask-Login sees them."""
 
-    def __init__(self, user_id: int, username: str) -> None:
+    def __init__(self, user_id: int, username: str, role: str, generation: int) -> None:
         self.id = user_id
         self.username = username
+        self.role = role
+        self.generation = generation
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == accounts.ADMIN
 
     def get_id(self) -> str:
-        return str(self.id)
+        """The session's key: with the generation in it, raising the generation (logout,
+        a new password, disabling) ends every session made before (Flask-Login's
+        "alternative tokens")."""
+        return f"{self.id}.{self.generation}"
 
 
-@dataclass(frozen=True)
-class Throttle:
-    max_failures: int = 5
-    lock_seconds: int = 60
-    lock_max_seconds: int = 3600
+class HashSlots:
+    """At most `size` Argon2 checks at once in this process; the rest are told to come
+    back at once rather than queue up behind them (and starve every other request)."""
 
-    def lock_for(self, failures: int) -> timedelta | None:
-        """How long to lock after `failures` failures in a row (None: not yet)."""
-        if failures < self.max_failures:
-            return None
-        doublings = min(failures - self.max_failures, 20)
-        return timedelta(seconds=min(self.lock_seconds * 2**doublings, self.lock_max_seconds))
+    def __init__(self, size: int) -> None:
+        self._free = threading.BoundedSemaphore(size)
+
+    @contextmanager
+    def slot(self) -> Iterator[bool]:
+        """True inside when a slot was free (and is held until the block ends)."""
+        got = self._free.acquire(blocking=False)
+        try:
+            yield got
+        finally:
+            if got:
+                self._free.release()
 
 
 @dataclass(frozen=True)
 class LoginResult:
     operator: Operator | None
     message: str = ""
+    retry_after: int = 0  # > 0: refused before any check; the answer is 429
 
 
-@cache
-def _dummy_hash() -> str:
-    """A hash to verify against for unknown usernames, so they cost the same time."""
-    return hash_password("no such operator: this hash only burns time")
-
-
-def authenticate(session, username: str, password: str, throttle: Throttle) -> LoginResult:
-    """Check a password; count failures and lock the account after too many."""
-    row = session.execute(
-        select(
-            User.id,
-            User.username,
-            User.password_hash,
-            User.failed_logins,
-            User.locked_until,
-            func.now().label("now"),
-        )
-        .where(User.username == username)
-        .with_for_update()
-    ).first()
-    if row is None:
+def authenticate(
+    session,
+    username: str,
+    password: str,
+    address: str,
+    policy: accounts.LoginPolicy,
+    slots: HashSlots,
+) -> LoginResult:
+    """Check a password; a failure is counted for (username, address) and for address."""
+    wait = accounts.login_wait(session, username, address, policy)
+    session.rollback()  # no transaction held across the Argon2 check
+    if wait > 0:
+        seconds = math.ceil(wait)
+        return LoginResult(None, SLOW_DOWN.format(seconds), retry_after=seconds)
+    with slots.slot() as free:
+        if not free:
+            return LoginResult(None, BUSY, retry_after=1)
+        row = accounts.user_for_login(session, username)
         session.rollback()
-        verify_password(_dummy_hash(), password)
-        return LoginResult(None, WRONG)
-    if row.locked_until is not None and row.locked_until > row.now:
-        session.rollback()
-        return LoginResult(None, LOCKED)
-    if verify_password(row.password_hash, password):
-        _record(session, row.id, 0, None)
-        return LoginResult(Operator(row.id, row.username))
-    failures = row.failed_logins + 1
-    lock = throttle.lock_for(failures)
-    _record(session, row.id, failures, row.now + lock if lock else None)
-    return LoginResult(None, LOCKED if lock else WRONG)
-
-
-def _record(session, user_id: int, failures: int, locked_until) -> None:
-    session.execute(
-        update(User)
-        .where(User.id == user_id)
-        .values(failed_logins=failures, locked_until=locked_until)
-    )
+        usable = row is not None and not row.disabled
+        good = verify_password(row.password_hash if usable else dummy_hash(), password)
+    if usable and good:
+        accounts.forget_login_failures(session, username, address)
+        session.commit()
+        return LoginResult(Operator(row.id, row.username, row.role, row.session_generation))
+    accounts.record_login_failure(session, username, address)
     session.commit()
+    return LoginResult(None, WRONG)
 
 
-def load_operator(session, user_id: str) -> Operator | None:
-    """Flask-Login's user loader: the operator of a session, if they still exist."""
-    if not user_id.isdigit():
+def load_operator(session, session_id: str) -> Operator | None:
+    """Flask-Login's user loader: the operator of a session, while it is still theirs
+    (the account exists, is enabled, and its session generation is the session's)."""
+    user_id, _, generation = session_id.partition(".")
+    if not user_id.isdigit() or not generation.isdigit():
         return None
     row = accounts.user_by_id(session, int(user_id))
-    return Operator(row.id, row.username) if row else None
+    if row is None or row.session_generation != int(generation):
+        return None
+    return Operator(row.id, row.username, row.role, row.session_generation)

@@ -19,6 +19,7 @@ from crawler.denylist import BLOCKED, NO_FOLLOW
 from crawler.hostnames import HostnameError, normalize
 from webpanel.core import engine, fetch_page, stats
 from webpanel.extensions import db
+from webpanel.security import READ_METHODS, VIEWER_REFUSED
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 MAX_NAMES = 10_000
@@ -27,13 +28,16 @@ MAX_DEPTH = 32  # deeper JSON is refused before it can exhaust the parser's recu
 
 @bp.before_request
 def authenticate():
-    """Every API call needs `Authorization: Bearer <token>`."""
+    """Every API call needs `Authorization: Bearer <token>` of an enabled operator;
+    a call that may change something needs an admin's."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     user = accounts.user_by_token(db.session, token.strip()) if scheme.lower() == "bearer" else None
     if user is None:
         response = jsonify(error="an API token is required: Authorization: Bearer <token>")
         response.headers["WWW-Authenticate"] = 'Bearer realm="hostcrawl"'
         return response, 401
+    if request.method not in READ_METHODS and user.role != accounts.ADMIN:
+        abort(403, description=VIEWER_REFUSED)
     g.api_user = user.username
     return None
 

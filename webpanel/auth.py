@@ -1,4 +1,10 @@
-"""/login and /logout: Flask-Login sessions for operators made with `hostcrawl user create`."""
+"""/login and /logout: Flask-Login sessions for operators made with `hostcrawl user create`.
+
+A session is a signed cookie that expires PANEL_SESSION_HOURS after its last
+use; the server ends it early through the operator's session generation
+(webpanel.accounts.Operator.get_id): logout, a new password or disabling the
+account raise it, and every cookie made before stops working.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,8 @@ from flask import (
 from flask_login import current_user, login_user, logout_user
 from sqlalchemy import text
 
-from webpanel.accounts import Throttle, authenticate, load_operator
+from crawler.db import accounts
+from webpanel.accounts import HashSlots, authenticate, load_operator
 from webpanel.extensions import db, login_manager
 from webpanel.forms import EmptyForm, LoginForm
 from webpanel.security import safe_next
@@ -24,33 +31,59 @@ bp = Blueprint("auth", __name__)
 
 
 @login_manager.user_loader
-def _load(user_id: str):
-    return load_operator(db.session, user_id)
+def _load(session_id: str):
+    return load_operator(db.session, session_id)
 
 
-def throttle() -> Throttle:
+def login_policy() -> accounts.LoginPolicy:
     config = current_app.config
-    return Throttle(
-        config["LOGIN_MAX_FAILURES"], config["LOGIN_LOCK_SECONDS"], config["LOGIN_LOCK_MAX_SECONDS"]
+    return accounts.LoginPolicy(
+        free_failures=config["LOGIN_FREE_FAILURES"],
+        address_free_failures=config["LOGIN_ADDRESS_FREE_FAILURES"],
+        delay=config["LOGIN_DELAY_SECONDS"],
+        max_delay=config["LOGIN_DELAY_MAX_SECONDS"],
     )
+
+
+def hash_slots() -> HashSlots:
+    """This process's bound on Argon2 checks (one per app, made on first use)."""
+    return current_app.extensions.setdefault(
+        "hostcrawl.hash_slots", HashSlots(current_app.config["LOGIN_HASH_SLOTS"])
+    )
+
+
+def client_address() -> str:
+    """The TCP peer, or X-Forwarded-For's client when PANEL_TRUSTED_PROXIES says so
+    (ProxyFix, in create_app, rewrites remote_addr only then)."""
+    return (request.remote_addr or "unknown")[:64]
 
 
 @bp.route("/login", methods=["GET", "POST"])
 def login():
-    """Log an operator in; failures count per account, and too many lock it for a while."""
+    """Log an operator in; failures slow the next attempt down (never lock the account)."""
     target = safe_next(request.args.get("next"))
     if current_user.is_authenticated:
         return redirect(target)
     db.session.execute(text("SELECT 1"))  # no login form while the database is down (503)
     form = LoginForm()
     if form.validate_on_submit():
-        result = authenticate(db.session, form.username.data, form.password.data, throttle())
+        result = authenticate(
+            db.session,
+            form.username.data,
+            form.password.data,
+            client_address(),
+            login_policy(),
+            hash_slots(),
+        )
         if result.operator is not None:
             session.clear()  # no session fixation: a fresh session for the operator
-            session.permanent = True
+            session.permanent = True  # expires PANEL_SESSION_HOURS after its last use
             login_user(result.operator)
             return redirect(target)
         form.password.errors.append(result.message)
+        if result.retry_after:
+            page = render_template("auth/login.html", form=form, cookie_warning=cookie_warning())
+            return page, 429, {"Retry-After": str(result.retry_after)}
     return render_template("auth/login.html", form=form, cookie_warning=cookie_warning())
 
 
@@ -63,8 +96,11 @@ def cookie_warning() -> bool:
 
 @bp.post("/logout")
 def logout():
-    """End the session (a POST with a CSRF token, so no page can log you out)."""
-    if EmptyForm().validate_on_submit():
+    """End the session on the server, not only in this browser: a copy of the cookie
+    stops working too (a POST with a CSRF token, so no page can log you out)."""
+    if EmptyForm().validate_on_submit() and current_user.is_authenticated:
+        accounts.end_sessions(db.session, current_user.id)
+        db.session.commit()
         logout_user()
         session.clear()
         flash("Logged out.")

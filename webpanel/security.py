@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, redirect, request, url_for
+from flask import Flask, Response, abort, redirect, request, url_for
 from flask_login import current_user
 
 from webpanel.extensions import login_manager
 
 # Endpoints an anonymous visitor may reach; the API authenticates by token itself.
 PUBLIC_ENDPOINTS = frozenset({"auth.login", "health.healthz", "static", "favicon"})
+# Methods that change nothing; every other one needs an admin.
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# POSTs any operator may make: about their own session only.
+ANY_ROLE_POSTS = frozenset({"auth.login", "auth.logout"})
+VIEWER_REFUSED = "this account may look but not change anything (role viewer): ask an admin"
 
 CSP = "; ".join(
     [
@@ -34,6 +39,7 @@ HEADERS = {
 def init_app(app: Flask) -> None:
     """Register the login requirement (before CSRF, so strangers go to the login page)."""
     app.before_request(require_login)
+    app.before_request(require_admin_to_change)
     app.after_request(security_headers)
     login_manager.unauthorized_handler(to_login)
 
@@ -45,6 +51,18 @@ def require_login():
     if request.blueprint == "api" or current_user.is_authenticated:
         return None
     return login_manager.unauthorized()
+
+
+def require_admin_to_change():
+    """Every request that may change something (any method but GET, HEAD, OPTIONS) needs
+    an admin; the API checks its token's role the same way (webpanel.api)."""
+    if request.method in READ_METHODS or request.endpoint in ANY_ROLE_POSTS:
+        return None
+    if request.blueprint == "api" or not current_user.is_authenticated:
+        return None  # the API checks its token; strangers were sent to the login page
+    if not current_user.is_admin:
+        abort(403, description=VIEWER_REFUSED)
+    return None
 
 
 def to_login() -> Response:

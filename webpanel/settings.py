@@ -61,9 +61,6 @@ def defaults() -> dict:
         # Failed logins slow down, never lock: per (account, client address) after
         # LOGIN_FREE_FAILURES, per client address after LOGIN_ADDRESS_FREE_FAILURES, each
         # further failure doubles the wait from LOGIN_DELAY_SECONDS up to LOGIN_DELAY_MAX_SECONDS.
-        "LOGIN_MAX_FAILURES": 5,  # the per-account lock: goes with the new throttle
-        "LOGIN_LOCK_SECONDS": 60,
-        "LOGIN_LOCK_MAX_SECONDS": 3600,
         "LOGIN_FREE_FAILURES": 5,
         "LOGIN_ADDRESS_FREE_FAILURES": 50,
         "LOGIN_DELAY_SECONDS": 2,

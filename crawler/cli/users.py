@@ -8,6 +8,7 @@ import click
 
 from crawler.cli.common import engine, friendly_errors
 from crawler.db import accounts
+from crawler.passwords import ROLES
 
 
 @click.group()
@@ -15,17 +16,27 @@ def user() -> None:
     """Panel operators."""
 
 
+def read_password() -> str:
+    """A new password: prompted twice on a terminal, else the first line of stdin."""
+    if sys.stdin.isatty():
+        return click.prompt("password", hide_input=True, confirmation_prompt=True)
+    return sys.stdin.readline().rstrip("\r\n")
+
+
 @user.command("create")
 @click.argument("name")
+@click.option(
+    "--role",
+    type=click.Choice(ROLES),
+    default="admin",
+    show_default=True,
+    help="admin: everything; viewer: read-only pages and GET API calls.",
+)
 @friendly_errors
-def user_create(name: str) -> None:
+def user_create(name: str, role: str) -> None:
     """Create operator NAME; the password is read from stdin (or prompted)."""
-    if sys.stdin.isatty():
-        password = click.prompt("password", hide_input=True, confirmation_prompt=True)
-    else:
-        password = sys.stdin.readline().rstrip("\r\n")
-    accounts.create_user(engine(), name, password)
-    click.echo(f"user {name} created")
+    accounts.create_user(engine(), name, read_password(), role=role)
+    click.echo(f"user {name} created ({role})")
 
 
 @user.command("token")
@@ -36,3 +47,60 @@ def user_token(name: str) -> None:
     previous token stops working."""
     token = accounts.new_api_token(engine(), name)
     click.echo(token)
+
+
+@user.command("list")
+@friendly_errors
+def user_list() -> None:
+    """Every operator: name, role, state, API token, failed logins in the last day."""
+    for row in accounts.list_users(engine()):
+        state = f"disabled {row.disabled_at:%Y-%m-%d %H:%M}" if row.disabled_at else "enabled"
+        token = "token" if row.has_token else "no token"
+        click.echo(
+            f"{row.username}\t{row.role}\t{state}\t{token}\t{row.failed_logins} failed logins"
+        )
+
+
+@user.command("disable")
+@click.argument("name")
+@friendly_errors
+def user_disable(name: str) -> None:
+    """Disable NAME: no login; their sessions and API token stop working at once."""
+    accounts.set_disabled(engine(), name, True)
+    click.echo(f"user {name} disabled; their sessions and API token no longer work")
+
+
+@user.command("enable")
+@click.argument("name")
+@friendly_errors
+def user_enable(name: str) -> None:
+    """Enable NAME again (their old sessions stay ended)."""
+    accounts.set_disabled(engine(), name, False)
+    click.echo(f"user {name} enabled")
+
+
+@user.command("password")
+@click.argument("name")
+@friendly_errors
+def user_password(name: str) -> None:
+    """Set NAME's password (from stdin, or prompted); every session of NAME ends."""
+    accounts.set_password(engine(), name, read_password())
+    click.echo(f"password of {name} changed; their sessions ended")
+
+
+@user.command("unlock")
+@click.argument("name")
+@friendly_errors
+def user_unlock(name: str) -> None:
+    """Forget NAME's failed logins from every address, so no wait slows them down."""
+    accounts.unlock(engine(), name)
+    click.echo(f"failed logins of {name} forgotten")
+
+
+@user.command("delete")
+@click.argument("name")
+@friendly_errors
+def user_delete(name: str) -> None:
+    """Delete operator NAME (their entries' audit lines keep the name)."""
+    accounts.delete_user(engine(), name)
+    click.echo(f"user {name} deleted")

@@ -1,17 +1,26 @@
-"""Panel operators: users, passwords and API tokens.
+"""Panel operators: users, roles, passwords, API tokens, sessions and failed logins.
 
-Only hashes are stored: Argon2id for passwords, SHA-256 for API tokens.
+Only hashes are stored: Argon2id for passwords, SHA-256 for API tokens. Every
+function takes an engine (it opens its own transaction) or a connection/session
+(the caller's), as its first argument says.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, select, text
+from sqlalchemy import Engine, case, delete, func, select, text, update
+from sqlalchemy.dialects.postgresql import insert
 
-from crawler.db.models import User
-from crawler.passwords import check_new_user, hash_password
+from crawler.db.models import LoginFailure, User
+from crawler.passwords import check_new_user, check_password, check_role, hash_password
+
+ADMIN, VIEWER = "admin", "viewer"
+ANY_ACCOUNT = ""  # login_failures.username of the per-address count
+FORGET_AFTER = timedelta(days=1)  # failed logins older than this no longer count
 
 
 def api_token_hash(token: str) -> str:
@@ -20,41 +29,205 @@ def api_token_hash(token: str) -> str:
     return "sha256:" + hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_user(engine: Engine, username: str, password: str) -> None:
+def create_user(engine: Engine, username: str, password: str, role: str = ADMIN) -> None:
     """Create a panel operator; the password is stored as an Argon2id hash."""
     check_new_user(username, password)
+    check_role(role)
     with engine.begin() as conn:
         taken = conn.execute(text("SELECT 1 FROM users WHERE username = :u"), {"u": username})
         if taken.first():
             raise ValueError(f"{username!r}: user already exists")
         conn.execute(
-            text("INSERT INTO users (username, password_hash) VALUES (:u, :p)"),
-            {"u": username, "p": hash_password(password)},
+            text("INSERT INTO users (username, password_hash, role) VALUES (:u, :p, :r)"),
+            {"u": username, "p": hash_password(password), "r": role},
         )
 
 
 def new_api_token(engine: Engine, username: str) -> str:
     """A fresh API token for an operator; the previous one stops working."""
     token = secrets.token_urlsafe(32)
-    with engine.begin() as conn:
-        found = conn.execute(
-            text("UPDATE users SET api_token_hash = :h WHERE username = :u"),
-            {"h": api_token_hash(token), "u": username},
-        ).rowcount
-    if not found:
-        raise ValueError(f"{username!r}: no such user")
+    _change(engine, username, api_token_hash=api_token_hash(token))
     return token
 
 
 def user_by_id(conn, user_id: int):
-    """(id, username) of an operator, or None."""
-    return conn.execute(select(User.id, User.username).where(User.id == user_id)).first()
+    """(id, username, role, session_generation) of an enabled operator, or None."""
+    return conn.execute(
+        select(User.id, User.username, User.role, User.session_generation).where(
+            User.id == user_id, User.disabled_at.is_(None)
+        )
+    ).first()
 
 
 def user_by_token(conn, token: str):
-    """The users row whose API token this is, or None."""
+    """(id, username, role) of the enabled operator whose API token this is, or None."""
     if not token:
         return None
     return conn.execute(
-        select(User.id, User.username).where(User.api_token_hash == api_token_hash(token))
+        select(User.id, User.username, User.role).where(
+            User.api_token_hash == api_token_hash(token), User.disabled_at.is_(None)
+        )
     ).first()
+
+
+def user_for_login(conn, username: str):
+    """(id, username, role, session_generation, password_hash, disabled) by name, or None."""
+    return conn.execute(
+        select(
+            User.id,
+            User.username,
+            User.role,
+            User.session_generation,
+            User.password_hash,
+            User.disabled_at.is_not(None).label("disabled"),
+        ).where(User.username == username)
+    ).first()
+
+
+# -- what operators (the CLI) change -------------------------------------------------------
+
+
+def list_users(engine: Engine) -> list:
+    """Every operator: username, role, created_at, disabled_at, has a token, failed logins."""
+    failures = (
+        select(func.coalesce(func.sum(LoginFailure.failures), 0))
+        .where(LoginFailure.username == User.username)
+        .where(LoginFailure.last_failed_at > func.now() - FORGET_AFTER)
+        .scalar_subquery()
+    )
+    with engine.connect() as conn:
+        return conn.execute(
+            select(
+                User.username,
+                User.role,
+                User.created_at,
+                User.disabled_at,
+                User.api_token_hash.is_not(None).label("has_token"),
+                failures.label("failed_logins"),
+            ).order_by(User.username)
+        ).all()
+
+
+def set_disabled(engine: Engine, username: str, disabled: bool) -> None:
+    """Disable (every session and the API token stop at once) or enable an operator."""
+    if disabled:
+        _change(engine, username, disabled_at=func.now(), end_sessions=True)
+    else:
+        _change(engine, username, disabled_at=None)
+
+
+def set_password(engine: Engine, username: str, password: str) -> None:
+    """A new password; every session of the operator ends."""
+    check_password(username, password)
+    _change(engine, username, password_hash=hash_password(password), end_sessions=True)
+
+
+def set_role(engine: Engine, username: str, role: str) -> None:
+    check_role(role)
+    _change(engine, username, role=role, end_sessions=True)
+
+
+def delete_user(engine: Engine, username: str) -> None:
+    with engine.begin() as conn:
+        if not conn.execute(delete(User).where(User.username == username)).rowcount:
+            raise ValueError(f"{username!r}: no such user")
+        conn.execute(delete(LoginFailure).where(LoginFailure.username == username))
+
+
+def end_sessions(conn, user_id: int) -> None:
+    """Every session of this operator stops working (logout)."""
+    conn.execute(
+        update(User)
+        .where(User.id == user_id)
+        .values(session_generation=User.session_generation + 1)
+    )
+
+
+def _change(engine: Engine, username: str, end_sessions: bool = False, **values) -> None:
+    if end_sessions:
+        values["session_generation"] = User.session_generation + 1
+    with engine.begin() as conn:
+        found = conn.execute(
+            update(User).where(User.username == username).values(**values)
+        ).rowcount
+    if not found:
+        raise ValueError(f"{username!r}: no such user")
+
+
+# -- failed logins ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoginPolicy:
+    """Failed logins slow down, never lock. Per (account, address) the first
+    `free_failures` cost nothing, then each one doubles the wait from `delay` up to
+    `max_delay`; per address alone the same from `address_free_failures` on."""
+
+    free_failures: int = 5
+    address_free_failures: int = 50
+    delay: float = 2.0
+    max_delay: float = 900.0
+
+    def wait_after(self, failures: int, free: int) -> timedelta:
+        if failures < free:
+            return timedelta(0)
+        doublings = min(failures - free, 30)
+        return timedelta(seconds=min(self.delay * 2**doublings, self.max_delay))
+
+
+def login_wait(conn, username: str, address: str, policy: LoginPolicy) -> float:
+    """Seconds before a login for `username` from `address` may be tried (0: now).
+
+    The same for a known and an unknown username: only the failures count.
+    """
+    rows = conn.execute(
+        select(
+            LoginFailure.username,
+            LoginFailure.failures,
+            LoginFailure.last_failed_at,
+            func.now().label("now"),
+        ).where(
+            LoginFailure.address == address,
+            LoginFailure.username.in_([username, ANY_ACCOUNT]),
+            LoginFailure.last_failed_at > func.now() - FORGET_AFTER,
+        )
+    ).all()
+    wait = 0.0
+    for row in rows:
+        free = policy.address_free_failures if row.username == ANY_ACCOUNT else policy.free_failures
+        until: datetime = row.last_failed_at + policy.wait_after(row.failures, free)
+        wait = max(wait, (until - row.now).total_seconds())
+    return wait
+
+
+def record_login_failure(conn, username: str, address: str) -> None:
+    """Count one failed login for (username, address) and for the address alone."""
+    stale = LoginFailure.last_failed_at < func.now() - FORGET_AFTER
+    for name in (username, ANY_ACCOUNT):
+        add = insert(LoginFailure).values(username=name, address=address, failures=1)
+        conn.execute(
+            add.on_conflict_do_update(
+                index_elements=["username", "address"],
+                set_={
+                    "failures": case((stale, 1), else_=LoginFailure.failures + 1),
+                    "last_failed_at": func.now(),
+                },
+            )
+        )
+    conn.execute(delete(LoginFailure).where(stale))
+
+
+def forget_login_failures(conn, username: str, address: str | None = None) -> int:
+    """After a good login (one address) or `hostcrawl user unlock` (every address)."""
+    query = delete(LoginFailure).where(LoginFailure.username == username)
+    if address is not None:
+        query = query.where(LoginFailure.address == address)
+    return conn.execute(query).rowcount
+
+
+def unlock(engine: Engine, username: str) -> int:
+    """`hostcrawl user unlock`: forget the operator's failed logins from every address."""
+    with engine.begin() as conn:
+        if conn.execute(select(User.id).where(User.username == username)).first() is None:
+            raise ValueError(f"{username!r}: no such user")
+        return forget_login_failures(conn, username)

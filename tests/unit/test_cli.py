@@ -156,3 +156,71 @@ def test_a_postgres_scheme_url_is_accepted(monkeypatch, database_url):
     monkeypatch.setenv("DATABASE_URL", database_url.replace("postgresql+psycopg://", "postgres://"))
     run = hostcrawl("no-follow", "list")
     assert run.returncode == 0, run.stderr
+
+
+# -- issue 13: hostcrawl user list|disable|enable|password|unlock|delete, create --role -----
+
+
+def user_row(db, name: str):
+    with db.connect() as conn:
+        return conn.execute(
+            text(
+                "SELECT role, disabled_at IS NOT NULL AS disabled, session_generation,"
+                " password_hash FROM users WHERE username = :u"
+            ),
+            {"u": name},
+        ).first()
+
+
+def test_user_create_is_an_admin_unless_told_otherwise(db):
+    assert hostcrawl("user", "create", "ada", stdin="correct horse battery\n").returncode == 0
+    run = hostcrawl("user", "create", "val", "--role", "viewer", stdin="correct horse battery\n")
+    assert run.returncode == 0 and "val created (viewer)" in run.stdout
+    assert user_row(db, "ada").role == "admin" and user_row(db, "val").role == "viewer"
+    bad = hostcrawl("user", "create", "eve", "--role", "root", stdin="correct horse battery\n")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "'root'" in bad.stderr
+
+
+def test_user_commands_manage_an_operator(db):
+    hostcrawl("user", "create", "ada", stdin="correct horse battery\n")
+    hostcrawl("user", "create", "val", "--role", "viewer", stdin="correct horse battery\n")
+    hostcrawl("user", "token", "ada")
+    listed = hostcrawl("user", "list").stdout.splitlines()
+    assert listed == [
+        "ada\tadmin\tenabled\ttoken\t0 failed logins",
+        "val\tviewer\tenabled\tno token\t0 failed logins",
+    ]
+
+    generation = user_row(db, "ada").session_generation
+    run = hostcrawl("user", "disable", "ada")
+    assert run.returncode == 0 and "sessions and API token no longer work" in run.stdout
+    ada = user_row(db, "ada")
+    assert ada.disabled and ada.session_generation == generation + 1
+    assert "\tdisabled " in hostcrawl("user", "list").stdout.splitlines()[0]
+    assert hostcrawl("user", "enable", "ada").returncode == 0
+    assert not user_row(db, "ada").disabled
+
+    old_hash = user_row(db, "ada").password_hash
+    run = hostcrawl("user", "password", "ada", stdin="another good password\n")
+    assert run.returncode == 0 and "sessions ended" in run.stdout
+    ada = user_row(db, "ada")
+    assert ada.password_hash != old_hash and ada.session_generation == generation + 2
+    assert_refused(hostcrawl("user", "password", "ada", stdin="short\n"), "at least")
+
+    with db.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO login_failures (username, address, failures)"
+                " VALUES ('ada', '192.0.2.1', 7), ('ada', '192.0.2.2', 3)"
+            )
+        )
+    assert hostcrawl("user", "list").stdout.splitlines()[0].endswith("10 failed logins")
+    run = hostcrawl("user", "unlock", "ada")
+    assert run.returncode == 0 and "forgotten" in run.stdout
+    assert hostcrawl("user", "list").stdout.splitlines()[0].endswith("0 failed logins")
+
+    assert hostcrawl("user", "delete", "val").returncode == 0
+    assert user_row(db, "val") is None
+    for command in ("disable", "enable", "unlock", "delete", "token"):
+        assert_refused(hostcrawl("user", command, "nobody"), "error: 'nobody': no such user")
+    assert_refused(hostcrawl("user", "password", "nobody", stdin="long enough pw\n"), "no such")

@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -281,33 +281,7 @@ def test_next_is_validated(anonymous, operators, next_url, lands_on):
     assert response.location == lands_on
 
 
-def test_login_throttling_is_per_account_and_shared_by_workers(
-    app, anonymous, operators, database_url, db
-):
-    other_worker = create_app(panel_config(database_url)).test_client()
-    for attempt in range(5):
-        client = anonymous if attempt % 2 else other_worker
-        response = login(client, "alice", "wrong password!")
-        expected = "Too many failed logins" if attempt == 4 else "Wrong username or password"
-        assert expected in response.get_data(as_text=True)
-    # The fifth failure locked alice: now even her right password is refused, on both workers.
-    for client in (anonymous, other_worker):
-        response = login(client, "alice", PASSWORD)
-        assert response.status_code == 200
-        assert "Too many failed logins" in response.get_data(as_text=True)
-    with db.connect() as conn:
-        row = conn.execute(
-            text("SELECT failed_logins, locked_until > now() FROM users WHERE username = 'alice'")
-        ).one()
-    assert row == (5, True)
-    # Bob is another account: not locked.
-    assert login(app.test_client(), "bob", PASSWORD).status_code == 302
-    # When the lock runs out, the right password works and the count starts again.
-    with db.begin() as conn:
-        conn.execute(text("UPDATE users SET locked_until = now() - interval '1 second'"))
-    assert login(app.test_client(), "alice", PASSWORD).status_code == 302
-    with db.connect() as conn:
-        assert conn.execute(text("SELECT max(failed_logins) FROM users")).scalar() == 0
+# Throttling, sessions and roles: tests/unit/test_panel_accounts.py
 
 
 def test_logout_is_a_post(client):
@@ -638,16 +612,3 @@ def test_api(app, db, token):
     assert stats["no_follow"] == 0 and stats["hosts_known"] >= 1
     assert api.post("/api/no_follow/add", data="nope", headers=auth).status_code == 415
     assert api.post("/api/no_follow/add", json={"names": "x"}, headers=auth).status_code == 400
-
-
-# -- helpers ---------------------------------------------------------------------------------
-
-
-def test_lock_durations_double_and_are_capped():
-    from webpanel.accounts import Throttle
-
-    throttle = Throttle(max_failures=5, lock_seconds=60, lock_max_seconds=3600)
-    assert throttle.lock_for(4) is None
-    assert throttle.lock_for(5) == timedelta(seconds=60)
-    assert throttle.lock_for(6) == timedelta(seconds=120)
-    assert throttle.lock_for(500) == timedelta(seconds=3600)

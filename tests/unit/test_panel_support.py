@@ -46,6 +46,7 @@ def operators(db, password_hash) -> dict[str, int]:
     """Two operators, alice and bob, on an empty database: {name: id}."""
     ids = {}
     with db.begin() as conn:
+        conn.execute(text("DELETE FROM login_failures"))  # keyed by name: not truncated
         for name in ("alice", "bob"):
             ids[name] = conn.execute(
                 text("INSERT INTO users (username, password_hash) VALUES (:u, :p) RETURNING id"),
@@ -59,7 +60,7 @@ def client(app, operators):
     """A test client with alice logged in."""
     client = app.test_client()
     with client.session_transaction() as session:
-        session["_user_id"] = str(operators["alice"])
+        session["_user_id"] = f"{operators['alice']}.1"  # id.session generation
         session["_fresh"] = True
     return client
 
