@@ -2,17 +2,28 @@
 
 A claim moves the rows' `next_claim_at` forward by the lease: if the worker
 dies, they come back on their own when it runs out.
+
+The crawl claims politely (`claim_polite`, issue 12): per root, at most
+`concurrency` hosts claimed and unfinished across all workers, at most `budget`
+claimed per rolling hour, and a batch spread over roots. The roots table
+(migration 0006) orders the roots by their oldest due host, so a root with
+100,000 due hosts costs a claim what a root with one does. The bare `claim`
+(no per-root limits) is what the DNS audit uses: it fetches no page.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy import Engine, text
 
-from crawler.db.hostsql import names_below, under_params
+from crawler.db.hostsql import names_below, names_param, under_params
+from crawler.db.retry import retry_conflicts
 
 DEFAULT_LEASE = timedelta(minutes=10)
+DEFAULT_CONCURRENCY = 2
+DEFAULT_BUDGET = 3600
 
 # Routable and due: no deny entry of its own or above it (q's own row is due,
 # so only its parents can be entries). {under} narrows it to one root.
@@ -39,15 +50,139 @@ CLAIM_ALL = text(CLAIM.format(due=DUE.format(under="")))
 CLAIM_UNDER = text(CLAIM.format(due=DUE.format(under=UNDER_ROOT)))
 DUE_UNDER = text(DUE.format(under=UNDER_ROOT))
 DUE_ALL = text(DUE.format(under=""))
+# A root held over its budget has nothing claimable until then: not pending.
+NOT_HELD = """AND NOT EXISTS (SELECT 1 FROM roots r
+                         WHERE r.root = q.root AND r.held_until > now())"""
 CRAWL_PENDING = text(
     f"""
     SELECT EXISTS (SELECT 1 FROM queue
                     WHERE status_reason IS NULL AND denied_by IS NULL
                       AND next_claim_at > now() AND next_claim_at <= now() + :lease
                       AND claimed_by IS NOT NULL)
-        OR EXISTS ({DUE.format(under="")})
+        OR EXISTS ({DUE.format(under=NOT_HELD)})
     """
 )
+
+# -- polite claims -----------------------------------------------------------------
+#
+# Two statements in one transaction. The first locks the roots to claim from
+# (oldest due host first, SKIP LOCKED: two workers never take from one root at
+# once). The second starts after those locks, so its snapshot sees every claim
+# committed before: its count of a root's unexpired claims is exact.
+
+LOCK_ROOTS = text(
+    """
+    SELECT r.root FROM roots r
+     WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
+       AND r.root NOT IN (SELECT root FROM queue
+                           WHERE claimed_by IS NOT NULL AND next_claim_at > now()
+                           GROUP BY root HAVING count(*) >= :concurrency)
+     ORDER BY r.next_due_at
+     LIMIT :roots
+       FOR UPDATE OF r SKIP LOCKED
+    """
+)
+# A claim counts while its lease runs: claimed_by IS NOT NULL AND next_claim_at > now().
+# The budget counts minutes that overlap the last hour, so no rolling hour holds more.
+CLAIM_FROM_ROOTS = text(
+    """
+    WITH busy AS (
+        SELECT root, count(*) AS n FROM queue
+         WHERE root = ANY(:locked) AND claimed_by IS NOT NULL AND next_claim_at > now()
+         GROUP BY root),
+    used AS (
+        SELECT root, sum(claimed) AS n, min(minute) AS first FROM root_claims
+         WHERE root = ANY(:locked) AND minute > now() - interval '61 minutes'
+         GROUP BY root),
+    room AS (
+        SELECT l.root, coalesce(u.n, 0) AS used, u.first,
+               least(:concurrency - coalesce(b.n, 0), :budget - coalesce(u.n, 0)) AS room
+          FROM unnest(:locked) AS l(root)
+          LEFT JOIN busy b ON b.root = l.root LEFT JOIN used u ON u.root = l.root),
+    picked AS (
+        SELECT p.hostname FROM room r CROSS JOIN LATERAL (
+            SELECT q.hostname, q.next_claim_at FROM queue q
+             WHERE q.root = r.root AND q.status_reason IS NULL AND q.denied_by IS NULL
+               AND q.next_claim_at <= now()
+               AND NOT EXISTS (
+                   SELECT 1 FROM queue d
+                    WHERE d.hostname = ANY((host_parents(q.hostname))[2:])
+                      AND d.status_reason IS NOT NULL)
+             ORDER BY q.next_claim_at LIMIT greatest(r.room, 0)
+               FOR UPDATE OF q SKIP LOCKED) p
+         ORDER BY p.next_claim_at LIMIT :n),
+    claimed AS (
+        UPDATE queue q
+           SET next_claim_at = now() + :lease, claimed_by = :worker, claimed_at = now()
+          FROM picked WHERE q.hostname = picked.hostname
+        RETURNING q.hostname, q.root),
+    per_root AS (SELECT root, count(*) AS n FROM claimed GROUP BY root),
+    counted AS (
+        INSERT INTO root_claims AS c (root, minute, claimed)
+        SELECT root, date_trunc('minute', now()), n FROM per_root ORDER BY root
+        ON CONFLICT (root, minute) DO UPDATE SET claimed = c.claimed + excluded.claimed),
+    marked AS (
+        UPDATE roots t
+           SET next_due_at = least(
+                   (SELECT min(q.next_claim_at) FROM queue q
+                     WHERE q.root = t.root AND q.status_reason IS NULL AND q.denied_by IS NULL
+                       AND q.hostname NOT IN (SELECT hostname FROM claimed)),
+                   CASE WHEN pr.n > 0 THEN now() + :lease END),
+               held_until = CASE WHEN r.used + coalesce(pr.n, 0) >= :budget
+                            THEN coalesce(r.first, date_trunc('minute', now()))
+                                 + interval '61 minutes' END
+          FROM room r LEFT JOIN per_root pr ON pr.root = r.root
+         WHERE t.root = r.root
+        RETURNING t.root, t.held_until)
+    SELECT 'host' AS kind, hostname AS name FROM claimed
+    UNION ALL
+    SELECT 'over_budget', root FROM marked WHERE held_until IS NOT NULL
+    """
+).bindparams(*names_param("locked"))
+
+
+@dataclass(frozen=True)
+class RootLimits:
+    """Per-root politeness across all workers (settings ROOT_CONCURRENCY, ROOT_BUDGET)."""
+
+    concurrency: int = DEFAULT_CONCURRENCY
+    budget: int = DEFAULT_BUDGET  # hosts of one root claimed per rolling hour
+
+
+@dataclass
+class Claim:
+    """What a polite claim took, and the roots it found over their budget (now held)."""
+
+    hosts: list[str] = field(default_factory=list)
+    over_budget: list[str] = field(default_factory=list)
+
+
+@retry_conflicts
+def claim_polite(
+    engine: Engine,
+    n: int,
+    worker: str,
+    lease: timedelta = DEFAULT_LEASE,
+    limits: RootLimits = RootLimits(),
+) -> Claim:
+    """Claim up to n due hosts spread over roots, oldest first, within the per-root limits.
+
+    A root at its concurrency is skipped (its hosts stay due); a root over its
+    budget is held until enough of the last hour's claims age out.
+    """
+    params = {"concurrency": limits.concurrency, "budget": limits.budget}
+    with engine.begin() as conn:
+        locked = [r for (r,) in conn.execute(LOCK_ROOTS, {**params, "roots": n})]
+        if not locked:
+            return Claim()
+        rows = conn.execute(
+            CLAIM_FROM_ROOTS,
+            {**params, "locked": locked, "n": n, "lease": lease, "worker": worker},
+        ).all()
+    result = Claim()
+    for kind, name in rows:
+        (result.hosts if kind == "host" else result.over_budget).append(name)
+    return result
 
 
 def claim(

@@ -90,9 +90,19 @@ class QueueRow(Base):
     denied_by: Mapped[str | None] = mapped_column(HOSTNAME)
     claimed_by: Mapped[str | None] = mapped_column(String(128))
     claimed_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # hosts.root, for per-root claims; a trigger fills it when a writer leaves it out.
+    root: Mapped[str] = mapped_column(HOSTNAME)
 
     __table_args__ = (
         CheckConstraint("status_reason IN ('blocked', 'no_follow')", name="status_reason"),
+        # Per-root claims (migration 0006): a root's oldest routable rows, and its claims.
+        Index(
+            "ix_queue_root_due",
+            "root",
+            "next_claim_at",
+            postgresql_where=text("status_reason IS NULL AND denied_by IS NULL"),
+        ),
+        Index("ix_queue_root_claimed", "root", postgresql_where=text("claimed_by IS NOT NULL")),
         Index(
             "ix_queue_due",
             "next_claim_at",
@@ -138,6 +148,42 @@ class WildcardProbe(Base):
     probe: Mapped[str] = mapped_column(HOSTNAME)
     outcome: Mapped[str] = mapped_column(String(32))
     checked_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+
+
+class RootRow(Base):
+    """Per-root counters and claim state, kept by triggers (migration 0006)."""
+
+    __tablename__ = "roots"
+
+    root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
+    hosts: Mapped[int] = mapped_column(Integer, server_default="0")
+    crawled_ok: Mapped[int] = mapped_column(Integer, server_default="0")
+    failed: Mapped[int] = mapped_column(Integer, server_default="0")
+    window_size: Mapped[int] = mapped_column(SmallInteger, server_default="0")
+    window_failed: Mapped[int] = mapped_column(SmallInteger, server_default="0")
+    # Never later than the earliest date of the root's routable hosts.
+    next_due_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # Over its budget: no host of the root is claimed before this.
+    held_until: Mapped[datetime | None] = mapped_column(Timestamp)
+
+    __table_args__ = (
+        Index("ix_roots_next_due_at", "next_due_at"),
+        Index("ix_roots_hosts", "hosts", "root"),
+        Index("ix_roots_window_failed", "window_failed", "root"),
+        Index("ix_roots_failed", "failed", "root"),
+    )
+
+
+class RootClaims(Base):
+    """Hosts of a root claimed in one minute: the rolling-hour budget sums them."""
+
+    __tablename__ = "root_claims"
+
+    root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
+    minute: Mapped[datetime] = mapped_column(Timestamp, primary_key=True)
+    claimed: Mapped[int] = mapped_column(Integer)
+
+    __table_args__ = (Index("ix_root_claims_minute", "minute"),)
 
 
 class AuditEntry(Base):

@@ -55,12 +55,12 @@ INSERT_HOSTS = text(
 ).bindparams(*names_param("names", "roots", "sources"))
 QUEUE_HOSTS = text(
     """
-    INSERT INTO queue (hostname, next_claim_at)
-    SELECT h, now() FROM unnest(:names) AS t(h)
+    INSERT INTO queue (hostname, root, next_claim_at)
+    SELECT h, r, now() FROM unnest(:names, :roots) AS t(h, r)
     ON CONFLICT (hostname) DO UPDATE SET next_claim_at = now()
      WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
     """
-).bindparams(*names_param("names"))
+).bindparams(*names_param("names", "roots"))
 WRITE_RESULTS = text(
     """
     UPDATE hosts h SET last_crawled_at = now(), outcome = t.outcome, http_status = t.status,
@@ -111,7 +111,7 @@ def insert_hosts(conn: Connection, found: dict[str, str | None]) -> list[tuple[s
     names = sorted(found)
     params = {"names": names, "roots": [root(n) for n in names]}
     new = conn.execute(INSERT_HOSTS, {**params, "sources": [found[n] for n in names]})
-    conn.execute(QUEUE_HOSTS, {"names": names})
+    conn.execute(QUEUE_HOSTS, params)
     return [(h, source) for h, source in new]
 
 
