@@ -161,6 +161,16 @@ REMOVE_ENTRY = text(
     RETURNING old.blocked_reason, old.note
     """
 )
+# A row made only to hold an entry (never routed, crawled or audited) is no host:
+# once the entry goes, so does the row (its queue row with it, ON DELETE CASCADE).
+FORGET_ENTRY_ONLY_ROW = text(
+    """
+    DELETE FROM hosts h USING queue q
+     WHERE h.hostname = :hostname AND q.hostname = h.hostname
+       AND q.status_reason IS NULL AND q.next_claim_at IS NULL
+       AND h.last_crawled_at IS NULL AND h.audited_at IS NULL AND h.crawl_count = 0
+    """
+)
 
 
 @retry_conflicts
@@ -176,6 +186,7 @@ def _remove_entry(
         if found is None:
             return EntryChange(value, hostname, "absent", f"no {rule} entry")
         restored = routing.put_back(conn, hostname)
+        conn.execute(FORGET_ENTRY_ONLY_ROW, {"hostname": hostname})
         detail = "; ".join(filter(None, [note, found.blocked_reason or found.note]))
         audit_log.record(conn, actor, action, hostname, detail or None)
         notify(conn, "remove", hostname, rule)

@@ -3,13 +3,14 @@ preview in the panel's words, and what `/` shows after an entry is removed."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from html.parser import HTMLParser
 
 import pytest
 
 from crawler.db import entries
-from tests.unit.test_panel_support import insert_hosts, post_form
+from tests.unit.test_panel_support import give_api_token, insert_hosts, post_form, shown_hosts
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
@@ -68,3 +69,41 @@ def test_the_preview_speaks_the_panels_words_not_the_clis(client, db):
     assert "force to store it" not in html
     assert "tick “Store bare public suffixes” to store it" in html
     assert "Store bare public suffixes" in html  # the box it names is on the page
+
+
+# -- row 14: what `/` shows after an entry is removed ------------------------------------------
+
+
+@pytest.mark.parametrize("rule", ["no_follow", "blocked"])
+def test_a_removed_entrys_own_row_does_not_show_as_a_never_scheduled_host(client, db, rule):
+    insert_hosts(db, ["www.giant.test", "seen.test"])
+    for name in ("giant.test", "seen.test"):  # one made for the entry, one a known host
+        if rule == "no_follow":
+            entries.add_no_follow(db, [name])
+        else:
+            entries.upsert_blocked(db, name, "a trap")
+    for name in ("giant.test", "seen.test"):
+        if rule == "no_follow":
+            entries.remove_no_follow(db, [name])
+        else:
+            entries.unblock(db, [name])
+    assert shown_hosts(client.get("/").get_data(as_text=True)) == ["seen.test", "www.giant.test"]
+    assert client.get("/hosts/giant.test").status_code == 404  # the row went with its entry
+    page = client.get("/hosts/seen.test").get_data(as_text=True)
+    assert "not scheduled" not in page and "never (" not in page  # still due, as before
+
+
+@pytest.mark.parametrize("rule", ["no_follow", "blocked"])
+def test_hosts_known_does_not_count_deny_entries(client, db, rule):
+    insert_hosts(db, ["a.test", "b.test", "www.big.test"])
+    if rule == "no_follow":
+        entries.add_no_follow(db, ["big.test", "other.test"])
+    else:
+        entries.upsert_blocked(db, "big.test", "a trap")
+        entries.upsert_blocked(db, "other.test", "a trap")
+    html = client.get("/").get_data(as_text=True)
+    known = re.search(r'<dd id="stat-hosts">([^<]+)</dd>', html).group(1)
+    assert known == "3"  # a.test, b.test, www.big.test: not the two entries
+    stats = client.get("/api/stats", headers=give_api_token(db, "alice", "t")).json
+    assert stats["hosts_known"] == 3
+    assert stats["outcomes"] == {"none": 3}  # the entries are not "not crawled yet" hosts

@@ -57,15 +57,46 @@ class Dashboard:
         }
 
 
+OUTCOME_COUNTS = (
+    "outcome, count(*) AS n,"
+    " count(*) FILTER (WHERE last_crawled_at > now() - interval '1 hour') AS recent"
+)
+
+
+@dataclass(frozen=True)
+class Counts:
+    outcome: str | None
+    n: int
+    recent: int
+
+
+def without(rows, taken) -> list:
+    """Outcome counts `rows` less `taken`, largest first (outcomes left at 0 dropped)."""
+    less = {r.outcome: r for r in taken}
+    left = [
+        Counts(
+            r.outcome,
+            r.n - getattr(less.get(r.outcome), "n", 0),
+            r.recent - getattr(less.get(r.outcome), "recent", 0),
+        )
+        for r in rows
+    ]
+    return sorted(
+        (r for r in left if r.n > 0), key=lambda r: (-r.n, r.outcome is None, r.outcome or "")
+    )
+
+
 def dashboard(conn) -> Dashboard:
     """The figures of the strip on `/`. Scans hosts twice: callers cache it."""
-    outcome_rows = conn.execute(
+    outcome_rows = conn.execute(text(f"SELECT {OUTCOME_COUNTS} FROM hosts GROUP BY outcome")).all()
+    # Deny entries have hosts rows too, but they are rules, not hosts: not counted.
+    entry_rows = conn.execute(
         text(
-            "SELECT outcome, count(*) AS n,"
-            " count(*) FILTER (WHERE last_crawled_at > now() - interval '1 hour') AS recent"
-            " FROM hosts GROUP BY outcome ORDER BY n DESC, outcome"
+            f"SELECT {OUTCOME_COUNTS} FROM hosts JOIN queue q USING (hostname)"
+            " WHERE q.status_reason IS NOT NULL GROUP BY outcome"
         )
     ).all()
+    outcome_rows = without(outcome_rows, entry_rows)
     entries = conn.execute(
         text(
             "SELECT count(*) FILTER (WHERE status_reason = 'blocked') AS blocked,"
