@@ -19,6 +19,7 @@ from crawler.db.retry import in_thread_until_up
 from crawler.items import HostItem
 from crawler.links import FilteredLinks
 from crawler.state import CrawlState
+from crawler.wildcards import WildcardWatch
 
 
 class HostWritePipeline:
@@ -27,6 +28,7 @@ class HostWritePipeline:
     def __init__(self, crawler) -> None:
         self.crawler = crawler
         self.state = CrawlState.of(crawler)
+        self.wildcards = WildcardWatch(crawler, self.state.engine)
         self.recrawl_after = timedelta(seconds=crawler.settings.getint("RECRAWL_AFTER", 604800))
         self._finishes = Batcher("finishing hosts", self._finish_many)
 
@@ -41,6 +43,7 @@ class HostWritePipeline:
             await self._take_out(item)
         else:
             item.new_hostnames = await self._finishes.submit(self._crawled(item))
+            self.wildcards.saw(item.new_hostnames)
             self.state.observe_soon(item.hostname, item.outcome)
         stats = self.crawler.stats
         stats.inc_value(f"hosts/outcome/{item.outcome}")

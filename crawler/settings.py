@@ -17,6 +17,10 @@ DNS_NAMESERVERS = os.environ.get("DNS_NAMESERVERS", "")
 TRAP_WINDOW = int(os.environ.get("TRAP_WINDOW", 50))
 CLAIM_BATCH = int(os.environ.get("CLAIM_BATCH", 32))
 CLAIM_LEASE = int(os.environ.get("CLAIM_LEASE", 600))  # seconds
+# Per root (registered domain), across all workers: hosts claimed and unfinished at once,
+# and hosts claimed per rolling hour (issue 12).
+ROOT_CONCURRENCY = int(os.environ.get("ROOT_CONCURRENCY", 2))
+ROOT_BUDGET = int(os.environ.get("ROOT_BUDGET", 3600))
 CLAIM_POLL_INTERVAL = float(os.environ.get("CLAIM_POLL_INTERVAL", 2.0))
 RECRAWL_AFTER = int(os.environ.get("RECRAWL_AFTER", 7 * 86400))  # seconds
 CLOSE_WHEN_DRAINED = os.environ.get("CLOSE_WHEN_DRAINED", "0") == "1"

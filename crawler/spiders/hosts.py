@@ -23,6 +23,7 @@ from crawler.db import claims
 from crawler.db.retry import in_thread_until_up
 from crawler.denylist import Denial
 from crawler.failures import classify
+from crawler.hostnames import root
 from crawler.items import HostItem
 from crawler.links import filter_links
 from crawler.middlewares import OUTCOME_BY_ITEM, request_denied, request_hostname
@@ -50,6 +51,9 @@ class HostsSpider(scrapy.Spider):
         self.state = CrawlState.of(crawler)
         self.url_template = settings.get("HOST_URL_TEMPLATE", "https://{hostname}/")
         self.batch = settings.getint("CLAIM_BATCH", 32)
+        self.root_limits = claims.RootLimits(
+            settings.getint("ROOT_CONCURRENCY", 2), settings.getint("ROOT_BUDGET", 3600)
+        )
         self.lease = timedelta(seconds=settings.getint("CLAIM_LEASE", 600))
         self.poll_interval = settings.getfloat("CLAIM_POLL_INTERVAL", 2.0)
         self.close_when_drained = settings.getbool("CLOSE_WHEN_DRAINED", False)
@@ -73,9 +77,18 @@ class HostsSpider(scrapy.Spider):
             # Cleared before the claim: a host settling meanwhile (new links) wakes the poll.
             self._room.clear()
             s = self.state
-            hosts = await in_thread_until_up(
-                "claiming", claims.claim, s.engine, self.batch, s.worker, self.lease
+            claimed = await in_thread_until_up(
+                "claiming",
+                claims.claim_polite,
+                s.engine,
+                self.batch,
+                s.worker,
+                self.lease,
+                self.root_limits,
             )
+            if claimed.over_budget:
+                self.crawler.stats.inc_value("roots/over_budget", len(claimed.over_budget))
+            hosts = claimed.hosts
             if not hosts:
                 if self._denied:
                     continue
@@ -117,7 +130,8 @@ class HostsSpider(scrapy.Spider):
             callback=self.parse,
             errback=self.failed,
             dont_filter=True,
-            meta={"hostname": hostname, OUTCOME_BY_ITEM: True},
+            # One Scrapy download slot per root: CONCURRENT_REQUESTS_PER_DOMAIN applies per root.
+            meta={"hostname": hostname, OUTCOME_BY_ITEM: True, "download_slot": root(hostname)},
         )
 
     def parse(self, response: Response):
