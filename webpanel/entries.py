@@ -136,9 +136,18 @@ def export_csv(rows: Iterable) -> bytes:
 
 
 def import_rows(data: str) -> list[tuple[str, str | None]]:
-    """(hostname input, note) per CSV row; a 'hostname' header row is skipped."""
+    """(hostname input, note) per CSV row; a 'hostname' header row is skipped.
+
+    A file the csv module cannot read (a cell over its field limit, a NUL) is a
+    ValueError naming the line, never a 500.
+    """
     rows = []
-    for i, record in enumerate(csv.reader(io.StringIO(data))):
+    reader = csv.reader(io.StringIO(data))
+    try:
+        records = list(reader)
+    except csv.Error as exc:
+        raise ValueError(f"line {reader.line_num}: not a hostname,note CSV row ({exc})") from None
+    for i, record in enumerate(records):
         cells = [c.strip() for c in record]
         if not cells or not cells[0] or cells[0].startswith("#"):
             continue

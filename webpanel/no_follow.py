@@ -86,7 +86,11 @@ def import_csv():
     if not form.validate_on_submit():
         return render_template("no_follow/import.html", form=form, preview=None)
     data = form.csv_text.data or _read_upload(form)
-    rows = entries.import_rows(data or "")[: entries.MAX_LINES]
+    try:
+        rows = entries.import_rows(data or "")[: entries.MAX_LINES]
+    except ValueError as exc:  # e.g. a cell past the csv module's field limit
+        form.file.errors = [*form.file.errors, str(exc)]
+        return render_template("no_follow/import.html", form=form, preview=None), 400
     if not rows:
         form.file.errors = [*form.file.errors, "no hostname rows in that file"]
         return render_template("no_follow/import.html", form=form, preview=None), 400

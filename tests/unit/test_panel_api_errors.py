@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import io
 import logging
 
 import pytest
 
-from tests.unit.test_panel_support import give_api_token, panel_config
+from crawler.db import entries
+from tests.unit.test_panel_support import give_api_token, panel_config, post_form
 from webpanel import create_app
 
 pytest_plugins = ["tests.unit.test_panel_support"]
@@ -95,3 +97,44 @@ def test_healthz_down_says_unavailable_and_logs_the_detail(caplog):
         response = broken.test_client().get("/healthz")
     assert response.status_code == 503 and response.json == {"status": "unavailable"}
     assert any("127.0.0.1" in r.getMessage() or "connect" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("code", [400, 401, 403, 404, 405, 413, 415, 429, 500])
+def test_every_error_code_under_api_is_json(monkeypatch, database_url, code):
+    """Whatever raises it: abort(), werkzeug, or an exception nobody caught (500)."""
+    from flask import abort
+
+    from webpanel import security
+
+    monkeypatch.setattr(security, "PUBLIC_ENDPOINTS", security.PUBLIC_ENDPOINTS | {"probe"})
+    app = create_app(panel_config(database_url))
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+
+    def probe():
+        if code == 500:
+            raise RuntimeError("a bug")
+        abort(code, description=f"probe {code}")
+
+    app.add_url_rule("/api/probe", "probe", probe, methods=["GET"])
+    response = app.test_client().get("/api/probe")
+    error = assert_json_error(response, code)
+    assert error == ("internal error" if code == 500 else f"probe {code}")
+
+
+HUGE_CELL = "x" * 200_000  # past the csv module's field limit (131,072)
+
+
+@pytest.mark.parametrize("where", ["upload", "hidden copy"])
+def test_a_csv_cell_over_the_field_limit_is_a_400_naming_the_line(client, db, where):
+    data = f"hostname,note\nok.test,fine\nbig.test,{HUGE_CELL}\n"
+    if where == "upload":
+        form = {"file": (io.BytesIO(data.encode()), "big.csv"), "preview": "Preview"}
+        response = post_form(client, "/no_follow/import", form, content_type="multipart/form-data")
+    else:
+        form = {"csv_text": data, "save": "Import"}
+        response = post_form(client, "/no_follow/import", form)
+    assert response.status_code == 400
+    assert "line 3: not a hostname,note CSV row (field larger than field limit" in (
+        response.get_data(as_text=True)
+    )
+    assert entries.deny_entries(db) == []
