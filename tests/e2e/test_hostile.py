@@ -13,7 +13,17 @@ from tests.e2e.conftest import CrawlerProcess, crawl_settings
 from tests.fakeweb import FakeWeb, World
 
 LONG_HOST = ".".join(["a" * 60] * 8) + ".test"  # 500 characters
-MANY_LINKS = 200_000
+# Production settings (DOWNLOAD_MAXSIZE 2 MiB, crawler/addon.py): 130,000 links are a
+# 1.9 MB page, read whole; 200,000 links are 3 MB, cut off and HTTP_TOO_LARGE.
+MANY_LINKS = 130_000
+TOO_MANY_LINKS = 200_000
+
+
+def link_page(links: int) -> bytes:
+    """A page of `links` links: relative ones, then three to other hosts (two new)."""
+    many = "".join(f"<a href=/{i}>" for i in range(links - 3))
+    many += '<a href="http://one.test/"><a href="http://two.test/"><a href="http://one.test/x">'
+    return f"<html><title>{links} links</title>{many}".encode()
 
 
 def hostile_world() -> World:
@@ -31,9 +41,8 @@ def hostile_world() -> World:
     ]
     world.site("hub.test", links=[*bad, *(f"http://{h}/" for h in HOSTILE)])
     world.huge("huge.test", 50 * 1024 * 1024)
-    many = "".join(f"<a href=/{i}>" for i in range(MANY_LINKS - 3))
-    many += '<a href="http://one.test/"><a href="http://two.test/"><a href="http://one.test/x">'
-    world.raw("manylinks.test", f"<html><title>many</title>{many}".encode())
+    world.raw("manylinks.test", link_page(MANY_LINKS))
+    world.raw("toomanylinks.test", link_page(TOO_MANY_LINKS))
     world.raw("badutf8.test", b"<html><title>caf\xc3\x28 \xff\xfe</title><a href=http://ok1.test/>")
     world.raw(
         "mixed.test",
@@ -49,6 +58,7 @@ def hostile_world() -> World:
 HOSTILE = {
     "huge.test": "HTTP_TOO_LARGE",
     "manylinks.test": "OK",
+    "toomanylinks.test": "HTTP_TOO_LARGE",
     "badutf8.test": "OK",
     "mixed.test": "OK",
     "binary.test": "OK",
@@ -63,7 +73,7 @@ def hostile_crawl(engine, tmp_path_factory):
     logs = tmp_path_factory.mktemp("hostile")
     with FakeWeb(hostile_world(), workdir=logs / "web") as web:
         queue.seed(db, ["hub.test"])
-        settings = crawl_settings(web, DOWNLOAD_MAXSIZE=8 * 1024 * 1024, RETRY_TIMES=0)
+        settings = crawl_settings(web, RETRY_TIMES=0)  # production DOWNLOAD_MAXSIZE
         worker = CrawlerProcess(settings, logs / "crawl.log")
         worker.wait()
     with engine.connect() as conn:
@@ -91,7 +101,15 @@ def test_bad_links_are_dropped_and_good_ones_kept(hostile_crawl):
     assert facts["hub.test"].links_found == 9 + len(HOSTILE)
 
 
-def test_a_page_with_200000_links_is_read_whole(hostile_crawl):
+def test_the_link_pages_are_either_side_of_the_production_size_limit():
+    from crawler.addon import PRODUCTION_DEFAULTS
+
+    limit = PRODUCTION_DEFAULTS["DOWNLOAD_MAXSIZE"]
+    assert limit == 2 * 1024 * 1024
+    assert len(link_page(MANY_LINKS)) < limit < len(link_page(TOO_MANY_LINKS))
+
+
+def test_a_page_with_130000_links_is_read_whole(hostile_crawl):
     facts, _ = hostile_crawl
     assert facts["manylinks.test"].links_found == MANY_LINKS
     assert {"one.test", "two.test"} <= set(facts)
