@@ -1,0 +1,384 @@
+"""Sustained churn on one Postgres: claim -> finish -> save new links, for 20+ minutes.
+
+Two phases, each on a fresh throwaway embedded Postgres loaded with 1,000,000
+hosts (bench/_growth_data.py; every routable row made due at a random past date,
+so claims walk the whole table):
+
+- **before**: migration 0007_churn's table settings reset to Postgres' defaults
+  (autovacuum at 20% dead rows, fillfactor 100), BEFORE_MINUTES long;
+- **after**: the settings as migrated, AFTER_MINUTES long (and on until
+  MIN_ROW_WRITES row versions were written, at most CAP_MINUTES).
+
+In each, WORKERS processes loop as crawler workers do, paced to RATE hosts/s
+in all (4 x the crawl figure of bench/crawl.py): `claims.claim` 100 hosts;
+`queue.finish_many` them (70% OK, 20% NXDOMAIN, 10% timeout; 8 links a page,
+one in NEW_EVERY pages a new host); `windows.record_outcomes` of the batch
+(the trap windows, as BlacklistMiddleware writes them). Recrawl after
+RECRAWL_AFTER, so rows come round again. Every minute the main process samples
+`pg_stat_user_tables` (live/dead tuples, autovacuum runs, updates and HOT
+updates), table and index sizes, and the claims' latency in that minute.
+
+During the after phase a real crawler (`scrapy crawl hosts`, one process,
+its own database) crawls a fakeweb graph that never drains (RECRAWL_AFTER=60 s)
+and its RSS is sampled each minute with psutil: it shares the 2 cores with
+the churn (so both go slower than alone).
+
+Verdicts (after phase, from minute WARMUP on): dead tuples of queue and hosts
+stay under 5% of their rows; bytes per row (table + indexes) grow < 10% (new
+hosts are added, so the total grows with the row count); claim latency median
+of the last 5 minutes <= 1.5 x that of minutes WARMUP..WARMUP+5; the crawler's
+RSS at the end <= 1.1 x at WARMUP. `--minutes N` / `--before-minutes N` shorten
+it (for trying it out), `--no-crawl` skips the crawler.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import multiprocessing as mp
+import os
+import queue as queue_module
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT_ROOT))  # this tree's crawler, whichever is installed
+
+from _common import machine_line, start_database, verdict  # noqa: E402
+from _growth_data import SUBS_PER_ROOT, host_name, load, root_name  # noqa: E402
+from sqlalchemy import create_engine, text  # noqa: E402
+
+ROOTS = 200_000
+WORKERS = 4
+BATCH = 100
+RATE = 4 * 256  # hosts/s: 4 workers at bench/crawl.py's 256 pages/s
+LINKS = 8
+NEW_EVERY = 20
+RECRAWL_AFTER = timedelta(minutes=10)
+BEFORE_MINUTES = 6
+AFTER_MINUTES = 20
+CAP_MINUTES = 26
+MIN_ROW_WRITES = 5_000_000
+WARMUP = 5
+TABLES = ("queue", "hosts", "trap_window")
+OUTCOMES = ["OK"] * 7 + ["DNS_NXDOMAIN"] * 2 + ["TCP_TIMEOUT"]
+
+STATS = """
+    SELECT relname, n_live_tup, n_dead_tup, autovacuum_count, n_tup_upd, n_tup_hot_upd,
+           n_tup_ins, n_tup_del, pg_table_size(relid) AS heap, pg_indexes_size(relid) AS ix
+      FROM pg_stat_user_tables WHERE relname = ANY(:t)
+"""
+
+
+# -- the workers ------------------------------------------------------------------------------
+
+
+def worker(url: str, number: int, stop, latencies) -> None:
+    """One crawler worker's database work, paced to RATE / WORKERS hosts per second."""
+    sys.path.insert(0, str(PROJECT_ROOT))
+    from crawler.db import claims, queue, windows
+    from crawler.links import FilteredLinks
+
+    engine = create_engine(url, pool_size=2)
+    rng = random.Random(number)
+    name = f"churn-{number}"
+    pace = BATCH / (RATE / WORKERS)
+    new = 0
+    pending: list[tuple[float, float]] = []
+    next_at = time.monotonic()
+    while not stop.is_set():
+        started = time.perf_counter()
+        hosts = claims.claim(engine, BATCH, name)
+        pending.append((time.time(), time.perf_counter() - started))
+        crawled = []
+        for host in hosts:
+            links = {host_name(rng.randrange(ROOTS), rng.randrange(SUBS_PER_ROOT + 1))}
+            links |= {host_name(rng.randrange(ROOTS), 1) for _ in range(LINKS - 2)}
+            if rng.randrange(NEW_EVERY) == 0:
+                new += 1
+                links.add(f"n{number}-{new}.{root_name(rng.randrange(ROOTS))}")
+            outcome = rng.choice(OUTCOMES)
+            result = queue.CrawlResult(outcome, 200 if outcome == "OK" else None)
+            page = FilteredLinks(hostnames=links, found=LINKS) if outcome == "OK" else None
+            crawled.append(queue.Crawled(host, result, page or FilteredLinks(), RECRAWL_AFTER))
+        if crawled:
+            queue.finish_many(engine, crawled)
+            windows.record_outcomes(engine, [(c.hostname, c.result.outcome) for c in crawled])
+        if len(pending) >= 20:
+            latencies.put(pending)
+            pending = []
+        next_at += pace
+        time.sleep(max(0.0, next_at - time.monotonic()))
+    latencies.put(pending)
+    engine.dispose()
+
+
+# -- the crawler whose RSS is watched ---------------------------------------------------------
+
+
+def start_crawler(work: Path) -> tuple[subprocess.Popen, object]:
+    """A `scrapy crawl hosts` on a fakeweb graph that never drains; its process and engine."""
+    sys.path.insert(0, str(PROJECT_ROOT))
+    from crawler.db import queue
+    from tests.fakeweb import FakeWeb, World
+
+    url = start_database("hostcrawl-bench-churn-crawl-")
+    world = World(seed=20261201)
+    names = world.graph(5_000, roots=["churn-a.test", "churn-b.test"], links_per_page=6)
+    web = FakeWeb(world, workdir=work / "fakeweb").start()
+    atexit.register(web.stop)
+    engine = create_engine(url, pool_size=1)
+    queue.seed(engine, [names[0]])
+    settings = {**web.scrapy_settings("http"), "RECRAWL_AFTER": 60, "LOG_LEVEL": "WARNING"}
+    command = [sys.executable, "-m", "scrapy", "crawl", "hosts"]
+    for key, value in settings.items():
+        command += ["-s", f"{key}={value}"]
+    log = open(work / "crawler.log", "w")  # noqa: SIM115 (open for the child's lifetime)
+    proc = subprocess.Popen(
+        command,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "DATABASE_URL": url},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    atexit.register(stop_process, proc)
+    return proc, engine
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def crawler_sample(proc, engine) -> tuple[float, int]:
+    """(RSS in MB, pages crawled so far) of the watched crawler."""
+    import psutil
+
+    rss = psutil.Process(proc.pid).memory_info().rss / 2**20 if proc.poll() is None else 0.0
+    with engine.connect() as conn:
+        pages = conn.execute(text("SELECT coalesce(sum(crawl_count), 0) FROM hosts")).scalar()
+    return rss, int(pages)
+
+
+# -- one phase --------------------------------------------------------------------------------
+
+
+def prepare(url: str, defaults: bool) -> None:
+    """Load the hosts (settings reset first for the before phase); every routable row due
+    at a random past date."""
+    sys.path.insert(0, str(PROJECT_ROOT / "migrations" / "versions"))
+    engine = create_engine(url)
+    if defaults:
+        churn = __import__("0007_churn")
+        with engine.begin() as conn:
+            for table, options in churn.SETTINGS.items():
+                conn.execute(text(f"ALTER TABLE {table} RESET ({', '.join(options)})"))
+    print(
+        f"# loaded {ROOTS * (SUBS_PER_ROOT + 1):,} hosts: {load(engine, (0, ROOTS), (0, 0), True)}"
+    )
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "UPDATE queue SET next_claim_at = now() - random() * interval '30 days'"
+                " WHERE status_reason IS NULL AND denied_by IS NULL"
+            )
+        )
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE queue"))
+    engine.dispose()
+
+
+def sample(engine) -> dict[str, dict]:
+    with engine.connect() as conn:
+        rows = conn.execute(text(STATS), {"t": list(TABLES)}).mappings().all()
+        counts = {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar() for t in TABLES}
+    return {r["relname"]: {**r, "rows": counts[r["relname"]]} for r in rows}
+
+
+def row_writes(stats: dict[str, dict]) -> int:
+    return sum(s["n_tup_upd"] + s["n_tup_ins"] + s["n_tup_del"] for s in stats.values())
+
+
+def run_phase(label: str, url: str, minutes: float, crawler=None) -> list[dict]:
+    """Run the workers; one sample a minute (printed as it comes); the samples."""
+    engine = create_engine(url, pool_size=1)
+    ctx = mp.get_context("spawn")
+    latencies = ctx.Queue()
+    start = time.time()
+    cap = CAP_MINUTES if minutes >= AFTER_MINUTES else minutes
+    stop = ctx.Event()
+    procs = [ctx.Process(target=worker, args=(url, i, stop, latencies)) for i in range(WORKERS)]
+    for p in procs:
+        p.start()
+    first = sample(engine)
+    samples, claimed, minute = [], [], 0
+    while True:
+        minute += 1
+        deadline = start + minute * 60
+        while time.time() < deadline:
+            with contextlib.suppress(queue_module.Empty):
+                claimed += latencies.get(timeout=max(0.1, deadline - time.time()))
+        now = sample(engine)
+        recent = [lat for at, lat in claimed if at > deadline - 60]
+        s = summarize(minute, first, now, recent, crawler)
+        samples.append(s)
+        print(f"{label} {line(s)}", flush=True)
+        done = minute >= minutes and (minutes < AFTER_MINUTES or s["writes"] >= MIN_ROW_WRITES)
+        if done or minute >= cap:
+            break
+    stop.set()
+    for p in procs:
+        while p.is_alive():  # drain, or a worker blocks putting its last latencies
+            with contextlib.suppress(Exception):
+                latencies.get(timeout=0.5)
+        p.join()
+    engine.dispose()
+    return samples
+
+
+def summarize(minute: int, first: dict, now: dict, recent: list[float], crawler) -> dict:
+    q, h = now["queue"], now["hosts"]
+    upd = sum(now[t]["n_tup_upd"] - first[t]["n_tup_upd"] for t in ("queue", "hosts"))
+    hot = sum(now[t]["n_tup_hot_upd"] - first[t]["n_tup_hot_upd"] for t in ("queue", "hosts"))
+    s = {
+        "minute": minute,
+        "writes": row_writes(now) - row_writes(first),
+        "updates": upd,
+        "hot": {t: hot_ratio(first[t], now[t]) for t in ("queue", "hosts")},
+        "dead": {t: now[t]["n_dead_tup"] for t in TABLES},
+        "rows": {t: now[t]["rows"] for t in TABLES},
+        "mb": {t: (now[t]["heap"] + now[t]["ix"]) / 2**20 for t in TABLES},
+        "heap_mb": {t: now[t]["heap"] / 2**20 for t in TABLES},
+        "autovacuum": {t: now[t]["autovacuum_count"] for t in TABLES},
+        "bytes_per_row": (q["heap"] + q["ix"] + h["heap"] + h["ix"]) / max(1, q["rows"]),
+        "claims": len(recent),
+        "p50": statistics.median(recent) * 1000 if recent else float("nan"),
+        "p95": p95(recent) * 1000 if len(recent) > 1 else float("nan"),
+        "hot_all": hot / max(1, upd),
+    }
+    if crawler:
+        s["rss"], s["pages"] = crawler_sample(*crawler)
+    return s
+
+
+def hot_ratio(before: dict, after: dict) -> float:
+    upd = after["n_tup_upd"] - before["n_tup_upd"]
+    return (after["n_tup_hot_upd"] - before["n_tup_hot_upd"]) / max(1, upd)
+
+
+def p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20, method="inclusive")[-1]
+
+
+def line(s: dict) -> str:
+    text_ = (
+        f"min {s['minute']:2d}: {s['writes'] / 1e6:.2f}M row writes,"
+        f" {s['claims'] * BATCH / 60:,.0f} hosts/s; claim p50 {s['p50']:.1f} ms"
+        f" p95 {s['p95']:.1f} ms; "
+    )
+    for t in ("queue", "hosts", "trap_window"):
+        text_ += (
+            f"{t} {s['mb'][t]:.0f} MB (heap {s['heap_mb'][t]:.0f}), {s['rows'][t]:,} rows,"
+            f" dead {s['dead'][t]:,}, autovac {s['autovacuum'][t]}; "
+        )
+    text_ += (
+        f"HOT queue {s['hot']['queue']:.0%} hosts {s['hot']['hosts']:.0%};"
+        f" {s['bytes_per_row']:.0f} B/host"
+    )
+    if "rss" in s:
+        text_ += f"; crawler RSS {s['rss']:.0f} MB, {s['pages']:,} pages"
+    return text_
+
+
+# -- the verdicts -----------------------------------------------------------------------------
+
+
+def verdicts(after: list[dict], before: list[dict]) -> bool:
+    warm = [s for s in after if s["minute"] >= WARMUP]
+    if len(warm) < 6:
+        print("churn: FAIL (too short to judge: need WARMUP + 5 minutes)")
+        return False
+    ok = True
+    for t in ("queue", "hosts"):
+        worst = max(s["dead"][t] / max(1, s["rows"][t]) for s in warm)
+        was = max((s["dead"][t] / max(1, s["rows"][t]) for s in before), default=float("nan"))
+        good = worst < 0.05
+        ok &= good
+        print(
+            f"dead tuples {t}: at most {worst:.1%} of rows from minute {WARMUP}"
+            f" (before: up to {was:.1%}; target < 5%) {verdict(good)}"
+        )
+    growth = warm[-1]["bytes_per_row"] / warm[0]["bytes_per_row"]
+    was = before[-1]["bytes_per_row"] / before[0]["bytes_per_row"] if before else float("nan")
+    good = growth < 1.10
+    ok &= good
+    print(
+        f"size: queue+hosts {warm[0]['bytes_per_row']:.0f} -> {warm[-1]['bytes_per_row']:.0f}"
+        f" B/host from minute {WARMUP} to {warm[-1]['minute']} (x{growth:.2f}; before,"
+        f" {len(before)} min: x{was:.2f}; target < 1.10) {verdict(good)}"
+    )
+    early = statistics.median([s["p50"] for s in warm[:5]])
+    late = statistics.median([s["p50"] for s in warm[-5:]])
+    good = late <= 1.5 * early
+    ok &= good
+    print(
+        f"claim latency: median {early:.1f} ms (minutes {WARMUP}-{WARMUP + 4}) -> {late:.1f} ms"
+        f" (last 5; ratio {late / early:.2f}, target <= 1.5) {verdict(good)}"
+    )
+    if "rss" in warm[0]:
+        rss = warm[-1]["rss"] / warm[0]["rss"]
+        good = rss <= 1.10
+        ok &= good
+        pages = warm[-1]["pages"] - warm[0]["pages"]
+        print(
+            f"crawler RSS: {warm[0]['rss']:.0f} MB at minute {WARMUP} -> {warm[-1]['rss']:.0f}"
+            f" MB at {warm[-1]['minute']} over {pages:,} pages (x{rss:.2f}, target <= 1.10)"
+            f" {verdict(good)}"
+        )
+    return ok
+
+
+def argument(name: str, default: float) -> float:
+    return float(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+
+
+def main() -> None:
+    print(machine_line())
+    started = time.perf_counter()
+    before_minutes = argument("--before-minutes", BEFORE_MINUTES)
+    after_minutes = argument("--minutes", AFTER_MINUTES)
+    before = []
+    if before_minutes > 0:
+        url = start_database("hostcrawl-bench-churn-before-")
+        prepare(url, defaults=True)
+        before = run_phase("before", url, before_minutes)
+    url = start_database("hostcrawl-bench-churn-after-")
+    prepare(url, defaults=False)
+    crawler = None
+    if "--no-crawl" not in sys.argv:
+        work = Path(tempfile.mkdtemp(prefix="hostcrawl-bench-churn-"))
+        crawler = start_crawler(work)
+    after = run_phase("after", url, after_minutes, crawler)
+    s = after[-1]
+    was = f"; before: HOT {before[-1]['hot_all']:.0%}" if before else ""
+    print(
+        f"# after: {s['writes']:,} row writes ({s['updates']:,} updates, HOT"
+        f" {s['hot_all']:.0%}) in {s['minute']} minutes{was}"
+    )
+    ok = verdicts(after, before)
+    print(f"# {time.perf_counter() - started:.0f} s in all")
+    print(f"churn: {verdict(ok)}")
+
+
+if __name__ == "__main__":
+    main()
