@@ -324,15 +324,7 @@ def main() -> int:
         panel = serve_panel(BIND)
         if panel is None:
             return 1
-        print(
-            f"\nThe panel: http://{BIND}/\n"
-            "  1. create an operator, in another terminal:  .venv/bin/hostcrawl user create NAME\n"
-            f"  2. log in at http://{BIND}/ and look at the hosts (search .test)\n"
-            f"  3. http://{BIND}/blocked: {TRAP} with its blocked_reason and its trap window\n"
-            f"  4. http://{BIND}/no_follow: {PLATFORM} with its note\n"
-            "Ctrl-C stops the panel and the fake internet.",
-            flush=True,
-        )
+        print(panel_hint(BIND), flush=True)
         wait_for_ctrl_c(panel)
         return 0
     except KeyboardInterrupt:
@@ -342,6 +334,19 @@ def main() -> int:
         if panel is not None:
             stop(panel)
         web.stop()
+
+
+def panel_hint(bind: str) -> str:
+    """What to look at in the panel. The search is a domain search: "name starts with"
+    (the default) finds nothing for ".test"."""
+    return (
+        f"\nThe panel: http://{bind}/\n"
+        "  1. create an operator, in another terminal:  .venv/bin/hostcrawl user create NAME\n"
+        f"  2. log in, then the hosts of one site: http://{bind}/?q={ROOTS[0]}&match=domain\n"
+        f"  3. http://{bind}/blocked: {TRAP} with its blocked_reason and its trap window\n"
+        f"  4. http://{bind}/no_follow: {PLATFORM} with its note\n"
+        "Ctrl-C stops the panel and the fake internet."
+    )
 
 
 if __name__ == "__main__":

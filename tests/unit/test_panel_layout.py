@@ -107,3 +107,14 @@ def test_hosts_known_does_not_count_deny_entries(client, db, rule):
     stats = client.get("/api/stats", headers=give_api_token(db, "alice", "t")).json
     assert stats["hosts_known"] == 3
     assert stats["outcomes"] == {"none": 3}  # the entries are not "not crawled yet" hosts
+
+
+def test_the_demos_hint_finds_the_demos_hosts(client, db):
+    from tests.fakeweb.demo import ROOTS, panel_hint
+
+    insert_hosts(db, [ROOTS[0], f"www.{ROOTS[0]}", f"shop.{ROOTS[0]}", "other.test"])
+    hint = panel_hint("127.0.0.1:8000")
+    search = re.search(r"http://127\.0\.0\.1:8000(/\?\S+)", hint).group(1)
+    shown = shown_hosts(client.get(search).get_data(as_text=True))
+    assert shown == sorted([ROOTS[0], f"shop.{ROOTS[0]}", f"www.{ROOTS[0]}"])
+    assert "(search .test)" not in hint
