@@ -39,6 +39,8 @@ class Dashboard:
     outcomes: list[tuple[str | None, int]]
     chart: Chart
     computed_at: datetime
+    # True: the totals are the planner's estimates (a big database), shown with "≈".
+    estimated: bool = False
 
     def as_dict(self) -> dict:
         return {
@@ -54,6 +56,7 @@ class Dashboard:
                 "buckets": [[b.isoformat(), n] for b, n in self.chart.buckets],
             },
             "computed_at": self.computed_at.isoformat(),
+            "estimated": self.estimated,
         }
 
 
@@ -87,7 +90,62 @@ def without(rows, taken) -> list:
 
 
 def dashboard(conn) -> Dashboard:
-    """The figures of the strip on `/`. Scans hosts twice: callers cache it."""
+    """The figures of the strip on `/`: exact on a small database, planner estimates
+    (marked ≈) on a big one (totals()); callers cache it."""
+    figures = totals(conn)
+    return Dashboard(
+        **figures,
+        chart=discoveries(conn),
+        computed_at=datetime.now(UTC),
+    )
+
+
+# -- the totals: counted while small, estimated by the planner when big ----------------------
+#
+# A count(*) over 10M rows takes seconds and reads the whole table on every
+# refresh. Counters kept by triggers would be exact, but every finish of every
+# worker would then update the same few counter rows (a hot spot that
+# serializes the workers). The planner's statistics cost nothing to read and
+# autovacuum keeps them fresh (migration 0007 analyzes at 2% changed rows), so
+# past EXACT_BELOW rows the strip shows them, marked "≈".
+
+EXACT_BELOW = 200_000
+DUE = (
+    "SELECT 1 FROM queue WHERE status_reason IS NULL AND denied_by IS NULL"
+    " AND next_claim_at <= now()"
+)
+RECENT = "SELECT 1 FROM hosts WHERE last_crawled_at > now() - interval '1 hour'"
+OUT_OF_ROUTING = "SELECT 1 FROM queue WHERE denied_by IS NOT NULL"
+ENTRY_COUNTS = (
+    "SELECT count(*) FILTER (WHERE status_reason = 'blocked') AS blocked,"
+    " count(*) FILTER (WHERE status_reason = 'no_follow') AS no_follow"
+    " FROM queue WHERE status_reason IS NOT NULL"
+)
+# Rows in hosts now, as the planner reckons them: tuples per page times pages now.
+HOSTS_ESTIMATE = (
+    "SELECT CASE WHEN c.reltuples < 0 OR c.relpages = 0 THEN -1"
+    " ELSE c.reltuples / c.relpages"
+    "      * (pg_relation_size(c.oid) / current_setting('block_size')::int) END"
+    " FROM pg_class c WHERE c.oid = 'hosts'::regclass"
+)
+# The outcome column's most common values and their shares (ANALYZE's sample).
+OUTCOME_SHARES = (
+    "SELECT null_frac, most_common_vals::text::text[] AS vals, most_common_freqs AS freqs"
+    " FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'hosts'"
+    " AND attname = 'outcome'"
+)
+
+
+def totals(conn) -> dict:
+    """The strip's totals (everything but the chart), with `estimated` saying which kind."""
+    rows = conn.execute(text(HOSTS_ESTIMATE)).scalar()
+    if rows is None or rows < EXACT_BELOW:
+        return exact_totals(conn)
+    return estimated_totals(conn, rows)
+
+
+def exact_totals(conn) -> dict:
+    """Counted: two scans of hosts, one of the entries; fine below EXACT_BELOW rows."""
     outcome_rows = conn.execute(text(f"SELECT {OUTCOME_COUNTS} FROM hosts GROUP BY outcome")).all()
     # Deny entries have hosts rows too, but they are rules, not hosts: not counted.
     entry_rows = conn.execute(
@@ -97,31 +155,54 @@ def dashboard(conn) -> Dashboard:
         )
     ).all()
     outcome_rows = without(outcome_rows, entry_rows)
-    entries = conn.execute(
-        text(
-            "SELECT count(*) FILTER (WHERE status_reason = 'blocked') AS blocked,"
-            " count(*) FILTER (WHERE status_reason = 'no_follow') AS no_follow"
-            " FROM queue WHERE status_reason IS NOT NULL"
-        )
-    ).one()
-    due = conn.execute(
-        text(
-            "SELECT count(*) FROM queue WHERE status_reason IS NULL AND denied_by IS NULL"
-            " AND next_claim_at <= now()"
-        )
-    ).scalar_one()
-    out = conn.execute(text("SELECT count(*) FROM queue WHERE denied_by IS NOT NULL")).scalar_one()
-    return Dashboard(
-        hosts_known=sum(r.n for r in outcome_rows),
-        due_now=due,
-        crawled_last_hour=sum(r.recent for r in outcome_rows),
-        blocked=entries.blocked,
-        no_follow=entries.no_follow,
-        out_of_routing=out,
-        outcomes=[(r.outcome, r.n) for r in outcome_rows],
-        chart=discoveries(conn),
-        computed_at=datetime.now(UTC),
-    )
+    entries = conn.execute(text(ENTRY_COUNTS)).one()
+    return {
+        "hosts_known": sum(r.n for r in outcome_rows),
+        "due_now": conn.execute(text(f"SELECT count(*) FROM ({DUE}) AS d")).scalar_one(),
+        "crawled_last_hour": sum(r.recent for r in outcome_rows),
+        "blocked": entries.blocked,
+        "no_follow": entries.no_follow,
+        "out_of_routing": conn.execute(
+            text(f"SELECT count(*) FROM ({OUT_OF_ROUTING}) AS o")
+        ).scalar_one(),
+        "outcomes": [(r.outcome, r.n) for r in outcome_rows],
+        "estimated": False,
+    }
+
+
+def estimated_totals(conn, rows: float) -> dict:
+    """From the planner's statistics; only the deny entries (a small partial index) are
+    counted. Entries' own rows are taken from the never-crawled share (where they sit)."""
+    entries = conn.execute(text(ENTRY_COUNTS)).one()
+    n_entries = entries.blocked + entries.no_follow
+    outcomes = outcome_estimates(conn, rows)
+    outcomes = [(o, n - n_entries if o is None else n) for o, n in outcomes]
+    outcomes = sorted(((o, n) for o, n in outcomes if n > 0), key=lambda r: -r[1])
+    return {
+        "hosts_known": max(0, round(rows) - n_entries),
+        "due_now": row_estimate(conn, DUE),
+        "crawled_last_hour": row_estimate(conn, RECENT),
+        "blocked": entries.blocked,
+        "no_follow": entries.no_follow,
+        "out_of_routing": row_estimate(conn, OUT_OF_ROUTING),
+        "outcomes": outcomes,
+        "estimated": True,
+    }
+
+
+def row_estimate(conn, query: str) -> int:
+    """The planner's row estimate for `query` (EXPLAIN without running it)."""
+    plan = conn.execute(text(f"EXPLAIN (FORMAT JSON) {query}")).scalar_one()
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+
+def outcome_estimates(conn, rows: float) -> list[tuple[str | None, int]]:
+    """(outcome, ≈ hosts) from pg_stats; outcomes too rare for the sample are left out."""
+    stats = conn.execute(text(OUTCOME_SHARES)).first()
+    if stats is None:
+        return []
+    shares = [(None, stats.null_frac), *zip(stats.vals or [], stats.freqs or [], strict=True)]
+    return [(o, round(share * rows)) for o, share in shares]
 
 
 def discoveries(conn, hours: int = 48, days: int = 30) -> Chart:
