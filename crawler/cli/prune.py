@@ -1,0 +1,43 @@
+"""`hostcrawl prune`: forget what is past its retention (crawler/db/retention.py)."""
+
+from __future__ import annotations
+
+import click
+
+from crawler.cli.common import engine, friendly_errors
+from crawler.db import retention
+
+DAYS = click.IntRange(min=0)
+
+
+@click.command()
+@click.option(
+    "--audit-days",
+    type=DAYS,
+    default=retention.DEFAULT_AUDIT_DAYS,
+    envvar="AUDIT_RETENTION_DAYS",
+    show_default=True,
+    help="Keep this many days of the audit log (0: keep all). Env: AUDIT_RETENTION_DAYS.",
+)
+@click.option(
+    "--probe-days",
+    type=DAYS,
+    default=retention.DEFAULT_PROBE_DAYS,
+    envvar="PROBE_RETENTION_DAYS",
+    show_default=True,
+    help="Keep wildcard probes this many days; older roots are probed again (0: keep all)."
+    " Env: PROBE_RETENTION_DAYS.",
+)
+@click.option("--dry-run", is_flag=True, help="Count what would go; delete nothing.")
+@friendly_errors
+def prune(audit_days: int, probe_days: int, dry_run: bool) -> None:
+    """Delete old audit rows and wildcard probes, and hosts rows without a queue row."""
+    pruned = retention.prune(engine(), audit_days, probe_days, dry_run)
+    verb = "would delete" if dry_run else "deleted"
+    click.echo(f"audit log: {verb} {pruned.audit_log:,} rows ({older_than(audit_days)})")
+    click.echo(f"wildcard probes: {verb} {pruned.wildcard_probes:,} ({older_than(probe_days)})")
+    click.echo(f"hosts without a queue row: {verb} {pruned.orphan_hosts:,}")
+
+
+def older_than(days: int) -> str:
+    return f"older than {days} days" if days else "none: all kept"
