@@ -15,10 +15,12 @@ from crawler.db import entries as entry_store
 from crawler.db.entries import current_denial
 from crawler.db.pages import entries as entry_pages
 from crawler.db.pages import paging
+from crawler.db.pages import roots as root_pages
 from crawler.denylist import BLOCKED, NO_FOLLOW
 from crawler.hostnames import HostnameError, normalize
 from webpanel.core import engine, fetch_page, stats
 from webpanel.extensions import db
+from webpanel.roots import root_budget, root_filter
 from webpanel.security import READ_METHODS, VIEWER_REFUSED
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -167,3 +169,14 @@ def blocked_unblock():
 def api_stats():
     """The dashboard figures."""
     return jsonify(stats().as_dict())
+
+
+@bp.get("/roots")
+def roots_list():
+    """Roots as /roots shows them (q, match, sort, wildcards=1), a keyset page."""
+    try:
+        page = fetch_page(root_pages.root_page, root_filter())
+    except HostnameError as exc:
+        return jsonify(error=f"q: {exc.reason}"), 400
+    budget = root_budget()
+    return jsonify(roots=[r.as_dict(budget) for r in page.rows], next=page.next, prev=page.prev)

@@ -171,6 +171,7 @@ class RootRow(Base):
         Index("ix_roots_hosts", "hosts", "root"),
         Index("ix_roots_window_failed", "window_failed", "root"),
         Index("ix_roots_failed", "failed", "root"),
+        Index("ix_roots_reversed", reversed_name("root")),
     )
 
 

@@ -197,6 +197,7 @@ def upgrade() -> None:
     op.create_index("ix_roots_hosts", "roots", ["hosts", "root"])
     op.create_index("ix_roots_window_failed", "roots", ["window_failed", "root"])
     op.create_index("ix_roots_failed", "roots", ["failed", "root"])
+    op.create_index("ix_roots_reversed", "roots", [sa.literal_column("reverse(root::text)")])
     op.create_table(
         "root_claims",
         sa.Column("root", HOSTNAME, nullable=False),
@@ -259,6 +260,7 @@ def downgrade() -> None:
     op.drop_column("queue", "root")
     op.drop_index("ix_root_claims_minute", table_name="root_claims")
     op.drop_table("root_claims")
+    op.drop_index("ix_roots_reversed", table_name="roots")
     op.drop_index("ix_roots_failed", table_name="roots")
     op.drop_index("ix_roots_window_failed", table_name="roots")
     op.drop_index("ix_roots_hosts", table_name="roots")

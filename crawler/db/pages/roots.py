@@ -1,0 +1,237 @@
+"""The Roots page (`/roots`, `GET /api/roots`) and a root's own page.
+
+Every figure is read off the `roots` table, which triggers keep on every write
+(migration 0006): a page costs one index walk over roots plus a few lookups per
+row shown, never a GROUP BY over hosts, so it stays fast at a million hosts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Text, and_, cast, exists, func, select, text
+from sqlalchemy.engine import Row
+
+from crawler.db.hostsql import names_param
+from crawler.db.models import Host, RootRow, WildcardProbe
+from crawler.db.pages.paging import (
+    DEFAULT_LIMIT,
+    DOMAIN,
+    PREFIX,
+    Order,
+    Page,
+    paginate,
+    search_condition,
+)
+from crawler.hostnames import normalize
+from crawler.outcomes import ALIVE
+from crawler.traps import DEFAULT_WINDOW, Observation
+
+# "38 of the last 50 failed": from this many on, a root is near a block (all 50 block it).
+NEAR_BLOCK = 40
+# Due hosts are counted up to this many per root shown ("1,000+").
+DUE_CAP = 1000
+
+# Columns, not the ORM entity: the same rows from a Connection or the panel's Session.
+ROOT_COLUMNS = tuple(RootRow.__table__.c)
+ROOTS_REVERSED = func.reverse(cast(RootRow.root, Text))
+HOSTS_REVERSED = func.reverse(cast(Host.hostname, Text))
+
+ROOT_SORTS: dict[str, Order] = {
+    "name": Order((RootRow.root,), ("str",)),
+    "hosts": Order((RootRow.hosts, RootRow.root), ("int", "str"), descending=True),
+    "near_block": Order((RootRow.window_failed, RootRow.root), ("int", "str"), descending=True),
+    "failed": Order((RootRow.failed, RootRow.root), ("int", "str"), descending=True),
+}
+SORT_LABELS = {
+    "hosts": "most hosts first",
+    "near_block": "nearest a block first",
+    "failed": "most failed first",
+    "name": "root A→Z",
+}
+
+# Per root shown: due hosts (capped), budget use this hour, its wildcard probe and
+# the deny entry over it (the root itself or a name above it).
+ROOT_EXTRAS = text(
+    f"""
+    SELECT r.root,
+           (SELECT count(*) FROM (SELECT 1 FROM queue q
+                                   WHERE q.root = r.root AND q.status_reason IS NULL
+                                     AND q.denied_by IS NULL AND q.next_claim_at <= now()
+                                   LIMIT {DUE_CAP}) AS d) AS due,
+           (SELECT coalesce(sum(c.claimed), 0) FROM root_claims c
+             WHERE c.root = r.root AND c.minute > now() - interval '1 hour') AS claimed_hour,
+           (SELECT t.held_until FROM roots t
+             WHERE t.root = r.root AND t.held_until > now()) AS held_until,
+           w.probe, w.outcome AS probe_outcome, w.checked_at AS probed_at,
+           e.hostname AS entry, e.status_reason AS entry_rule
+      FROM unnest(:roots) AS r(root)
+      LEFT JOIN wildcard_probes w ON w.root = r.root
+      LEFT JOIN LATERAL (
+          SELECT d.hostname, d.status_reason FROM queue d
+           WHERE d.hostname = ANY(host_parents(r.root)) AND d.status_reason IS NOT NULL
+           ORDER BY length(d.hostname) DESC LIMIT 1) e ON true
+    """
+).bindparams(*names_param("roots"))
+
+
+@dataclass(frozen=True)
+class RootFilter:
+    """What /roots shows: a search, wildcard zones only, and a sort."""
+
+    q: str = ""
+    match: str = PREFIX
+    wildcards: bool = False
+    sort: str = "hosts"
+
+
+@dataclass
+class RootLine:
+    """One root as /roots and the API show it."""
+
+    root: str
+    hosts: int
+    due: int
+    crawled_ok: int
+    failed: int
+    window_size: int
+    window_failed: int
+    claimed_hour: int
+    held_until: datetime | None
+    wildcard: bool
+    probe: str | None
+    probe_outcome: str | None
+    entry: str | None
+    entry_rule: str | None
+
+    @property
+    def near_block(self) -> bool:
+        return self.window_failed >= NEAR_BLOCK
+
+    @property
+    def window_text(self) -> str:
+        """'38 of the last 50 failed' (or of fewer, while the window fills)."""
+        return f"{self.window_failed} of the last {self.window_size} failed"
+
+    @property
+    def due_text(self) -> str:
+        return f"{self.due:,}+" if self.due >= DUE_CAP else f"{self.due:,}"
+
+    def as_dict(self, budget: int | None = None) -> dict:
+        return {
+            "root": self.root,
+            "hosts": self.hosts,
+            "due": self.due,
+            "due_capped": self.due >= DUE_CAP,
+            "crawled_ok": self.crawled_ok,
+            "failed": self.failed,
+            "window": {"failed": self.window_failed, "size": self.window_size},
+            "near_block": self.near_block,
+            "claimed_this_hour": self.claimed_hour,
+            "budget": budget,
+            "held_until": self.held_until.isoformat() if self.held_until else None,
+            "wildcard": self.wildcard,
+            "wildcard_probe": (
+                {"name": self.probe, "outcome": self.probe_outcome} if self.probe else None
+            ),
+            "entry": {"hostname": self.entry, "rule": self.entry_rule} if self.entry else None,
+        }
+
+
+def _roots(flt: RootFilter):
+    stmt = select(*ROOT_COLUMNS)
+    searched = search_condition(RootRow.root, ROOTS_REVERSED, flt.q, flt.match)
+    if searched is not None:
+        stmt = stmt.where(searched)
+    if flt.wildcards:
+        alive = and_(WildcardProbe.root == RootRow.root, WildcardProbe.outcome.in_(sorted(ALIVE)))
+        stmt = stmt.where(exists().where(alive))
+    return stmt
+
+
+def root_page(
+    conn,
+    flt: RootFilter,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> Page:
+    """One keyset page of roots, each a RootLine. HostnameError for a bad search."""
+    page = paginate(conn, _roots(flt), ROOT_SORTS[flt.sort], after, before, limit)
+    page.rows = lines(conn, page.rows)
+    return page
+
+
+def lines(conn, rows: list[Row]) -> list[RootLine]:
+    """The page's roots rows with their per-root extras."""
+    if not rows:
+        return []
+    extras = {e.root: e for e in conn.execute(ROOT_EXTRAS, {"roots": [r.root for r in rows]})}
+    result = []
+    for row in rows:
+        e = extras[row.root]
+        result.append(
+            RootLine(
+                root=row.root,
+                hosts=row.hosts,
+                due=e.due,
+                crawled_ok=row.crawled_ok,
+                failed=row.failed,
+                window_size=row.window_size,
+                window_failed=row.window_failed,
+                claimed_hour=int(e.claimed_hour),
+                held_until=e.held_until,
+                wildcard=e.probe_outcome in ALIVE,
+                probe=e.probe,
+                probe_outcome=e.probe_outcome,
+                entry=e.entry,
+                entry_rule=e.entry_rule,
+            )
+        )
+    return result
+
+
+def root_line(conn, domain: str) -> RootLine | None:
+    """One root's line, or None when no host of it is known."""
+    row = conn.execute(select(*ROOT_COLUMNS).where(RootRow.root == domain)).first()
+    return lines(conn, [row])[0] if row else None
+
+
+SUBDOMAIN_ORDER = Order((HOSTS_REVERSED,), ("str",))
+
+
+def subdomain_page(
+    conn,
+    domain: str,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> Page:
+    """The root's hosts, grouped by name tree (reversed-name order, the ix_hosts_reversed
+    range), one keyset page."""
+    under = search_condition(Host.hostname, HOSTS_REVERSED, domain, DOMAIN)
+    stmt = select(
+        Host.hostname, Host.outcome, Host.http_status, Host.last_crawled_at, Host.discovered_at
+    ).where(under, Host.root == normalize(domain))
+    return paginate(conn, stmt, SUBDOMAIN_ORDER, after, before, limit)
+
+
+def window(conn, domain: str, size: int = DEFAULT_WINDOW) -> list[Observation]:
+    """The root's trap window, newest first."""
+    rows = conn.execute(
+        text(
+            "SELECT hostname, outcome, seen_at FROM trap_window WHERE root = :root"
+            " ORDER BY seen_at DESC LIMIT :size"
+        ),
+        {"root": domain, "size": size},
+    )
+    return [Observation(*r) for r in rows]
+
+
+def top_roots(conn, n: int = 10) -> list[tuple[str, int]]:
+    """The roots with the most hosts (the dashboard's bar chart)."""
+    rows = conn.execute(
+        select(RootRow.root, RootRow.hosts).order_by(RootRow.hosts.desc(), RootRow.root).limit(n)
+    )
+    return [(r.root, r.hosts) for r in rows]

@@ -1,0 +1,95 @@
+"""/roots: every root's hosts, trap window, budget use and wildcard flag; a root's page.
+
+A wildcard zone is only flagged (blocks stay reserved for the trap rule): its
+page offers one button that puts the root on no_follow, audit-logged like any
+other entry.
+"""
+
+from __future__ import annotations
+
+import os
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+
+from crawler.db import entries as entry_store
+from crawler.db.pages import paging
+from crawler.db.pages import roots as root_pages
+from crawler.hostnames import HostnameError, normalize
+from webpanel.core import actor, arg, choice, engine, fetch_page, search_page
+from webpanel.extensions import db
+from webpanel.forms import EmptyForm
+
+bp = Blueprint("roots", __name__, url_prefix="/roots")
+WILDCARD_NOTE = "wildcard zone (a random name under it resolves), from /roots"
+
+
+def root_budget() -> int:
+    """ROOT_BUDGET, as the crawlers of this deployment read it."""
+    return int(os.environ.get("ROOT_BUDGET", 3600))
+
+
+def root_filter() -> root_pages.RootFilter:
+    return root_pages.RootFilter(
+        q=arg("q"),
+        match=choice("match", paging.MATCHES),
+        wildcards=request.args.get("wildcards") == "1",
+        sort=choice("sort", root_pages.SORT_LABELS),
+    )
+
+
+@bp.get("")
+def index():
+    """Roots with their counts, window, budget use and wildcard flag: search, sort, pages."""
+    flt = root_filter()
+    page, error = search_page(root_pages.root_page, flt)
+    return render_template(
+        "roots/index.html",
+        page=page,
+        flt=flt,
+        error=error,
+        sorts=root_pages.SORT_LABELS,
+        budget=root_budget(),
+        near_block=root_pages.NEAR_BLOCK,
+        form=EmptyForm(),
+    )
+
+
+@bp.get("/<hostname>")
+def detail(hostname: str):
+    """One root: its line, its trap window and its subdomains (keyset pages)."""
+    domain = canonical(hostname)
+    line = root_pages.root_line(db.session, domain)
+    if line is None:
+        abort(404)
+    page = fetch_page(root_pages.subdomain_page, domain)
+    window = root_pages.window(db.session, domain)
+    return render_template(
+        "roots/detail.html",
+        line=line,
+        page=page,
+        window=window,
+        budget=root_budget(),
+        form=EmptyForm(),
+    )
+
+
+@bp.post("/<hostname>/no-follow")
+def no_follow(hostname: str):
+    """One click: the root goes on no_follow (audit-logged); crawlers hear at once."""
+    domain = canonical(hostname)
+    if root_pages.root_line(db.session, domain) is None:
+        abort(404)
+    form = EmptyForm()
+    if not form.validate_on_submit():
+        abort(400)
+    (change,) = entry_store.add_no_follow(engine(), [domain], actor(), note=WILDCARD_NOTE)
+    flash(change.describe())
+    return redirect(url_for("roots.detail", hostname=domain))
+
+
+def canonical(hostname: str) -> str:
+    """The root's stored name; 404 for anything that is no hostname."""
+    try:
+        return normalize(hostname)
+    except HostnameError:
+        abort(404)
