@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import html
+import secrets
 import socket
 import struct
+from collections import Counter
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
@@ -64,6 +66,7 @@ class Responses:
         """Render all pages, redirects and robots.txt files of world."""
         self.ports = {f"{scheme}_port": port for scheme, port in (ports or {}).items()}
         self.delay = world.delay
+        self.farms = world.farms
         self.sizes = {
             (host, path): page["size"]
             for host, pages in world.pages.items()
@@ -105,6 +108,11 @@ class Responses:
         found = self.by_key.get((host, path))
         if found is not None:
             return found
+        farm = farm_of(host, self.farms)
+        if farm is not None and path == "/":
+            links = [f"http://f{secrets.token_hex(5)}.{farm}/" for _ in range(self.farms[farm])]
+            page = render_page({"title": host, "links": links})
+            return build_response(200, page, "text/html; charset=utf-8")
         if host in self.known or path == "/robots.txt":
             return self.not_found
         return self.default
@@ -126,6 +134,37 @@ def split_host(value: str) -> str:
     if value.startswith("["):  # IPv6 literal
         return value.split("]")[0] + "]"
     return normalize_host(value.rsplit(":", 1)[0] if ":" in value else value)
+
+
+def farm_of(host: str, farms: dict[str, int]) -> str | None:
+    """The wildcard farm `host` is in (or is), if any."""
+    labels = host.split(".")
+    for i in range(len(labels) - 1):
+        if ".".join(labels[i:]) in farms:
+            return ".".join(labels[i:])
+    return None
+
+
+def site_root(host: str) -> str:
+    """The registered domain of a fakeweb name (its last two labels: every zone is x.test)."""
+    return ".".join(host.split(".")[-2:])
+
+
+class RootsInFlight:
+    """Requests being answered per root right now, and the most ever seen at once."""
+
+    def __init__(self) -> None:
+        self.now: Counter[str] = Counter()
+
+    def start(self, root: str) -> int:
+        self.now[root] += 1
+        return self.now[root]
+
+    def end(self, root: str) -> None:
+        self.now[root] -= 1
+
+
+IN_FLIGHT = RootsInFlight()
 
 
 FILLER = b"<p>" + b"hostcrawl " * 104_857 + b"</p>\n"  # about 1 MiB
@@ -190,15 +229,25 @@ class HttpProtocol(asyncio.Protocol):
             target=target,
             status=status,
             user_agent=headers.get("user-agent", ""),
+            # Requests for this root being answered at once, this one included.
+            root_in_flight=IN_FLIGHT.start(site_root(host)),
         )
         connection = headers.get("connection", "").lower()
         close = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
         size = 0 if method == "HEAD" else self.responses.sizes.get((host, path), 0)
         reply = (head if method == "HEAD" else head + body, size, close)
         if self.responses.delay:
-            asyncio.get_running_loop().call_later(self.responses.delay, self._send, *reply)
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.responses.delay, self._answered, site_root(host), reply)
         else:
+            self._answered(site_root(host), reply)
+
+    def _answered(self, root: str, reply: tuple) -> None:
+        """Send a response; the request no longer counts as in flight for its root."""
+        try:
             self._send(*reply)
+        finally:
+            IN_FLIGHT.end(root)
 
     def _send(self, data: bytes, stream: int, close: bool) -> None:
         """Write a response; a huge body streams under flow control."""

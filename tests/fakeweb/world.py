@@ -92,6 +92,7 @@ class World:
         self.zones: dict[str, dict] = {}  # suffix DNS rules
         self.pages: dict[str, dict[str, dict]] = {}  # host -> path -> page
         self.robots: dict[str, str] = {}  # host -> robots.txt body
+        self.farms: dict[str, int] = {}  # wildcard farm -> fresh links per page
 
     # -- building -----------------------------------------------------------
 
@@ -187,6 +188,13 @@ class World:
         """
         name = normalize_host(name)
         self.zones[name] = {**self._rule(behaviour, ttl), "apex": apex}
+        return name
+
+    def farm(self, name: str, links: int = 30) -> str:
+        """A live wildcard farm: every name under `name` resolves, and each request for a
+        front page there gets a page linking `links` fresh random subdomains."""
+        name = self.zone(name, "ok", apex=True)
+        self.farms[name] = links
         return name
 
     def graph(
@@ -328,6 +336,7 @@ class World:
     def to_dict(self) -> dict:
         """JSON-able representation."""
         keys = ("seed", "ttl", "negative_ttl", "delay", "names", "zones", "pages", "robots")
+        keys += ("farms",)
         return {"version": 1, **{key: getattr(self, key) for key in keys}}
 
     @classmethod
@@ -341,6 +350,7 @@ class World:
         )
         for key in ("names", "zones", "pages", "robots"):
             setattr(world, key, data[key])
+        world.farms = data.get("farms", {})
         return world
 
     def to_json(self) -> str:

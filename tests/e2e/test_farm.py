@@ -1,0 +1,167 @@
+"""A live wildcard farm beside ordinary sites, crawled by two real workers (issue 12).
+
+`*.farm.test` all resolve and every farm page links 30 fresh random subdomains.
+Per-root limits keep it from taking over: ordinary sites are crawled about as
+fast as without it, fakeweb never sees more than ROOT_CONCURRENCY requests for
+one root at once, ROOT_BUDGET caps the farm per rolling hour, and the crawl
+flags the farm as a wildcard zone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sqlalchemy import text
+
+from crawler.db import queue
+from tests.conftest import empty_tables
+from tests.e2e.conftest import wait_until
+from tests.fakeweb.world import World
+
+ORDINARY = [f"site{i}.test" for i in range(10)]
+FARM = "farm.test"
+HOSTS_PER_ROOT = 30
+DELAY = 0.05  # seconds per answer: requests overlap, so concurrency can be seen
+CONCURRENCY = 2
+BUDGET = 40
+RUN_TIMEOUT = 60
+
+
+def farm_world() -> World:
+    """10 ordinary roots of 30 hosts (the root page links every subdomain) and the farm."""
+    world = World(seed=12, delay=DELAY)
+    for domain in ORDINARY:
+        subs = [f"h{j}.{domain}" for j in range(1, HOSTS_PER_ROOT)]
+        world.site(domain, links=[f"http://{s}/" for s in subs])
+        for j, sub in enumerate(subs):
+            world.site(sub, links=[f"http://{subs[(j + 1) % len(subs)]}/"])
+    world.farm(FARM, links=30)
+    return world
+
+
+def ordinary_crawled(db) -> int:
+    with db.connect() as conn:
+        return conn.execute(
+            text(
+                "SELECT count(*) FROM hosts"
+                " WHERE root = ANY(:roots) AND last_crawled_at IS NOT NULL"
+            ),
+            {"roots": ORDINARY},
+        ).scalar_one()
+
+
+def crawl_span(db) -> float:
+    """Seconds from the first crawled host to the last ordinary one (worker start-up excluded)."""
+    with db.connect() as conn:
+        return float(
+            conn.execute(
+                text(
+                    "SELECT extract(epoch FROM max(last_crawled_at) FILTER (WHERE root = ANY(:roots))"
+                    "                         - min(last_crawled_at)) FROM hosts"
+                ),
+                {"roots": ORDINARY},
+            ).scalar_one()
+        )
+
+
+def claimed_per_root(db) -> dict[str, int]:
+    with db.connect() as conn:
+        rows = conn.execute(text("SELECT root, sum(claimed) FROM root_claims GROUP BY root"))
+        return {r: int(n) for r, n in rows}
+
+
+def run(db, web, start_crawler, seeds: list[str], until=None, **settings) -> list:
+    """Empty the database, seed, crawl with two workers until every ordinary host is crawled."""
+    empty_tables(db)
+    queue.save_hosts(db, seeds)
+    workers = [
+        start_crawler(web, ROOT_CONCURRENCY=CONCURRENCY, CLAIM_POLL_INTERVAL=0.1, **settings)
+        for _ in range(2)
+    ]
+    total = len(ORDINARY) * HOSTS_PER_ROOT
+    wait_until(lambda: ordinary_crawled(db) == total, RUN_TIMEOUT, "every ordinary host")
+    if until is not None:
+        wait_until(lambda: until(), RUN_TIMEOUT, "the run's condition")
+    return workers
+
+
+def most_in_flight_per_root(web) -> dict[str, int]:
+    most: dict[str, int] = defaultdict(int)
+    for request in web.requests():
+        root = ".".join(request["host"].split(".")[-2:])
+        most[root] = max(most[root], request["root_in_flight"])
+    return most
+
+
+def farm_fetches(web, since: float) -> int:
+    return sum(
+        1
+        for r in web.fetches()
+        if r["t"] > since and (r["host"] == FARM or r["host"].endswith("." + FARM))
+    )
+
+
+def test_a_live_wildcard_farm_neither_hammered_nor_taking_over(db, fakeweb_factory, start_crawler):
+    web = fakeweb_factory(farm_world())
+
+    for worker in run(db, web, start_crawler, ORDINARY):
+        worker.stop()
+    alone = crawl_span(db)
+
+    workers = run(
+        db,
+        web,
+        start_crawler,
+        [*ORDINARY, FARM],
+        until=lambda: wildcard_outcome(db) is not None,
+    )
+    with_farm = crawl_span(db)
+    for worker in workers:
+        worker.stop()
+    farm_hosts = claimed_per_root(db).get(FARM, 0)
+    print(f"ordinary hosts crawled in {alone:.2f} s alone, {with_farm:.2f} s beside the farm")
+    print(f"farm hosts claimed meanwhile: {farm_hosts}")
+    assert farm_hosts >= 20, "the farm was live and crawled"
+    assert with_farm <= 1.5 * alone
+    assert wildcard_outcome(db) == "DNS_ALIVE"  # flagged by the crawl, not blocked
+    with db.connect() as conn:
+        assert (
+            conn.execute(
+                text("SELECT count(*) FROM queue WHERE status_reason IS NOT NULL")
+            ).scalar()
+            == 0
+        )
+
+    before_budget_run = max(r["t"] for r in web.requests())
+    workers = run(
+        db,
+        web,
+        start_crawler,
+        [*ORDINARY, FARM],
+        until=lambda: claimed_per_root(db).get(FARM, 0) >= BUDGET,
+        ROOT_BUDGET=BUDGET,
+    )
+    wait_until(lambda: not any(w.proc.poll() is None for w in workers), RUN_TIMEOUT, "a drain")
+    for worker in workers:
+        worker.stop()
+    claimed = claimed_per_root(db)
+    assert claimed[FARM] == BUDGET
+    assert farm_fetches(web, before_budget_run) <= BUDGET
+    assert all(claimed[r] == HOSTS_PER_ROOT < BUDGET for r in ORDINARY)
+    with db.connect() as conn:
+        held = dict(conn.execute(text("SELECT root, held_until > now() FROM roots")).all())
+    assert held[FARM] is True and not any(held[r] for r in ORDINARY)
+    logs = "".join(w.log() for w in workers)
+    assert "'roots/over_budget': 1" in logs
+
+    most = most_in_flight_per_root(web)
+    print(f"most requests at once per root: {dict(most)}")
+    assert max(most.values()) <= CONCURRENCY
+    assert most[FARM] == CONCURRENCY  # the limit was reached, and held
+
+
+def wildcard_outcome(db) -> str | None:
+    with db.connect() as conn:
+        return conn.execute(
+            text("SELECT outcome FROM wildcard_probes WHERE root = :r"), {"r": FARM}
+        ).scalar()
