@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import ssl
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -28,14 +27,10 @@ from crawler.db.audits import Backoff
 from crawler.hostnames import is_subdomain, root
 from crawler.outcomes import (
     DNS_ALIVE,
-    TCP_REFUSED,
-    TCP_RESET,
-    TCP_TIMEOUT,
-    TLS_HANDSHAKE,
-    TLS_TIMEOUT,
     is_network_failure,
 )
-from crawler.trapguard import TrapGuard
+from crawler.probes import handshake
+from crawler.trapguard import Confirm, TrapGuard
 
 ALL_DUE = 10**9
 
@@ -99,9 +94,10 @@ class Audit:
         options: AuditOptions,
         say: Callable[[str], None] = print,
         actor: str = "audit",
+        confirm: Confirm | None = None,
     ) -> None:
         self.engine = engine
-        self.traps = TrapGuard(engine, options.window, actor)
+        self.traps = TrapGuard(engine, options.window, actor, confirm=confirm)
         self.resolver = resolver
         self.options = options
         self.say = say
@@ -111,9 +107,6 @@ class Audit:
         self._unclaimed: Iterator[str] | None = None
         self._pending: list[tuple[str, str]] = []
         self._probed: set[str] = set()
-        self._tls = ssl.create_default_context()
-        self._tls.check_hostname = False
-        self._tls.verify_mode = ssl.CERT_NONE
 
     async def run(self) -> Progress:
         """Audit until `limit` hosts or everything due at the start is done."""
@@ -175,34 +168,11 @@ class Audit:
         resolution = await deferred_to_future(self.resolver.resolve(hostname))
         outcome = resolution.outcome
         if outcome == DNS_ALIVE and self.options.tls:
-            outcome = await self._handshake(hostname, resolution.address)
+            o = self.options
+            outcome = await handshake(resolution.address, o.tls_port, hostname, o.tls_timeout)
         if is_network_failure(outcome) and is_subdomain(hostname):
             await self._probe_wildcard(root(hostname))
         return outcome
-
-    async def _handshake(self, hostname: str, address: str) -> str:
-        timeout = self.options.tls_timeout
-        try:
-            _, writer = await asyncio.wait_for(
-                asyncio.open_connection(address, self.options.tls_port), timeout
-            )
-        except ConnectionRefusedError:
-            return TCP_REFUSED
-        except TimeoutError:
-            return TCP_TIMEOUT
-        except OSError:
-            return TCP_RESET
-        try:
-            await asyncio.wait_for(writer.start_tls(self._tls, server_hostname=hostname), timeout)
-            return DNS_ALIVE
-        except TimeoutError:
-            return TLS_TIMEOUT
-        except ssl.SSLError:
-            return TLS_HANDSHAKE
-        except (OSError, EOFError):
-            return TCP_RESET
-        finally:
-            writer.close()
 
     async def _probe_wildcard(self, domain: str) -> None:
         """Once per root with failures: does a random name under it resolve?"""

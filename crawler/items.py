@@ -18,6 +18,7 @@ class HostItem:
     http_status: int | None = None
     final_url: str | None = None
     title: str | None = None
+    scheme: str | None = None  # the scheme that answered: https, or http by the fallback
     # Hostnames the page links to, after the link filter (normalized, allowed).
     hostnames: list[str] = field(default_factory=list)
     links_found: int = 0

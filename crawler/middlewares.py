@@ -146,12 +146,15 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
     MAX_PARSERS = 10_000
 
     async def robot_parser(self, request: Request):
-        netloc = urlparse_cached(request).netloc
+        # Keyed by scheme too: a host tried over https and then over plain http
+        # (the fallback) has a robots.txt per scheme, and the one used is read.
+        url = urlparse_cached(request)
+        netloc = f"{url.scheme}://{url.netloc}"
         if netloc not in self._parsers:
             self._forget_oldest()
             self._parsers[netloc] = Deferred()
             robots = Request(
-                f"{urlparse_cached(request).scheme}://{netloc}/robots.txt",
+                f"{netloc}/robots.txt",
                 priority=self.DOWNLOAD_PRIORITY,
                 meta={"dont_obey_robotstxt": True},
                 callback=NO_CALLBACK,

@@ -12,14 +12,27 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from scrapy.exceptions import DropItem
+
 from crawler.batches import Batcher
 from crawler.db import queue, routing
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.retry import in_thread_until_up
 from crawler.items import HostItem
 from crawler.links import FilteredLinks
+from crawler.outcomes import (
+    DNS_NOANSWER,
+    DNS_NXDOMAIN,
+    DNS_REFUSED,
+    HTTP_TIMEOUT,
+    NETWORK_FAILURES,
+)
 from crawler.state import CrawlState
 from crawler.wildcards import WildcardWatch
+
+# Failures our own outage produces too (a timeout, a reset…); NXDOMAIN, NOANSWER and
+# REFUSED are answers from a DNS server, so they are the host's own.
+OURS_OR_THEIRS = (NETWORK_FAILURES - {DNS_NXDOMAIN, DNS_NOANSWER, DNS_REFUSED}) | {HTTP_TIMEOUT}
 
 
 class HostWritePipeline:
@@ -29,7 +42,9 @@ class HostWritePipeline:
         self.crawler = crawler
         self.state = CrawlState.of(crawler)
         self.wildcards = WildcardWatch(crawler, self.state.engine)
-        self.recrawl_after = timedelta(seconds=crawler.settings.getint("RECRAWL_AFTER", 604800))
+        settings = crawler.settings
+        self.recrawl_after = timedelta(seconds=settings.getint("RECRAWL_AFTER", 604800))
+        self.retry = timedelta(seconds=settings.getfloat("OUTAGE_RETRY_AFTER", 15))
         self._finishes = Batcher("finishing hosts", self._finish_many)
 
     @classmethod
@@ -42,6 +57,8 @@ class HostWritePipeline:
         if item.denied_by is not None:
             await self._take_out(item)
         else:
+            if item.outcome in OURS_OR_THEIRS:
+                await self._unless_ours(item)
             item.new_hostnames = await self._finishes.submit(self._crawled(item))
             self.wildcards.saw(item.new_hostnames)
             self.state.observe_soon(item.hostname, item.outcome)
@@ -50,8 +67,26 @@ class HostWritePipeline:
         stats.inc_value("hosts/links_saved", len(item.new_hostnames))
         return item
 
+    async def _unless_ours(self, item: HostItem) -> None:
+        """A failure while the world does not answer us says nothing about the host: it
+        is tried again soon (still claimed, so a draining crawl waits), not settled."""
+        answering, why = await self.state.world.answers()
+        if answering is not False:
+            return
+        await in_thread_until_up(
+            "retrying a host", queue.retry_soon, self.state.engine, [item.hostname], self.retry
+        )
+        self.crawler.stats.inc_value("outage/retried")
+        raise DropItem(
+            f"{item.hostname}: {item.outcome} while {why}; tried again in"
+            f" {self.retry.total_seconds():.0f} s",
+            log_level="INFO",
+        )
+
     def _crawled(self, item: HostItem) -> Crawled:
-        result = CrawlResult(item.outcome, item.http_status, item.final_url, item.title)
+        result = CrawlResult(
+            item.outcome, item.http_status, item.final_url, item.title, item.scheme
+        )
         links = FilteredLinks(set(item.hostnames), item.links_found)
         links.dropped["filtered"] = item.links_filtered
         return Crawled(item.hostname, result, links, self.recrawl_after)

@@ -161,10 +161,10 @@ class OutcomeResolver:
             return defer.succeed(name)
         return self.resolve(name).addCallback(_address_or_failure)
 
-    def resolve(self, name: str) -> defer.Deferred:
-        """Deferred[Resolution]; never fails."""
+    def resolve(self, name: str, fresh: bool = False) -> defer.Deferred:
+        """Deferred[Resolution]; never fails. `fresh` asks the server, not the cache."""
         name = name.lower().rstrip(".")
-        cached = self._cache.get(name)
+        cached = None if fresh else self._cache.get(name)
         if cached is not None:
             return defer.succeed(cached)
         return defer.Deferred.fromCoroutine(self._resolve(name))

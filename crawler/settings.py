@@ -13,6 +13,8 @@ USER_AGENT = "hostcrawl/0.1 (+https://github.com/hostcrawl; host discovery)"
 
 # --- the crawl's own settings (DESIGN.md 'Running it') ---
 HOST_URL_TEMPLATE = os.environ.get("HOST_URL_TEMPLATE", "https://{hostname}/")
+# Tried once when https fails below HTTP (TCP, TLS); empty = off.
+HTTP_FALLBACK_TEMPLATE = os.environ.get("HTTP_FALLBACK_TEMPLATE", "http://{hostname}/")
 DNS_NAMESERVERS = os.environ.get("DNS_NAMESERVERS", "")
 TRAP_WINDOW = int(os.environ.get("TRAP_WINDOW", 50))
 CLAIM_BATCH = int(os.environ.get("CLAIM_BATCH", 32))
@@ -25,6 +27,8 @@ CLAIM_POLL_INTERVAL = float(os.environ.get("CLAIM_POLL_INTERVAL", 2.0))
 RECRAWL_AFTER = int(os.environ.get("RECRAWL_AFTER", 7 * 86400))  # seconds
 CLOSE_WHEN_DRAINED = os.environ.get("CLOSE_WHEN_DRAINED", "0") == "1"
 DENYLIST_RELOAD = 60.0  # seconds between full reloads besides LISTEN/NOTIFY
+METRICS_PORT = int(os.environ.get("METRICS_PORT", 0))  # Prometheus /metrics; 0 = off
+METRICS_ADDRESS = os.environ.get("METRICS_ADDRESS", "127.0.0.1")  # 0.0.0.0 in a container
 
 # --- the add-on installs the middlewares, the resolver, the pipeline and the
 # production defaults (remote control and telnet off, cookies off, robots.txt

@@ -2,13 +2,14 @@
 
 One per Scrapy crawler, made by whichever component asks first
 (`CrawlState.of(crawler)`), so the middleware, the pipeline and any spider
-see the same deny list and windows. The deny list is loaded in a thread when
-the spider opens, before the first request.
+see the same deny list, windows and world check. The deny list is loaded in
+a thread when the spider opens, before the first request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 
@@ -18,7 +19,21 @@ from crawler.db.engine import get_engine
 from crawler.db.retry import in_thread_until_up
 from crawler.hostnames import is_subdomain
 from crawler.livedenylist import LiveDenyList
+from crawler.resolver import OutcomeResolver
+from crawler.selfcheck import SelfCheck, WorldCheck
 from crawler.trapguard import TrapGuard
+
+
+def url_templates(settings) -> list[str]:
+    """How a host's front page is asked for: the template, then the plain-HTTP fallback."""
+    main = settings.get("HOST_URL_TEMPLATE", "https://{hostname}/")
+    fallback = settings.get("HTTP_FALLBACK_TEMPLATE", "http://{hostname}/")
+    use_fallback = main.startswith("https:") and fallback.startswith("http:")
+    return [main, fallback] if use_fallback else [main]
+
+
+def canary_hosts(settings) -> list[str]:
+    return [h.strip() for h in settings.get("CANARY_HOSTS", "").split(",") if h.strip()]
 
 
 class CrawlState:
@@ -41,19 +56,52 @@ class CrawlState:
         self.actor = f"crawler {self.worker}"
         self.engine = get_engine()
         self.denylist = LiveDenyList(self.engine, settings.getfloat("DENYLIST_RELOAD", 60))
+        self.world = WorldCheck(
+            self.engine,
+            self.resolver,
+            url_templates(settings),
+            canary_hosts(settings),
+            timeout=settings.getfloat("DNS_TIMEOUT", 5.0),
+        )
         self.traps = TrapGuard(
             self.engine,
             settings.getint("TRAP_WINDOW", 50),
             self.actor,
             remember=self.denylist.remember,
+            confirm=SelfCheck(self.engine, self.world, self.count).confirm,
         )
+        self.recheck_every = settings.getfloat("TRAP_RECHECK_INTERVAL", 30.0)
+        self._resolver: OutcomeResolver | None = None
         self._background: set[asyncio.Task] = set()
+        self._rechecks: asyncio.Task | None = None
         crawler.signals.connect(self.open, signal=signals.spider_opened)
         crawler.signals.connect(self.close, signal=signals.spider_closed)
 
+    def count(self, key: str, n: int = 1) -> None:
+        """A stat, once the crawl has its stats collector."""
+        self.crawler.stats.inc_value(key, n)
+
+    def resolver(self) -> OutcomeResolver:
+        """The reactor's resolver when it is ours (the crawl's cache and failure kinds)."""
+        from twisted.internet import reactor
+
+        if isinstance(reactor.resolver, OutcomeResolver):
+            return reactor.resolver
+        if self._resolver is None:
+            self._resolver = OutcomeResolver.from_crawler(self.crawler, reactor)
+        return self._resolver
+
     async def open(self, spider) -> None:
-        """Load the deny list off the event loop, riding out an outage."""
+        """Load the deny list off the event loop, riding out an outage; start rechecks."""
         await in_thread_until_up("loading the deny list", self.denylist.load)
+        self._rechecks = asyncio.ensure_future(self._recheck_deferred())
+
+    async def _recheck_deferred(self) -> None:
+        """Deferred blocks (ours or another worker's) are looked at again now and then."""
+        while True:
+            await asyncio.sleep(self.recheck_every)
+            blocked = await self.traps.recheck_deferred()
+            self.crawler.stats.inc_value("traps/blocked", len(blocked))
 
     def observe_soon(self, hostname: str, outcome: str) -> None:
         """Feed a subdomain's outcome to its root's window, without holding anyone up."""
@@ -68,5 +116,13 @@ class CrawlState:
 
     async def close(self, spider) -> None:
         """Let the last window writes (and blocks) land, then stop listening."""
+        if self._rechecks is not None:
+            self._rechecks.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._rechecks
         await asyncio.gather(*self._background, return_exceptions=True)
+        # A block deferred during an outage that has ended is not left for later.
+        with contextlib.suppress(Exception):
+            blocked = await asyncio.wait_for(self.traps.recheck_deferred(), 60)
+            self.crawler.stats.inc_value("traps/blocked", len(blocked))
         self.denylist.stop()

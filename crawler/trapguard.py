@@ -19,6 +19,7 @@ from crawler.db.retry import in_thread_until_up
 from crawler.denylist import BLOCKED
 from crawler.hostnames import root
 from crawler.outcomes import is_network_failure
+from crawler.traps import trap_reason
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +82,29 @@ class TrapGuard:
                 self._checking.discard(domain)
         return blocked
 
+    async def recheck_deferred(self) -> list[str]:
+        """Look again at every deferred block: block it, or forget it if its window no
+        longer proves a trap. Returns the roots this blocked."""
+        deferred = await in_thread_until_up("reading deferrals", windows.deferrals, self.engine)
+        proven = {}
+        for domain, _ in deferred:
+            window = await in_thread_until_up(
+                "reading a window", windows.window, self.engine, domain
+            )
+            reason = trap_reason(domain, window, self.size)
+            if reason:
+                proven[domain] = reason
+            else:
+                await in_thread_until_up("clearing", windows.clear_deferral, self.engine, domain)
+        return list(await self.block_proven(proven))
+
     async def _block(self, domain: str, reason: str) -> bool:
         def write() -> bool:
             note = windows.wildcard_note(self.engine, domain)
             return entries.upsert_blocked(self.engine, domain, reason + note, self.actor)
 
         if not await in_thread_until_up(f"blocking {domain}", write):
+            await in_thread_until_up("clearing", windows.clear_deferral, self.engine, domain)
             return False
         self.remember(domain, BLOCKED)
         return True

@@ -78,13 +78,27 @@ def reactor_run(reactor, settings, options):
     from crawler.audit import Audit
     from crawler.db.engine import get_engine
     from crawler.resolver import OutcomeResolver
+    from crawler.selfcheck import SelfCheck, WorldCheck
+    from crawler.state import canary_hosts, url_templates
 
     resolver = OutcomeResolver.from_settings(settings, reactor)
+    engine = get_engine()
+    world = WorldCheck(
+        engine,
+        lambda: resolver,
+        url_templates(settings),
+        canary_hosts(settings),
+        timeout=settings.getfloat("DNS_TIMEOUT", 5.0),
+        dns_only=not options.tls,
+    )
+    confirm = SelfCheck(engine, world).confirm
     outcome: dict = {}
 
     async def main() -> None:
         try:
-            outcome["progress"] = await Audit(get_engine(), resolver, options, say=_say).run()
+            outcome["progress"] = await Audit(
+                engine, resolver, options, say=_say, confirm=confirm
+            ).run()
         except BaseException as exc:  # reported after the reactor stops
             outcome["error"] = exc
         finally:

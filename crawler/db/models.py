@@ -55,6 +55,8 @@ class Host(Base):
     http_status: Mapped[int | None] = mapped_column(SmallInteger)
     final_url: Mapped[str | None] = mapped_column(Text)
     title: Mapped[str | None] = mapped_column(Text)
+    # The scheme that answered the last crawl: https, or http by the fallback.
+    scheme: Mapped[str | None] = mapped_column(String(8))
     links_found: Mapped[int | None] = mapped_column(Integer)
     links_saved: Mapped[int | None] = mapped_column(Integer)
     links_filtered: Mapped[int | None] = mapped_column(Integer)
@@ -139,6 +141,18 @@ class TrapWindowRow(Base):
     __table_args__ = (Index("ix_trap_window_root_seen_at", "root", "seen_at"),)
 
 
+class TrapDeferral(Base):
+    """A block the self-check held back: the window proves a trap, but the world (or the
+    window's sample) did not confirm it. Cleared when the root is blocked or cleared."""
+
+    __tablename__ = "trap_deferrals"
+
+    root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
+    why: Mapped[str] = mapped_column(Text)
+    since: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+    checked_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+
+
 class WildcardProbe(Base):
     """Whether a random label under a root resolves: a wildcard zone if it does."""
 
@@ -203,6 +217,18 @@ class AuditEntry(Base):
         Index("ix_audit_log_at", "at"),
         Index("ix_audit_log_hostname", "hostname"),
     )
+
+
+class AuditItem(Base):
+    """One name of a bulk change: the audit row holds the batch's count, these its names."""
+
+    __tablename__ = "audit_items"
+
+    audit_id: Mapped[int] = mapped_column(
+        ForeignKey("audit_log.id", ondelete="CASCADE"), primary_key=True
+    )
+    hostname: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
+    detail: Mapped[str | None] = mapped_column(Text)
 
 
 class User(Base):

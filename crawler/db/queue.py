@@ -33,6 +33,7 @@ class CrawlResult:
     http_status: int | None = None
     final_url: str | None = None
     title: str | None = None
+    scheme: str | None = None  # the scheme that answered (https, or http by the fallback)
 
 
 @dataclass(frozen=True)
@@ -64,17 +65,18 @@ QUEUE_HOSTS = text(
 WRITE_RESULTS = text(
     """
     UPDATE hosts h SET last_crawled_at = now(), outcome = t.outcome, http_status = t.status,
-           final_url = t.url, title = t.title, links_found = t.found, links_saved = t.saved,
+           final_url = t.url, title = t.title, scheme = t.scheme,
+           links_found = t.found, links_saved = t.saved,
            links_filtered = t.filtered, crawl_count = h.crawl_count + 1,
            fail_streak = CASE WHEN t.failed THEN h.fail_streak + 1 ELSE 0 END
-      FROM (SELECT * FROM unnest(:names, :outcomes, :statuses, :urls, :titles,
+      FROM (SELECT * FROM unnest(:names, :outcomes, :statuses, :urls, :titles, :schemes,
                                  :found, :saved, :filtered, :failed)
-              AS u(hostname, outcome, status, url, title, found, saved, filtered, failed)
+              AS u(hostname, outcome, status, url, title, scheme, found, saved, filtered, failed)
              ORDER BY hostname) AS t
      WHERE h.hostname = t.hostname
     """
 ).bindparams(
-    *names_param("names", "outcomes", "urls", "titles"),
+    *names_param("names", "outcomes", "urls", "titles", "schemes"),
     *(bindparam(name, type_=INTS) for name in ("statuses", "found", "saved", "filtered")),
     bindparam("failed", type_=ARRAY(Boolean)),
 )
@@ -166,6 +168,7 @@ def write_results(conn: Connection, crawled: Sequence[Crawled]) -> None:
             "statuses": [r.http_status for r in results],
             "urls": [r.final_url for r in results],
             "titles": [r.title for r in results],
+            "schemes": [r.scheme for r in results],
             "found": [host.links.found for host in crawled],
             "saved": [len(host.links.hostnames - {host.hostname}) for host in crawled],
             "filtered": [host.links.filtered for host in crawled],
@@ -178,6 +181,20 @@ def schedule(conn: Connection, delays: list[tuple[str, timedelta]]) -> None:
     """Release claims (entry rows too) and set each routable row's next date."""
     if delays:
         conn.execute(SCHEDULE, {"names": [h for h, _ in delays], "afters": [d for _, d in delays]})
+
+
+RETRY_SOON = text(
+    "UPDATE queue SET next_claim_at = now() + :after"
+    " WHERE hostname = ANY(:names) AND status_reason IS NULL"
+).bindparams(*names_param("names"))
+
+
+@retry_conflicts
+def retry_soon(engine: Engine, hostnames: Sequence[str], after: timedelta) -> None:
+    """Claimed hosts whose try said nothing about them (our own outage): due again
+    `after` from now, still claimed by their worker, so a draining crawl waits."""
+    with engine.begin() as conn:
+        conn.execute(RETRY_SOON, {"names": sorted(hostnames), "after": after})
 
 
 @retry_conflicts

@@ -112,6 +112,55 @@ def wildcard_note(engine: Engine, domain: str) -> str:
     return f"; not a wildcard zone: the random name {name} gave {outcome}"
 
 
+RECENT_OK = """
+    SELECT hostname FROM hosts
+     WHERE {when} > now() - interval '1 hour' AND {what}
+     ORDER BY root = :root, {when} DESC
+     LIMIT :n
+"""
+CRAWLED_OK = text(RECENT_OK.format(when="last_crawled_at", what="outcome = 'OK'"))
+RESOLVED = text(RECENT_OK.format(when="audited_at", what="audit_outcome = 'DNS_ALIVE'"))
+
+
+def recent_ok_hosts(
+    engine: Engine, n: int, other_than: str = "", resolved: bool = False
+) -> list[str]:
+    """Hosts whose front page answered in the last hour (or, `resolved`, whose name the
+    audit resolved), newest first, other roots than `other_than` first: the default
+    canaries of the self-check."""
+    with engine.connect() as conn:
+        found = conn.execute(RESOLVED if resolved else CRAWLED_OK, {"n": n, "root": other_than})
+        return list(found.scalars())
+
+
+@retry_conflicts
+def defer_block(engine: Engine, domain: str, why: str) -> None:
+    """Remember a held-back block (the first `since` stays while it lasts)."""
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                """
+                INSERT INTO trap_deferrals (root, why) VALUES (:root, :why)
+                ON CONFLICT (root) DO UPDATE SET why = excluded.why, checked_at = now()
+                """
+            ),
+            {"root": domain, "why": why},
+        )
+
+
+@retry_conflicts
+def clear_deferral(engine: Engine, domain: str) -> None:
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM trap_deferrals WHERE root = :root"), {"root": domain})
+
+
+def deferrals(engine: Engine) -> list[tuple[str, str]]:
+    """(root, why) of every held-back block, oldest first."""
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT root, why FROM trap_deferrals ORDER BY since"))
+        return [(r.root, r.why) for r in rows]
+
+
 @retry_conflicts
 def save_wildcard_probe(engine: Engine, domain: str, probe: str, outcome: str) -> None:
     with engine.begin() as conn:

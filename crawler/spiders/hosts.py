@@ -27,12 +27,23 @@ from crawler.hostnames import root
 from crawler.items import HostItem
 from crawler.links import filter_links
 from crawler.middlewares import OUTCOME_BY_ITEM, request_denied, request_hostname
-from crawler.outcomes import IGNORED, OK
+from crawler.outcomes import (
+    IGNORED,
+    OK,
+    TCP_REFUSED,
+    TCP_RESET,
+    TCP_TIMEOUT,
+    TLS_HANDSHAKE,
+    TLS_TIMEOUT,
+)
 from crawler.state import CrawlState
 
 log = logging.getLogger(__name__)
 
 MAX_TITLE = 500
+# Failures below HTTP on the host's own address: plain HTTP may still answer.
+# A DNS failure is the same for both schemes, so it never falls back.
+FALLS_BACK = frozenset({TCP_REFUSED, TCP_RESET, TCP_TIMEOUT, TLS_HANDSHAKE, TLS_TIMEOUT})
 
 
 class HostsSpider(scrapy.Spider):
@@ -50,6 +61,7 @@ class HostsSpider(scrapy.Spider):
         settings = crawler.settings
         self.state = CrawlState.of(crawler)
         self.url_template = settings.get("HOST_URL_TEMPLATE", "https://{hostname}/")
+        self.fallback_template = settings.get("HTTP_FALLBACK_TEMPLATE", "http://{hostname}/")
         self.batch = settings.getint("CLAIM_BATCH", 32)
         self.root_limits = claims.RootLimits(
             settings.getint("ROOT_CONCURRENCY", 2), settings.getint("ROOT_BUDGET", 3600)
@@ -122,16 +134,26 @@ class HostsSpider(scrapy.Spider):
             if poll:
                 return
 
-    def host_request(self, hostname: str) -> scrapy.Request:
+    def host_request(self, hostname: str, fallback: bool = False) -> scrapy.Request:
+        """The request for a host's front page (by HTTP_FALLBACK_TEMPLATE if `fallback`)."""
+        template = self.fallback_template if fallback else self.url_template
         # An IPv6 literal goes in brackets in a URL.
         host = f"[{hostname}]" if ":" in hostname else hostname
+        url = template.format(hostname=host)
         return scrapy.Request(
-            self.url_template.format(hostname=host),
+            url,
             callback=self.parse,
             errback=self.failed,
             dont_filter=True,
-            # One Scrapy download slot per root: CONCURRENT_REQUESTS_PER_DOMAIN applies per root.
-            meta={"hostname": hostname, OUTCOME_BY_ITEM: True, "download_slot": root(hostname)},
+            meta={
+                "hostname": hostname,
+                "scheme": url.partition(":")[0].lower(),
+                "fallback": fallback,
+                OUTCOME_BY_ITEM: True,
+                # One Scrapy download slot per root: CONCURRENT_REQUESTS_PER_DOMAIN
+                # then applies per root (Downloader.DOWNLOAD_SLOT).
+                "download_slot": root(hostname),
+            },
         )
 
     def parse(self, response: Response):
@@ -143,12 +165,15 @@ class HostsSpider(scrapy.Spider):
         scheme = urlparse_cached(response).scheme
         links = filter_links(hrefs, hostname, self.state.denylist.loaded, page_scheme=scheme)
         links.hostnames.discard(hostname)
+        if response.meta.get("fallback"):
+            self.crawler.stats.inc_value("fallback/answered")
         yield HostItem(
             hostname,
             OK,
             response.status,
             response.url,
             title,
+            response.meta.get("scheme"),
             hostnames=sorted(links.hostnames),
             links_found=links.found,
             links_filtered=links.filtered,
@@ -162,7 +187,21 @@ class HostsSpider(scrapy.Spider):
             return
         hostname = request.meta["hostname"]
         outcome = classify(failure.value, request_hostname(request) or hostname)
+        if self._falls_back(request, outcome):
+            self.crawler.stats.inc_value("fallback/tried")
+            yield self.host_request(hostname, fallback=True)
+            return
         yield HostItem(hostname, outcome, final_url=request.url)
+
+    def _falls_back(self, request: scrapy.Request, outcome: str) -> bool:
+        """Try plain HTTP once when https failed below HTTP at the host itself."""
+        return (
+            self.fallback_template.startswith("http:")
+            and request.meta.get("scheme") == "https"
+            and not request.meta.get("fallback")
+            and outcome in FALLS_BACK
+            and request_hostname(request) == request.meta["hostname"]
+        )
 
     def _request_denied(self, request: scrapy.Request, denial: Denial) -> None:
         """A request was refused as it was scheduled: its claimed host settles from start()."""

@@ -73,6 +73,7 @@ def wait_until(condition: Callable[[], object], timeout: float, what: str) -> ob
 def crawl_settings(web, scheme: str = "http", **overrides) -> dict:
     settings = {
         "HOST_URL_TEMPLATE": web.url_template(scheme),
+        "HTTP_FALLBACK_TEMPLATE": web.url_template("http"),
         "DNS_NAMESERVERS": web.nameservers,
         "CLOSE_WHEN_DRAINED": 1,
         "CLAIM_POLL_INTERVAL": 0.2,

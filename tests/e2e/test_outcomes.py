@@ -54,7 +54,10 @@ def crawled(engine, tmp_path_factory):
     for scheme, cases in (("http", HTTP_CASES), ("https", HTTPS_CASES)):
         with FakeWeb(build_world(cases), workdir=logs / scheme) as web:
             queue.seed(db, list(cases))
-            settings = crawl_settings(web, scheme, DOWNLOAD_TIMEOUT=2, RETRY_TIMES=0)
+            # The fallback off: each failure kind as the first scheme meets it.
+            settings = crawl_settings(
+                web, scheme, DOWNLOAD_TIMEOUT=2, RETRY_TIMES=0, HTTP_FALLBACK_TEMPLATE=""
+            )
             CrawlerProcess(settings, logs / f"{scheme}.log").wait()
     with engine.connect() as conn:
         rows = conn.execute(text("SELECT hostname, outcome, http_status FROM hosts"))

@@ -194,6 +194,7 @@ class FakeWeb:
         return {
             "DNS_NAMESERVERS": self.nameservers,
             "HOST_URL_TEMPLATE": self.url_template(scheme),
+            "HTTP_FALLBACK_TEMPLATE": self.url_template("http"),
         }
 
     # -- control ------------------------------------------------------------
@@ -211,6 +212,10 @@ class FakeWeb:
         """Make the DNS server drop every query (True) or answer again (False)."""
         self.command("dns-silent on" if silent else "dns-silent off")
 
+    def set_network_down(self, down: bool) -> None:
+        """Reset every HTTP(S) connection (True), as if our network were gone, or not."""
+        self.command("network-down on" if down else "network-down off")
+
     # -- logs ---------------------------------------------------------------
 
     def requests(self) -> list[dict]:
@@ -224,9 +229,16 @@ class FakeWeb:
         return [e for e in events if e["event"] == "request"]
 
     def fetches(
-        self, host: str | None = None, path: str | None = "/", scheme: str | None = None
+        self,
+        host: str | None = None,
+        path: str | None = "/",
+        scheme: str | None = None,
+        method: str | None = "GET",
     ) -> list[dict]:
-        """Request records, filtered by host, path (None = any) and scheme."""
+        """Request records, filtered by host, path (None = any), scheme and method.
+
+        GET by default: the crawler fetches with GET; its self-check asks with HEAD.
+        """
         host = normalize_host(host) if host is not None else None
         return [
             r
@@ -234,6 +246,7 @@ class FakeWeb:
             if (host is None or r["host"] == host)
             and (path is None or r["path"] == path)
             and (scheme is None or r["scheme"] == scheme)
+            and (method is None or r["method"] == method)
         ]
 
     def fetch_counts(self, path: str | None = "/", scheme: str | None = None) -> Counter:

@@ -170,6 +170,22 @@ IN_FLIGHT = RootsInFlight()
 FILLER = b"<p>" + b"hostcrawl " * 104_857 + b"</p>\n"  # about 1 MiB
 
 
+class Network:
+    """Our side's network, as the crawler sees it: down = every connection is reset."""
+
+    down = False
+
+
+NETWORK = Network()
+
+
+def reset(transport) -> None:
+    """Abort with a TCP RST (linger 0) instead of an orderly FIN."""
+    sock = transport.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
+
+
 class HttpProtocol(asyncio.Protocol):
     """Minimal HTTP/1.1 server with keep-alive, answering from Responses."""
 
@@ -187,6 +203,8 @@ class HttpProtocol(asyncio.Protocol):
         """Remember the transport and the address the client connected to."""
         self.transport = transport
         self.local = transport.get_extra_info("sockname")[:2]
+        if NETWORK.down:
+            reset(transport)
 
     def data_received(self, data: bytes) -> None:
         """Answer every complete request in the buffer (pipelining allowed)."""
@@ -317,10 +335,7 @@ class ResetProtocol(MisbehavingProtocol):
     behaviour = "reset"
 
     def react(self) -> None:
-        """Linger 0 turns close into an RST instead of an orderly FIN."""
-        sock = self.transport.get_extra_info("socket")
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.transport.abort()
+        reset(self.transport)
 
 
 class TlsBrokenProtocol(MisbehavingProtocol):

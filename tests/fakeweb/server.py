@@ -24,6 +24,7 @@ from pathlib import Path
 from .dnsserver import DnsResponder, DnsUdpProtocol, tcp_handler
 from .eventlog import DNS_LOG, HTTP_LOG, EventLog
 from .httpserver import (
+    NETWORK,
     BlackholeProtocol,
     HttpProtocol,
     ResetProtocol,
@@ -54,6 +55,10 @@ def tcp_socket(address: str, port: int, *, reuse: bool = True) -> socket.socket:
     return sock
 
 
+# Addresses whose socket on some port is bound but never listens (refused there).
+NEVER_LISTENING_ON_SOME_PORT = ("refused", "http_only_refused")
+
+
 def bind_on_all(port: int) -> dict[str, socket.socket]:
     """Bind port on every behaviour address; port 0 picks one free on all.
 
@@ -69,7 +74,7 @@ def bind_on_all(port: int) -> dict[str, socket.socket]:
                 if behaviour != "ok":
                     # No SO_REUSEADDR on the refused one: with it, another
                     # SO_REUSEADDR socket could share the port and listen.
-                    reuse = behaviour != "refused"
+                    reuse = behaviour not in NEVER_LISTENING_ON_SOME_PORT
                     sockets[behaviour] = tcp_socket(address, chosen, reuse=reuse)
             return sockets
         except OSError as exc:
@@ -135,7 +140,7 @@ def make_tls_context(workdir: Path) -> ssl.SSLContext:
 def control_handler(responder: DnsResponder, stop: asyncio.Event):
     """asyncio.start_server callback for the line-based control port.
 
-    Commands: "ping", "dns-silent on", "dns-silent off", "stop"; each is
+    Commands: "ping", "dns-silent on|off", "network-down on|off", "stop"; each is
     answered "ok" once it has taken effect, or "error ...".
     """
 
@@ -148,6 +153,8 @@ def control_handler(responder: DnsResponder, stop: asyncio.Event):
                 responder.silent = True
             elif command == ["dns-silent", "off"]:
                 responder.silent = False
+            elif command in (["network-down", "on"], ["network-down", "off"]):
+                NETWORK.down = command[1] == "on"
             elif command == ["stop"]:
                 stop.set()
             elif command != ["ping"]:
@@ -204,6 +211,8 @@ class FakeWebServer:
         responses = Responses(self.world, ports)
         for scheme, sockets in bound.items():
             self.held.append(sockets.pop("refused"))
+            if scheme == "https":  # plain HTTP only: https is refused there
+                self.held.append(sockets.pop("http_only_refused"))
             await self._listen_all(loop, scheme, sockets, responses, tls)
         return {
             "dns_port": udp.getsockname()[1],
@@ -216,16 +225,19 @@ class FakeWebServer:
         """Serve pages on the ok socket and a misbehaviour on each other one."""
         context = tls if scheme == "https" else None
         log = self.http_log
-        await loop.create_server(
-            lambda: HttpProtocol(responses, scheme, log),
-            sock=sockets.pop("ok"),
-            ssl=context,
-            backlog=BACKLOG,
-        )
+        serving = ["ok"] if scheme == "https" else ["ok", "http_only", "http_only_refused"]
+        for behaviour in serving:
+            await loop.create_server(
+                lambda: HttpProtocol(responses, scheme, log),
+                sock=sockets.pop(behaviour),
+                ssl=context,
+                backlog=BACKLOG,
+            )
         protocols = {
             "reset": ResetProtocol,
             "tls_broken": TlsBrokenProtocol,
             "blackhole": BlackholeProtocol,
+            "http_only": TlsBrokenProtocol,  # its https port
         }
         for behaviour, sock in sockets.items():
             protocol = protocols[behaviour]

@@ -22,6 +22,9 @@ ADDRESSES = {
     "reset": "127.0.0.3",
     "tls_broken": "127.0.0.4",
     "blackhole": "127.0.0.5",
+    # Plain HTTP answers; the https port breaks TLS (tls) or refuses (refused).
+    "http_only": "127.0.0.6",
+    "http_only_refused": "127.0.0.7",
 }
 
 # Behaviour name -> (DNS answer kind, address for kind "a").
@@ -32,6 +35,8 @@ BEHAVIOURS = {
     "reset": ("a", ADDRESSES["reset"]),
     "tls_broken": ("a", ADDRESSES["tls_broken"]),
     "blackhole": ("a", ADDRESSES["blackhole"]),
+    "http_only": ("a", ADDRESSES["http_only"]),
+    "http_only_refused": ("a", ADDRESSES["http_only_refused"]),
     "nxdomain": ("nxdomain", None),
     "servfail": ("servfail", None),
     "refused_dns": ("refused", None),
