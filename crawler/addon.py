@@ -18,6 +18,7 @@ from scrapy import signals
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 
+from crawler.metrics import PrometheusMetrics
 from crawler.middlewares import (
     AnswerAwareRetryMiddleware,
     BlacklistMiddleware,
@@ -63,6 +64,7 @@ class HostcrawlAddon:
             settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", builtin, None)
             settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ours, priority)
         settings.set_in_component_priority_dict("ITEM_PIPELINES", HostWritePipeline, 300)
+        settings.set_in_component_priority_dict("EXTENSIONS", PrometheusMetrics, 500)
 
     def install_resolver(self) -> None:
         """Make sure the reactor resolves through OutcomeResolver.

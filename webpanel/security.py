@@ -9,8 +9,10 @@ from flask_login import current_user
 
 from webpanel.extensions import login_manager
 
-# Endpoints an anonymous visitor may reach; the API authenticates by token itself.
-PUBLIC_ENDPOINTS = frozenset({"auth.login", "health.healthz", "static", "favicon"})
+# Endpoints an anonymous visitor may reach; the API (and /metrics) authenticate by token.
+PUBLIC_ENDPOINTS = frozenset(
+    {"auth.login", "health.healthz", "static", "favicon", "metrics.metrics"}
+)
 # Methods that change nothing; every other one needs an admin.
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # POSTs any operator may make: about their own session only.

@@ -1,0 +1,120 @@
+"""Prometheus metrics of one crawler worker, on METRICS_PORT (off when 0, the default).
+
+A Scrapy extension (installed by the add-on). The figures are read from the
+crawl's own stats when Prometheus scrapes, so there is one count of each
+thing: what `Dumping Scrapy stats` prints at the end is what was exposed.
+The exposition is prometheus_client's (its own registry and HTTP server);
+nothing here writes the text format by hand.
+
+    hostcrawl_pages_total                 front pages settled (any outcome); rate() = pages/s
+    hostcrawl_outcomes_total{outcome}     the same, by outcome
+    hostcrawl_claims_total                hosts claimed (one front-page request each)
+    hostcrawl_links_saved_total           new hostnames saved from pages
+    hostcrawl_denied_total{rule}          requests refused by a deny entry
+    hostcrawl_blocks_total                trap roots this worker blocked
+    hostcrawl_deferred_blocks_total       blocks deferred by the self-check
+    hostcrawl_denylist_entries            entries in this worker's deny list
+
+Several workers on one machine need one port each (METRICS_PORT=9410, 9411...).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+log = logging.getLogger(__name__)
+
+OUTCOME_PREFIX = "hosts/outcome/"
+DENIED_PREFIX = "blacklist/filtered/"
+SIMPLE_COUNTERS = {
+    "hostcrawl_links_saved": ("hosts/links_saved", "New hostnames saved from pages."),
+    "hostcrawl_blocks": ("traps/blocked", "Trap roots this worker blocked."),
+    "hostcrawl_deferred_blocks": ("traps/deferred", "Blocks deferred by the self-check."),
+}
+
+
+class StatsCollector:
+    """Reads a crawl's stats (and its claims and deny list) whenever it is scraped."""
+
+    def __init__(self, crawler, metrics: PrometheusMetrics) -> None:
+        self.crawler = crawler
+        self.metrics = metrics
+
+    def collect(self):
+        stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
+        outcomes = CounterMetricFamily(
+            "hostcrawl_outcomes", "Front pages settled, by outcome.", labels=["outcome"]
+        )
+        pages = 0
+        for key, value in sorted(stats.items()):
+            if key.startswith(OUTCOME_PREFIX):
+                outcomes.add_metric([key.removeprefix(OUTCOME_PREFIX)], value)
+                pages += value
+        yield CounterMetricFamily(
+            "hostcrawl_pages", "Front pages settled (any outcome).", value=pages
+        )
+        yield outcomes
+        yield CounterMetricFamily("hostcrawl_claims", "Hosts claimed.", value=self.metrics.claims)
+        denied = CounterMetricFamily(
+            "hostcrawl_denied", "Requests refused by a deny entry.", labels=["rule"]
+        )
+        for key, value in sorted(stats.items()):
+            if key.startswith(DENIED_PREFIX):
+                denied.add_metric([key.removeprefix(DENIED_PREFIX)], value)
+        yield denied
+        for name, (key, help_text) in SIMPLE_COUNTERS.items():
+            yield CounterMetricFamily(name, help_text, value=stats.get(key, 0))
+        yield GaugeMetricFamily(
+            "hostcrawl_denylist_entries",
+            "Entries in this worker's deny list.",
+            value=self.denylist_size(),
+        )
+
+    def denylist_size(self) -> int:
+        from crawler.state import CrawlState
+
+        state = getattr(self.crawler, CrawlState.ATTRIBUTE, None)
+        loaded = getattr(getattr(state, "denylist", None), "_list", None)
+        return len(loaded) if loaded is not None else 0
+
+
+class PrometheusMetrics:
+    """Serves the worker's metrics while the spider runs."""
+
+    def __init__(self, crawler, port: int, address: str) -> None:
+        self.crawler = crawler
+        self.port, self.address = port, address
+        self.claims = 0
+        self.registry = CollectorRegistry()
+        self.registry.register(StatsCollector(crawler, self))
+        self.server = None
+        crawler.signals.connect(self.open, signal=signals.spider_opened)
+        crawler.signals.connect(self.close, signal=signals.spider_closed)
+        crawler.signals.connect(self.scheduled, signal=signals.request_scheduled)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        port = crawler.settings.getint("METRICS_PORT", 0)
+        if not port:
+            raise NotConfigured("METRICS_PORT is 0")
+        return cls(crawler, port, crawler.settings.get("METRICS_ADDRESS", "127.0.0.1"))
+
+    def open(self, spider) -> None:
+        self.server, _ = start_http_server(self.port, self.address, registry=self.registry)
+        log.info("metrics on http://%s:%d/metrics", self.address, self.port)
+
+    def close(self, spider) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+    def scheduled(self, request, spider) -> None:
+        """A claimed host's first request (not its robots.txt, not a fallback) is a claim."""
+        meta = request.meta
+        if meta.get("hostname") and "scheme" in meta and not meta.get("fallback"):
+            self.claims += 1

@@ -1,0 +1,72 @@
+"""/metrics: the panel's Prometheus metrics, for the API's bearer token only.
+
+The same cheap figures as the dashboard strip (`pages.dashboard.totals`:
+counted on a small database, the planner's estimates on a big one; the deny
+entries always counted), plus the blocks of the last hour from the audit log
+(an index range). prometheus_client writes the exposition format.
+
+    hostcrawl_hosts_known                 hosts (deny entries' own rows left out)
+    hostcrawl_queue_due                   hosts due now (the queue depth a worker sees)
+    hostcrawl_out_of_routing              hosts under a deny entry
+    hostcrawl_entries{rule}               deny entries by rule
+    hostcrawl_hosts_by_outcome{outcome}   hosts by last outcome
+    hostcrawl_blocks_last_hour            blocks (crawler or operator) in the last hour
+    hostcrawl_counts_estimated            1 while the figures are estimates
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from sqlalchemy import text
+
+from crawler.db.pages import dashboard
+from crawler.db.pages.paging import NEVER_CRAWLED
+from webpanel.api import authenticate
+from webpanel.core import engine
+
+bp = Blueprint("metrics", __name__)
+bp.before_request(authenticate)  # the API's: Authorization: Bearer <token>
+
+BLOCKS_LAST_HOUR = text(
+    "SELECT count(*) FROM audit_log WHERE at > now() - interval '1 hour' AND action = 'block'"
+)
+
+
+class Figures:
+    """A one-scrape collector over figures read once."""
+
+    def __init__(self, figures: dict, blocks: int) -> None:
+        self.figures, self.blocks = figures, blocks
+
+    def collect(self):
+        f = self.figures
+        for name, help_text, value in (
+            ("hostcrawl_hosts_known", "Hosts known (deny entries left out).", f["hosts_known"]),
+            ("hostcrawl_queue_due", "Hosts due now.", f["due_now"]),
+            ("hostcrawl_out_of_routing", "Hosts under a deny entry.", f["out_of_routing"]),
+            ("hostcrawl_blocks_last_hour", "Blocks in the last hour.", self.blocks),
+            ("hostcrawl_counts_estimated", "1: planner estimates.", int(f["estimated"])),
+        ):
+            yield GaugeMetricFamily(name, help_text, value=value)
+        entries = GaugeMetricFamily("hostcrawl_entries", "Deny entries.", labels=["rule"])
+        for rule in ("blocked", "no_follow"):
+            entries.add_metric([rule], f[rule])
+        yield entries
+        outcomes = GaugeMetricFamily(
+            "hostcrawl_hosts_by_outcome", "Hosts by last outcome.", labels=["outcome"]
+        )
+        for outcome, n in f["outcomes"]:
+            outcomes.add_metric([outcome or NEVER_CRAWLED], n)
+        yield outcomes
+
+
+@bp.get("/metrics")
+def metrics() -> Response:
+    with engine().connect() as conn:
+        figures = dashboard.totals(conn)
+        blocks = conn.execute(BLOCKS_LAST_HOUR).scalar_one()
+    registry = CollectorRegistry()
+    registry.register(Figures(figures, blocks))
+    return Response(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
