@@ -188,28 +188,41 @@ def with_root(conn, statement: str, value: str) -> str:
 
 
 ROOTS_TABLE = """
-    INSERT INTO roots (root, hosts, crawled_ok, failed)
-    SELECT root, count(*), count(*) FILTER (WHERE outcome IN ('OK', 'DNS_ALIVE')),
-           count(*) FILTER (WHERE outcome NOT IN ('OK', 'DNS_ALIVE', 'IGNORED'))
-      FROM hosts GROUP BY root
-    ON CONFLICT (root) DO UPDATE SET hosts = excluded.hosts, crawled_ok = excluded.crawled_ok,
-           failed = excluded.failed
-"""
-ROOTS_DUE = """
-    UPDATE roots r SET next_due_at = d.due FROM (
-        SELECT root, min(next_claim_at) AS due FROM queue
-         WHERE status_reason IS NULL AND denied_by IS NULL GROUP BY root) d
-     WHERE r.root = d.root
+    INSERT INTO roots (root, hosts, crawled_ok, failed, next_due_at, window_size, window_failed)
+    SELECT h.root, h.n, h.ok, h.failed, d.due, coalesce(w.size, 0), coalesce(w.failed, 0)
+      FROM (SELECT root, count(*) AS n,
+                   count(*) FILTER (WHERE outcome IN ('OK', 'DNS_ALIVE')) AS ok,
+                   count(*) FILTER (WHERE outcome NOT IN ('OK', 'DNS_ALIVE', 'IGNORED')) AS failed
+              FROM hosts GROUP BY root) h
+      LEFT JOIN (SELECT root, min(next_claim_at) AS due FROM queue
+                  WHERE status_reason IS NULL AND denied_by IS NULL GROUP BY root) d
+             USING (root)
+      LEFT JOIN (SELECT root, count(*) AS size,
+                        count(*) FILTER (WHERE outcome = ANY(:failures)) AS failed
+                   FROM trap_window GROUP BY root) w
+             USING (root)
 """
 
 
 def rebuild_roots(conn) -> None:
     """Issue 12's per-root counters, if the schema has them: its triggers are off during
-    a load (one statement here instead)."""
+    a load, so the table is made again from what was loaded (indexes built after)."""
     if conn.execute(text("SELECT to_regclass('roots')")).scalar() is None:
         return
-    conn.execute(text(ROOTS_TABLE))
-    conn.execute(text(ROOTS_DUE))
+    from crawler.outcomes import NETWORK_FAILURES
+
+    indexes = conn.execute(
+        text(
+            "SELECT indexname, indexdef FROM pg_indexes"
+            " WHERE tablename = 'roots' AND indexname NOT LIKE 'pk_%'"
+        )
+    ).all()
+    for name, _ in indexes:
+        conn.execute(text(f"DROP INDEX {name}"))
+    conn.execute(text("TRUNCATE roots"))
+    conn.execute(text(ROOTS_TABLE), {"failures": sorted(NETWORK_FAILURES)})
+    for _, ddl in indexes:
+        conn.execute(text(ddl))
 
 
 def load(engine: Engine, roots: tuple[int, int], audit: tuple[int, int], entries: bool) -> str:

@@ -1,0 +1,431 @@
+"""How each operation's cost grows from 1M to 10M hosts on one Postgres.
+
+One throwaway embedded Postgres (deleted at exit), migrated, then loaded by
+Postgres itself (bench/_growth_data.py, generate_series; keys and indexes
+built after the load): 200,000 roots with 4 subdomains each (1,000,000 hosts),
+100,000 deny entries (20,000 on roots of the corpus, their subdomains out of
+routing; 80,000 with no host below; 5% blocked), trap windows (every 4th root:
+its 4 subdomains) and 100,000 audit rows. The same operations are timed; then
+1,800,000 more roots (10,000,000 hosts, 1,000,000 audit rows, the same deny
+entries) are added, and they are timed again:
+
+- claims: 4 spawned processes, each `crawler.db.claims.claim(engine, 100, ...)`
+  CLAIMS times; claims/s (hosts) over the wall time, and the p95 of one claim;
+- finish: `queue.finish_many` of 100 claimed hosts (8 links a page: 7 known
+  hosts, 1 new one), hosts/s;
+- saving new hosts: `queue.save_hosts` of 100 new names, names/s;
+- the trap-window write: `windows.record_outcomes` of 100 outcomes, µs each;
+- the panel: p95 of `/`, a deep keyset page, a domain search, `/blocked`,
+  `/no_follow`, `/roots` (Flask test client, logged in; 40 requests each in 4
+  interleaved rounds; the strip cached as in production) and of the
+  dashboard's figures (`pages.dashboard.totals`, and the whole `dashboard()`
+  with its chart);
+- the deny list: `entries.deny_entries` + `DenyList` in a fresh process, load
+  time and RSS growth; at the end also with 1,000,000 entries.
+
+Target: each 10M figure within 1.5x of its 1M figure (rates: 1M / 10M; times:
+10M / 1M), and every page p95 < 100 ms at 10M. A figure that misses gets the
+EXPLAIN (ANALYZE, BUFFERS) of the statements one call runs (in a rolled-back
+transaction). Last line: `growth: PASS` or `growth: FAIL`, with the worst ratio.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import random
+import re
+import statistics
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT_ROOT))
+
+from _common import machine_line, start_database, verdict  # noqa: E402
+from _growth_data import (  # noqa: E402
+    ENTRY_ROOTS,
+    STANDALONE_ENTRIES,
+    SUBS_PER_ROOT,
+    add_entries,
+    host_name,
+    load,
+    root_name,
+)
+from sqlalchemy import create_engine, event, text  # noqa: E402
+from sqlalchemy.engine import Engine  # noqa: E402
+
+SMALL_ROOTS, BIG_ROOTS = 200_000, 2_000_000
+if "--quick" in sys.argv:  # trying the script out: 100k and 1M hosts
+    SMALL_ROOTS, BIG_ROOTS = 20_000, 200_000
+WORKERS = 4
+BATCH = 100
+CLAIMS = 25  # per worker
+WRITES = 30  # batches of finish, save and trap-window writes
+PAGE_WARMUP, PAGE_REQUESTS, PAGE_ROUNDS = 3, 40, 4
+TARGET_RATIO = 1.5
+TARGET_PAGE_MS = 100.0
+PASSWORD = "growth bench password, long enough"
+OUTCOMES = ["OK"] * 7 + ["DNS_NXDOMAIN"] * 2 + ["TCP_TIMEOUT"]
+
+
+# -- timing helpers ---------------------------------------------------------------------------
+
+
+def p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20, method="inclusive")[-1]
+
+
+class Statements:
+    """Every statement any engine of this process runs while active (for EXPLAIN)."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.seen: list[tuple[str, object]] = []
+        event.listen(Engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, conn, cursor, statement, parameters, context, executemany) -> None:
+        if (
+            self.active
+            and not executemany
+            and re.match(r"\s*(WITH|SELECT|UPDATE|INSERT|DELETE)", statement, re.I)
+        ):
+            self.seen.append((statement, parameters))
+
+    def of(self, call) -> list[tuple[str, object]]:
+        self.seen, self.active = [], True
+        try:
+            call()
+        finally:
+            self.active = False
+        return self.seen
+
+
+STATEMENTS = Statements()
+
+
+def explain(engine, label: str, call) -> None:
+    """Print EXPLAIN (ANALYZE, BUFFERS) of each statement one call of `call` runs."""
+    seen = STATEMENTS.of(call)
+    for statement, parameters in seen:
+        if statement.lstrip().upper().startswith("SELECT 1"):
+            continue
+        print(f"# EXPLAIN (ANALYZE, BUFFERS), {label}:")
+        with engine.connect() as conn:
+            rows = conn.exec_driver_sql(
+                "EXPLAIN (ANALYZE, BUFFERS) " + statement, parameters or {}
+            ).all()
+            conn.rollback()
+        for (row,) in rows:
+            print("#   " + row)
+
+
+# -- claims: 4 processes ----------------------------------------------------------------------
+
+
+def claim_worker(url: str, number: int, start, results) -> None:
+    sys.path.insert(0, str(PROJECT_ROOT))
+    from crawler.db import claims
+
+    engine = create_engine(url, pool_size=1)
+    claims.claim(engine, 1, f"warm-{number}")  # connect and plan before the clock starts
+    start.wait()
+    latencies, hosts = [], []
+    for _ in range(CLAIMS):
+        began = time.perf_counter()
+        hosts += claims.claim(engine, BATCH, f"growth-{number}")
+        latencies.append(time.perf_counter() - began)
+    results.put((time.perf_counter(), latencies, hosts))
+    engine.dispose()
+
+
+def measure_claims(url: str) -> tuple[dict, list[str]]:
+    ctx = mp.get_context("spawn")
+    start, results = ctx.Event(), ctx.Queue()
+    procs = [
+        ctx.Process(target=claim_worker, args=(url, i, start, results)) for i in range(WORKERS)
+    ]
+    for p in procs:
+        p.start()
+    time.sleep(3)  # let the workers import and connect (the clock starts at the event)
+    began = time.perf_counter()
+    start.set()
+    done = [results.get(timeout=600) for _ in procs]
+    for p in procs:
+        p.join()
+    ended = max(d[0] for d in done)
+    latencies = [lat for d in done for lat in d[1]]
+    hosts = [h for d in done for h in d[2]]
+    assert len(hosts) == len(set(hosts)), "a host was claimed twice"
+    figures = {
+        "claims/s": (len(hosts) / (ended - began), "rate"),
+        "claim p95 ms": (p95(latencies) * 1000, "time"),
+    }
+    return figures, hosts
+
+
+# -- the writes -------------------------------------------------------------------------------
+
+
+def crawled_batches(hosts: list[str], rng: random.Random, roots: int, tag: str) -> list[list]:
+    from crawler.db.queue import Crawled, CrawlResult
+    from crawler.links import FilteredLinks
+
+    batches, new = [], 0
+    for b in range(WRITES):
+        batch = []
+        for host in hosts[b * BATCH : (b + 1) * BATCH]:
+            links = {host_name(rng.randrange(roots), rng.randrange(SUBS_PER_ROOT + 1))}
+            links |= {host_name(rng.randrange(roots), 1) for _ in range(6)}
+            new += 1
+            links.add(f"{tag}n{new}.{root_name(rng.randrange(roots))}")
+            result = CrawlResult("OK", 200, None, "a page")
+            batch.append(Crawled(host, result, FilteredLinks(links, 8), timedelta(days=7)))
+        batches.append(batch)
+    return batches
+
+
+def measure_writes(engine, hosts: list[str], roots: int, tag: str) -> tuple[dict, dict]:
+    """finish_many, save_hosts, record_outcomes: the figures, and one call of each (EXPLAIN)."""
+    from crawler.db import queue, windows
+
+    rng = random.Random(tag)
+    crawled = crawled_batches(hosts, rng, roots, tag)
+    began = time.perf_counter()
+    for batch in crawled:
+        queue.finish_many(engine, batch)
+    finish = len(crawled) * BATCH / (time.perf_counter() - began)
+    names = [
+        [f"{tag}s{b}-{i}.{root_name(rng.randrange(roots))}" for i in range(BATCH)]
+        for b in range(WRITES)
+    ]
+    began = time.perf_counter()
+    for batch in names:
+        queue.save_hosts(engine, batch)
+    save = WRITES * BATCH / (time.perf_counter() - began)
+    outcomes = [
+        [
+            (host_name(rng.randrange(roots), 1 + i % SUBS_PER_ROOT), rng.choice(OUTCOMES))
+            for i in range(BATCH)
+        ]
+        for _ in range(WRITES)
+    ]
+    began = time.perf_counter()
+    for batch in outcomes:
+        windows.record_outcomes(engine, batch)
+    window_us = (time.perf_counter() - began) / (WRITES * BATCH) * 1e6
+    figures = {
+        "finish_many hosts/s": (finish, "rate"),
+        "save_hosts names/s": (save, "rate"),
+        "trap-window write µs/outcome": (window_us, "time"),
+    }
+    spare = hosts[WRITES * BATCH : (WRITES + 1) * BATCH]
+    calls = {
+        "finish_many hosts/s": lambda: queue.finish_many(
+            engine, crawled_batches(spare, rng, roots, tag + "x")[0]
+        ),
+        "save_hosts names/s": lambda: queue.save_hosts(
+            engine, [f"{tag}e{i}.{root_name(i)}" for i in range(BATCH)]
+        ),
+        "trap-window write µs/outcome": lambda: windows.record_outcomes(engine, outcomes[0]),
+    }
+    return figures, calls
+
+
+# -- the panel --------------------------------------------------------------------------------
+
+
+def panel_client(url: str):
+    """A Flask test client of the panel, logged in through the form as an operator would."""
+    from webpanel import create_app
+
+    app = create_app(
+        {
+            "SQLALCHEMY_DATABASE_URI": url,
+            "SECRET_KEY": "growth-bench-secret-" * 4,
+            "SESSION_COOKIE_SECURE": False,
+            "STATS_TTL": 3600,  # the strip as in production: computed once, then cached
+        }
+    )
+    client = app.test_client()
+    page = client.get("/login").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page).group(1)
+    form = {"csrf_token": token, "username": "growth", "password": PASSWORD}
+    assert client.post("/login", data=form).status_code == 302, "login failed"
+    return app, client
+
+
+def panel_pages(app) -> dict[str, str]:
+    from crawler.db.pages import paging
+
+    pages = {
+        "/ first page": "/",
+        "/ deep keyset page": "/?after=" + paging.encode_cursor(["static.e"]),
+        "/ domain search": "/?q=co.uk&match=domain",
+        "/blocked": "/blocked",
+        "/no_follow": "/no_follow",
+    }
+    if any(rule.rule == "/roots" for rule in app.url_map.iter_rules()):
+        pages["/roots"] = "/roots"
+    return pages
+
+
+def measure_pages(url: str, engine) -> tuple[dict, dict]:
+    from crawler.db.pages import dashboard
+
+    app, client = panel_client(url)
+    figures, calls = {}, {}
+    pages = panel_pages(app)
+    for label, path in pages.items():
+
+        def get(path=path) -> None:
+            response = client.get(path)
+            assert response.status_code == 200, f"{path}: {response.status_code}"
+
+        calls[f"page {label} p95 ms"] = get
+        for _ in range(PAGE_WARMUP):
+            get()
+    times: dict[str, list[float]] = {label: [] for label in pages}
+    for _ in range(PAGE_ROUNDS):  # interleaved: a burst of load elsewhere hits every page
+        for label in pages:
+            for _ in range(PAGE_REQUESTS // PAGE_ROUNDS):
+                began = time.perf_counter()
+                calls[f"page {label} p95 ms"]()
+                times[label].append(time.perf_counter() - began)
+    for label in pages:
+        figures[f"page {label} p95 ms"] = (p95(times[label]) * 1000, "page")
+    for label, fn, rounds in (
+        ("dashboard totals", dashboard.totals, 6),
+        ("dashboard with its chart", dashboard.dashboard, 3),
+    ):
+
+        def compute(fn=fn) -> None:
+            with engine.connect() as conn:
+                fn(conn)
+
+        times = []
+        for _ in range(rounds):
+            began = time.perf_counter()
+            compute()
+            times.append(time.perf_counter() - began)
+        figures[f"{label} p95 ms"] = (max(times) * 1000, "page")
+        calls[f"{label} p95 ms"] = compute
+    return figures, calls
+
+
+# -- the deny list, in a fresh process ---------------------------------------------------------
+
+
+def deny_worker(url: str, results) -> None:
+    sys.path.insert(0, str(PROJECT_ROOT))
+    import psutil
+
+    from crawler.db import entries
+    from crawler.denylist import DenyList
+
+    engine = create_engine(url, pool_size=1)
+    with engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
+    process = psutil.Process()
+    before = process.memory_info().rss
+    began = time.perf_counter()
+    denylist = DenyList(entries.deny_entries(engine))
+    seconds = time.perf_counter() - began
+    after = process.memory_info().rss
+    results.put((seconds, (after - before) / 2**20, after / 2**20, len(denylist)))
+
+
+def measure_denylist(url: str) -> tuple[float, float, float, int]:
+    """(load seconds, RSS growth MB, RSS MB, entries) of a worker loading the deny list."""
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    runs = []
+    for _ in range(2):  # the second run reads a warm cache; best of two
+        p = ctx.Process(target=deny_worker, args=(url, results))
+        p.start()
+        runs.append(results.get(timeout=300))
+        p.join()
+    return min(runs)
+
+
+# -- one stage and the comparison -------------------------------------------------------------
+
+
+def measure_stage(url: str, engine, roots: int, tag: str) -> tuple[dict, dict]:
+    from crawler.db import claims
+
+    figures, hosts = measure_claims(url)
+    calls = {
+        "claims/s": lambda: claims.claim(engine, BATCH, "explain"),
+        "claim p95 ms": lambda: claims.claim(engine, BATCH, "explain"),
+    }
+    more, their_calls = measure_writes(engine, hosts, roots, tag)
+    figures.update(more)
+    calls.update(their_calls)
+    more, their_calls = measure_pages(url, engine)
+    figures.update(more)
+    calls.update(their_calls)
+    seconds, grown, rss, n = measure_denylist(url)
+    print(f"# {tag} deny list: {n:,} entries")
+    figures["deny list load s"] = (seconds, "time")
+    figures["deny list RSS growth MB"] = (grown, "time")
+    for label, (value, _) in figures.items():
+        print(f"# {tag} {label}: {value:,.1f}", flush=True)
+    return figures, calls
+
+
+def compare(small: dict, big: dict) -> tuple[list[str], float]:
+    """Print each figure at both sizes; the labels that missed, and the worst ratio."""
+    missed, worst = [], 0.0
+    for label, (one, kind) in small.items():
+        ten = big[label][0]
+        ratio = one / ten if kind == "rate" else ten / max(one, 1e-9)
+        worst = max(worst, ratio)
+        ok = ratio <= TARGET_RATIO
+        target = f"target <= {TARGET_RATIO}"
+        if kind == "page":
+            ok = ok and ten < TARGET_PAGE_MS
+            target += f" and < {TARGET_PAGE_MS:.0f} ms at 10M"
+        print(
+            f"{label}: 1M hosts {one:,.1f}, 10M hosts {ten:,.1f}"
+            f" (ratio {ratio:.2f}, {target}) {verdict(ok)}"
+        )
+        if not ok:
+            missed.append(label)
+    return missed, worst
+
+
+def main() -> None:
+    from crawler.db import accounts
+
+    print(machine_line())
+    started = time.perf_counter()
+    url = start_database("hostcrawl-bench-growth-")
+    engine = create_engine(url, pool_size=2)
+    accounts.create_user(engine, "growth", PASSWORD)
+    entries = ENTRY_ROOTS + STANDALONE_ENTRIES
+    took = load(engine, (0, SMALL_ROOTS), (0, 100_000), entries=True)
+    print(f"# 1M: {SMALL_ROOTS * 5:,} hosts, {entries:,} deny entries, 100,000 audit rows: {took}")
+    small, _ = measure_stage(url, engine, SMALL_ROOTS, "1M")
+    took = load(engine, (SMALL_ROOTS, BIG_ROOTS), (100_000, 1_000_000), entries=False)
+    print(f"# 10M: {BIG_ROOTS * 5:,} hosts, 1,000,000 audit rows: {took}")
+    big, calls = measure_stage(url, engine, BIG_ROOTS, "10M")
+    missed, worst = compare(small, big)
+    for label in missed:
+        if label in calls:
+            explain(engine, label, calls[label])
+    add_entries(engine, STANDALONE_ENTRIES, STANDALONE_ENTRIES + 900_000)
+    seconds, grown, rss, n = measure_denylist(url)
+    ten_k = big["deny list load s"][0]
+    print(
+        f"deny list with {n:,} entries: load {seconds:.2f} s ({seconds / ten_k:.1f}x the 100k"
+        f" list's), worker RSS +{grown:.0f} MB ({rss:.0f} MB in all)"
+    )
+    engine.dispose()
+    print(f"# {time.perf_counter() - started:.0f} s in all")
+    print(f"growth: {verdict(not missed)} (worst ratio {worst:.2f})")
+
+
+if __name__ == "__main__":
+    main()
