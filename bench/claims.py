@@ -1,17 +1,24 @@
-"""Claims per second of claims.claim with 4 worker processes, against a bare claim.
+"""Claims per second of the polite claim (per-root limits) with 4 worker processes,
+against a bare claim, on two worlds.
 
-Targets: claims/s of claims.claim >= 0.5 x the bare claim's, and 0 duplicates.
+Targets: claims/s of claims.claim_polite >= 0.5 x the bare claim's on each world;
+0 duplicates; no host under a deny entry; never more than ROOT_CONCURRENCY (2)
+hosts of one root claimed and unfinished at once (checked after every claim).
 
-A throwaway embedded Postgres (deleted at exit) is migrated and loaded with
-ROWS due hosts via queue.save_hosts and a few deny entries via
-entries.add_no_follow: some added before their hosts were saved (so only the
-claim's deny-entry check keeps those hosts out) and some after (so the entry
-took its hosts out of routing). WORKERS spawned processes, each with its own
-engine, then claim BATCH at a time until a claim comes back empty.
+Worlds (a throwaway embedded Postgres, deleted at exit, loaded via
+queue.save_hosts, with no_follow entries added before and after their hosts):
 
-Baseline, same database and processes, rounds alternating (ours, bare, ours,
+- many roots: 20,000 hosts over 2,000 roots (a root and 9 subdomains each);
+- one big root: 10,000 hosts of one root, plus 10,000 over 1,000 small roots.
+
+WORKERS spawned processes, each with its own engine, make CALLS claims of BATCH
+and "finish" each batch (queue.schedule, a day later, as a crawl would) before the
+next: under per-root limits a root has room again only when its hosts finish.
+Only the claim calls are timed; each process's claims/s are summed.
+
+Baseline, same database and processes, rounds alternating (polite, bare, polite,
 bare; best of each): the bare SKIP LOCKED claim on the same partial index, with
-no deny-entry check
+no deny-entry check and no per-root limit
 
     WITH c AS (SELECT hostname FROM queue
                 WHERE status_reason IS NULL AND denied_by IS NULL AND next_claim_at <= now()
@@ -19,7 +26,8 @@ no deny-entry check
     UPDATE queue q SET next_claim_at = now() + interval '10 minutes'
       FROM c WHERE q.hostname = c.hostname RETURNING q.hostname
 
-Before each round every dated row is made due again and the table vacuumed.
+Before each round every dated row is made due again, the budget counters are
+emptied and the tables vacuumed.
 """
 
 from __future__ import annotations
@@ -29,19 +37,22 @@ import random
 import sys
 import time
 from collections import Counter
+from datetime import timedelta
 
 from _common import machine_line, registered_domain, start_database, subdomain_of, verdict
 from sqlalchemy import create_engine, text
 
 from crawler.db import claims, entries, queue
-from crawler.db.claims import CLAIM_ALL, DEFAULT_LEASE
+from crawler.db.claims import LOCK_ROOTS, RootLimits
 from crawler.denylist import DenyList
+from crawler.hostnames import root
 
-ROWS = 20_000
 BATCH = 100
+CALLS = 25  # claim calls per process per round
 WORKERS = 4
 ROUNDS = 3  # of each, alternating
 TARGET = 0.5
+LIMITS = RootLimits(concurrency=2, budget=3600)
 
 BARE = text(
     """
@@ -52,15 +63,23 @@ BARE = text(
       FROM c WHERE q.hostname = c.hostname RETURNING q.hostname
     """
 )
-NO_CHECK = " (it has no deny check)"
-RESET = text(
-    "UPDATE queue SET next_claim_at = now() - interval '1 hour', claimed_by = NULL"
-    " WHERE next_claim_at IS NOT NULL"
+NO_CHECK = " (it has no deny check and no per-root limit)"
+RESET = [
+    text(
+        "UPDATE queue SET next_claim_at = now() - interval '1 hour', claimed_by = NULL"
+        " WHERE next_claim_at IS NOT NULL"
+    ),
+    text("DELETE FROM root_claims"),
+    text("UPDATE roots SET held_until = NULL WHERE held_until IS NOT NULL"),
+]
+MOST_AT_ONCE = text(
+    "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM queue"
+    " WHERE claimed_by IS NOT NULL AND next_claim_at > now() GROUP BY root) c"
 )
 
 
 def worker(url: str, name: str, commands, results, barrier) -> None:
-    """One crawler-like process: its own engine; claims until the queue is drained."""
+    """One crawler-like process: claim, then finish the batch; only the claims are timed."""
     engine = create_engine(url, pool_size=1, max_overflow=0)
     with engine.connect() as conn:  # open the pooled connection before any timing
         conn.execute(text("SELECT 1"))
@@ -69,36 +88,60 @@ def worker(url: str, name: str, commands, results, barrier) -> None:
         if mode is None:
             break
         claimed: list[str] = []
-        calls = 0
+        spent, most = 0.0, 0
         barrier.wait()
-        start = time.perf_counter()
-        while True:
-            calls += 1
-            if mode == "ours":
-                names = claims.claim(engine, BATCH, name)
+        for _ in range(CALLS):
+            start = time.perf_counter()
+            if mode == "polite":
+                names = claims.claim_polite(engine, BATCH, name, limits=LIMITS).hosts
             else:
                 with engine.begin() as conn:
                     names = [h for (h,) in conn.execute(BARE, {"n": BATCH})]
+            spent += time.perf_counter() - start
             if not names:
                 break
             claimed.extend(names)
-        results.put((name, start, time.perf_counter(), calls, claimed))
+            with engine.begin() as conn:
+                if mode == "polite":
+                    most = max(most, conn.execute(MOST_AT_ONCE).scalar_one())
+                queue.schedule(conn, [(h, timedelta(days=1)) for h in names])
+        results.put((name, spent, claimed, most))
     engine.dispose()
 
 
-def hostnames(rng: random.Random) -> tuple[list[str], list[str]]:
-    """ROWS realistic names, and the big sites (a root with many subdomains) among them."""
-    sites = sorted({registered_domain(rng) for _ in range(60)})
-    names = set(sites)
-    for site in sites:
-        names.update(subdomain_of(site, rng, rng.choice((1, 1, 2))) for _ in range(30))
-    while len(names) < ROWS:
-        names.add(subdomain_of(registered_domain(rng), rng, rng.choice((0, 0, 1, 1, 2))))
-    return sorted(names), sites
+def many_roots(rng: random.Random) -> tuple[list[str], list[str]]:
+    """20,000 names: 2,000 roots with 9 subdomains each; the first sites for deny entries."""
+    domains: set[str] = set()
+    while len(domains) < 2_000:
+        domains.add(registered_domain(rng))
+    names: set[str] = set()
+    for domain in sorted(domains):
+        group = {domain}
+        while len(group) < 10:
+            group.add(subdomain_of(domain, rng, rng.choice((1, 1, 2))))
+        names |= group
+    return sorted(names), sorted(domains)[:6]
 
 
-def load(engine, rng: random.Random) -> tuple[int, DenyList]:
-    names, sites = hostnames(rng)
+def one_big_root(rng: random.Random) -> tuple[list[str], list[str]]:
+    """10,000 subdomains of one root, 10,000 over 1,000 small roots."""
+    big = registered_domain(rng)
+    names = {big} | {f"n{i}.{big}" for i in range(9_999)}
+    small: set[str] = set()
+    while len(small) < 1_000:
+        small.add(registered_domain(rng))
+    for domain in sorted(small):
+        names.add(domain)
+        names.update(
+            f"{label}.{domain}"
+            for label in ("www", "m", "api", "cdn", "blog", "shop", "docs", "mail", "img")
+        )
+    return sorted(names), sorted(small)[:6]
+
+
+def load(engine, names: list[str], sites: list[str]) -> DenyList:
+    with engine.begin() as conn:
+        conn.execute(text("TRUNCATE audit_log, trap_window, wildcard_probes, queue, hosts CASCADE"))
     before, after = sites[:3], sites[3:6]
     entries.add_no_follow(engine, [*before, "doubleclick.net"], note="bench")
     for i in range(0, len(names), 1_000):
@@ -106,19 +149,22 @@ def load(engine, rng: random.Random) -> tuple[int, DenyList]:
     entries.add_no_follow(engine, [*after, "googlesyndication.com"], note="bench")
     denylist = DenyList(entries.deny_entries(engine))
     under = sum(denylist.denial(n) is not None for n in names)
+    roots = len({root(n) for n in names})
     print(
-        f"# loaded {len(names):,} due hosts; {len(denylist)} no_follow entries cover {under}"
-        f" of them ({len(before)} entries added before their hosts were saved,"
+        f"# loaded {len(names):,} due hosts over {roots:,} roots; {len(denylist)} no_follow"
+        f" entries cover {under} of them ({len(before)} added before their hosts were saved,"
         f" {len(after)} after)"
     )
-    return len(names), denylist
+    return denylist
 
 
 def reset(engine) -> None:
     with engine.begin() as conn:
-        conn.execute(RESET)
+        for statement in RESET:
+            conn.execute(statement)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE queue"))
+        conn.execute(text("VACUUM ANALYZE roots"))
 
 
 def run_round(mode: str, commands, results, barrier) -> dict:
@@ -126,36 +172,70 @@ def run_round(mode: str, commands, results, barrier) -> dict:
         q.put(mode)
     barrier.wait()
     reports = [results.get() for _ in commands]
-    start = min(r[1] for r in reports)
-    end = max(r[2] for r in reports)
-    names = [n for r in reports for n in r[4]]
+    names = [n for r in reports for n in r[2]]
     counts = Counter(names)
     return {
-        "seconds": end - start,
+        "rate": sum(len(r[2]) / r[1] for r in reports if r[1] > 0),
         "claimed": len(names),
         "duplicates": sum(c - 1 for c in counts.values() if c > 1),
-        "names": counts.keys(),
-        "calls": sum(r[3] for r in reports),
+        "names": list(counts),
+        "most": max(r[3] for r in reports),
     }
 
 
-def explain(engine, sql, params) -> list[str]:
-    """EXPLAIN ANALYZE of one claim on a freshly reset queue, rolled back."""
+def measure(title: str, engine, names, sites, procs) -> tuple[float, bool]:
+    """Rounds of both claims on one world; prints its lines; (ratio, all checks passed)."""
+    commands, results, barrier = procs
+    print(f"## {title}")
+    denylist = load(engine, names, sites)
+    runs: dict[str, list[dict]] = {"polite": [], "bare": []}
+    for _ in range(ROUNDS):
+        for mode in ("polite", "bare"):
+            reset(engine)
+            r = run_round(mode, commands, results, barrier)
+            r["denied"] = sum(denylist.denial(n) is not None for n in r["names"])
+            runs[mode].append(r)
+            print(
+                f"# round {mode}: {r['claimed']:,} claimed, {r['rate']:,.0f} claims/s,"
+                f" {r['duplicates']} duplicates, {r['denied']} under a deny entry"
+                f"{NO_CHECK if mode == 'bare' else ''}; most hosts of one root at once:"
+                f" {r['most'] if mode == 'polite' else 'not checked'}"
+            )
+    best = {mode: max(rs, key=lambda r: r["rate"]) for mode, rs in runs.items()}
+    ratio = best["polite"]["rate"] / best["bare"]["rate"]
+    dups = max(r["duplicates"] for rs in runs.values() for r in rs)
+    denied = max(r["denied"] for r in runs["polite"])
+    most = max(r["most"] for r in runs["polite"])
+    print(f"bare SKIP LOCKED claim: {best['bare']['rate']:,.0f} claims/s (baseline)")
+    print(
+        f"claims.claim_polite: {best['polite']['rate']:,.0f} claims/s"
+        f" (ratio vs bare claim: {ratio:.2f}, target >= {TARGET}) {verdict(ratio >= TARGET)}"
+    )
+    print(
+        f"duplicates: {dups} (target 0) {verdict(dups == 0)}; under a deny entry: {denied}"
+        f" (target 0) {verdict(denied == 0)}; most hosts of one root claimed at once: {most}"
+        f" (target <= {LIMITS.concurrency}) {verdict(most <= LIMITS.concurrency)}"
+    )
+    ok = ratio >= TARGET and dups == 0 and denied == 0 and most <= LIMITS.concurrency
+    return ratio, ok
+
+
+def explain(engine) -> None:
+    """EXPLAIN ANALYZE of the polite claim's first statement on a fresh queue, rolled back."""
     reset(engine)
     with engine.connect() as conn:
-        rows = conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + sql.text), params)
-        plan = [r[0] for r in rows]
+        params = {"concurrency": LIMITS.concurrency, "budget": LIMITS.budget, "roots": BATCH}
+        rows = conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + LOCK_ROOTS.text), params)
+        for (line,) in rows:
+            print("#   " + line)
         conn.rollback()
-    return plan
 
 
 def main() -> None:
     print(machine_line())
-    rng = random.Random(20261130)
+    rng = random.Random(20261201)
     url = start_database()
     engine = create_engine(url, pool_size=2)
-    rows, denylist = load(engine, rng)
-
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(WORKERS + 1)
     results = ctx.Queue()
@@ -166,51 +246,22 @@ def main() -> None:
     ]
     for p in procs:
         p.start()
-
-    runs: dict[str, list[dict]] = {"ours": [], "bare": []}
+    print(
+        f"# {WORKERS} spawned processes, {CALLS} claims of {BATCH} each per round, best of"
+        f" {ROUNDS}; per-root limits: {LIMITS.concurrency} at once, {LIMITS.budget}/hour"
+    )
     try:
-        for _ in range(ROUNDS):
-            for mode in ("ours", "bare"):
-                reset(engine)
-                r = run_round(mode, commands, results, barrier)
-                runs[mode].append(r)
-                denied = sum(denylist.denial(n) is not None for n in r["names"])
-                print(
-                    f"# round {mode}: {r['claimed']:,} claimed in {r['seconds']:.2f} s"
-                    f" ({r['calls']} claim calls), {r['duplicates']} duplicates,"
-                    f" {denied} under a deny entry{NO_CHECK if mode == 'bare' else ''}"
-                )
-                r["denied"] = denied
+        for title, world in (("many roots", many_roots), ("one big root", one_big_root)):
+            names, sites = world(rng)
+            _, ok = measure(title, engine, names, sites, (commands, results, barrier))
+            if not ok or "--explain" in sys.argv:
+                print("# EXPLAIN (ANALYZE, BUFFERS) LOCK_ROOTS on a fresh queue:")
+                explain(engine)
     finally:
         for q in commands:
             q.put(None)
         for p in procs:
             p.join(timeout=30)
-
-    best = {mode: max(rs, key=lambda r: r["claimed"] / r["seconds"]) for mode, rs in runs.items()}
-    rate = {mode: r["claimed"] / r["seconds"] for mode, r in best.items()}
-    ratio = rate["ours"] / rate["bare"]
-    dups = max(r["duplicates"] for rs in runs.values() for r in rs)
-    denied = max(r["denied"] for r in runs["ours"])
-    print(f"# {WORKERS} spawned processes, batch {BATCH}, {rows:,} rows, best of {ROUNDS} each")
-    print(f"bare SKIP LOCKED claim: {rate['bare']:,.0f} claims/s (baseline)")
-    print(
-        f"claims.claim: {rate['ours']:,.0f} claims/s"
-        f" (ratio vs bare claim: {ratio:.2f}, target >= {TARGET}) {verdict(ratio >= TARGET)}"
-    )
-    print(
-        f"claims.claim duplicates: {dups} (target 0) {verdict(dups == 0)};"
-        f" hosts under a deny entry claimed: {denied} (target 0) {verdict(denied == 0)}"
-    )
-    # Below target, show the claim's plan; --explain shows the bare claim's as well.
-    plans = [("CLAIM_ALL", CLAIM_ALL, {"n": BATCH, "worker": "explain", "lease": DEFAULT_LEASE})]
-    if "--explain" in sys.argv:
-        plans.append(("bare claim", BARE, {"n": BATCH}))
-    if ratio < TARGET or "--explain" in sys.argv:
-        for title, sql, params in plans:
-            print(f"# EXPLAIN (ANALYZE, BUFFERS) {title}, one batch of {BATCH} on a fresh queue:")
-            for line in explain(engine, sql, params):
-                print("#   " + line)
     engine.dispose()
 
 

@@ -83,6 +83,8 @@ LOCK_ROOTS = text(
     """
 )
 # A claim counts while its lease runs: claimed_by IS NOT NULL AND next_claim_at > now().
+# Each root's rows are taken up to the constant concurrency, then ranked against its
+# room: a LIMIT that varies per root makes Postgres plan the LATERAL far slower.
 # The budget counts minutes that overlap the last hour, so no rolling hour holds more.
 CLAIM_FROM_ROOTS = text(
     """
@@ -100,17 +102,22 @@ CLAIM_FROM_ROOTS = text(
           FROM unnest(:locked) AS l(root)
           LEFT JOIN busy b ON b.root = l.root LEFT JOIN used u ON u.root = l.root),
     picked AS (
-        SELECT p.hostname FROM room r CROSS JOIN LATERAL (
-            SELECT q.hostname, q.next_claim_at FROM queue q
-             WHERE q.root = r.root AND q.status_reason IS NULL AND q.denied_by IS NULL
-               AND q.next_claim_at <= now()
-               AND NOT EXISTS (
-                   SELECT 1 FROM queue d
-                    WHERE d.hostname = ANY((host_parents(q.hostname))[2:])
-                      AND d.status_reason IS NOT NULL)
-             ORDER BY q.next_claim_at LIMIT greatest(r.room, 0)
-               FOR UPDATE OF q SKIP LOCKED) p
-         ORDER BY p.next_claim_at LIMIT :n),
+        SELECT hostname FROM (
+            SELECT p.hostname, p.next_claim_at, r.room,
+                   row_number() OVER (PARTITION BY r.root ORDER BY p.next_claim_at) AS rank
+              FROM room r CROSS JOIN LATERAL (
+                   SELECT q.hostname, q.next_claim_at FROM queue q
+                    WHERE q.root = r.root AND q.status_reason IS NULL AND q.denied_by IS NULL
+                      AND q.next_claim_at <= now()
+                      AND NOT EXISTS (
+                          SELECT 1 FROM queue d
+                           WHERE d.hostname = ANY((host_parents(q.hostname))[2:])
+                             AND d.status_reason IS NOT NULL)
+                    ORDER BY q.next_claim_at LIMIT :concurrency
+                      FOR UPDATE OF q SKIP LOCKED) p
+             WHERE r.room > 0) ranked
+         WHERE rank <= room
+         ORDER BY next_claim_at LIMIT :n),
     claimed AS (
         UPDATE queue q
            SET next_claim_at = now() + :lease, claimed_by = :worker, claimed_at = now()
@@ -132,7 +139,7 @@ CLAIM_FROM_ROOTS = text(
                             THEN coalesce(r.first, date_trunc('minute', now()))
                                  + interval '61 minutes' END
           FROM room r LEFT JOIN per_root pr ON pr.root = r.root
-         WHERE t.root = r.root
+         WHERE t.root = r.root AND t.root = ANY(:locked)
         RETURNING t.root, t.held_until)
     SELECT 'host' AS kind, hostname AS name FROM claimed
     UNION ALL
