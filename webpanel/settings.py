@@ -8,6 +8,8 @@ import secrets
 from datetime import timedelta
 from pathlib import Path
 
+from crawler.db.engine import pooled_connect_args
+
 log = logging.getLogger(__name__)
 
 FALSE = {"0", "false", "no", "off"}
@@ -40,7 +42,11 @@ def defaults() -> dict:
     return {
         "SECRET_KEY": os.environ.get("SECRET_KEY") or None,
         "SQLALCHEMY_DATABASE_URI": None,  # create_app(): DATABASE_URL, checked, or embedded
-        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True, "pool_size": 5},
+        "SQLALCHEMY_ENGINE_OPTIONS": {
+            "pool_pre_ping": True,
+            "pool_size": 5,
+            "connect_args": pooled_connect_args(),  # DATABASE_POOLED=1 behind PgBouncer
+        },
         "SESSION_COOKIE_NAME": "hostcrawl_session",
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",

@@ -132,9 +132,14 @@ CONNECT_ARGS = {
 }
 
 
+def pooled_connect_args() -> dict:
+    """DATABASE_POOLED=1: DATABASE_URL goes through a transaction pooler (PgBouncer), where a
+    statement psycopg prepared on one server connection is missing on the next: none."""
+    return {"prepare_threshold": None} if os.environ.get("DATABASE_POOLED") == "1" else {}
+
+
 @cache
 def get_engine(url: str | None = None) -> Engine:
     """The process's engine for `url` (default: database_url())."""
-    return create_engine(
-        url or database_url(), pool_pre_ping=True, pool_size=5, connect_args=CONNECT_ARGS
-    )
+    args = {**CONNECT_ARGS, **pooled_connect_args()}
+    return create_engine(url or database_url(), pool_pre_ping=True, pool_size=5, connect_args=args)

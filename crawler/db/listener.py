@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
 
 import psycopg
 from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from crawler.db.engine import CONNECT_ARGS
+from crawler.db.engine import CONNECT_ARGS, checked_database_url
 from crawler.db.entries import DENYLIST_CHANNEL
 
 log = logging.getLogger(__name__)
@@ -27,8 +29,11 @@ MAX_BACKOFF = 30.0
 
 
 def conninfo(engine: Engine) -> str:
-    """The engine's URL as plain libpq conninfo for a psycopg connection."""
-    return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    """The engine's URL as plain libpq conninfo for a psycopg connection; DATABASE_LISTEN_URL
+    if set (LISTEN needs a session of its own: not through a transaction pooler)."""
+    direct = os.environ.get("DATABASE_LISTEN_URL")
+    url = make_url(checked_database_url(direct)) if direct else engine.url
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 class EntryListener:
