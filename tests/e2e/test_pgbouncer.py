@@ -180,3 +180,19 @@ def test_listening_goes_straight_to_postgres(bouncer, database_url):
     engine = create_engine(bouncer.url)
     assert str(make_url(conninfo(engine)).port) != str(bouncer.port)
     assert make_url(conninfo(engine)).query == make_url(database_url).query
+
+
+def test_compose_offers_the_same_setup_as_an_optional_profile():
+    import yaml
+
+    from crawler.db.engine import PROJECT_ROOT
+
+    services = yaml.safe_load((PROJECT_ROOT / "docker-compose.yml").read_text())["services"]
+    bouncer, pooled = services["pgbouncer"], services["crawler-pooled"]
+    assert bouncer["profiles"] == pooled["profiles"] == ["pgbouncer"]
+    assert "profiles" not in services["crawler"]  # the default stack stays direct
+    assert bouncer["environment"]["POOL_MODE"] == "transaction"
+    env = pooled["environment"]
+    assert env["DATABASE_POOLED"] == "1"
+    assert "@pgbouncer:6432/" in env["DATABASE_URL"]
+    assert "@db:5432/" in env["DATABASE_LISTEN_URL"]
