@@ -138,7 +138,6 @@ class SelfCheck:
         log.info("self-check before blocking %s: %d look-ups, %.0f ms", domain, asked, cost_ms)
         self.count("traps/selfcheck/lookups", asked)
         self.count("traps/selfcheck/ms", round(cost_ms))
-        await in_thread_until_up("clearing a deferral", windows.clear_deferral, self.engine, domain)
         return True
 
     async def _alive_in_sample(self, domain: str) -> str:

@@ -103,11 +103,11 @@ class TrapGuard:
             note = windows.wildcard_note(self.engine, domain)
             return entries.upsert_blocked(self.engine, domain, reason + note, self.actor)
 
-        if not await in_thread_until_up(f"blocking {domain}", write):
-            await in_thread_until_up("clearing", windows.clear_deferral, self.engine, domain)
-            return False
-        self.remember(domain, BLOCKED)
-        return True
+        blocked = await in_thread_until_up(f"blocking {domain}", write)
+        await in_thread_until_up("clearing", windows.clear_deferral, self.engine, domain)
+        if blocked:
+            self.remember(domain, BLOCKED)
+        return blocked
 
     async def drain(self) -> None:
         """Wait for the writes in flight (at close)."""

@@ -18,7 +18,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from webpanel import security, settings
+from webpanel import banners, security, settings
 from webpanel.core import StatsCache, page_url
 from webpanel.extensions import csrf, db, login_manager
 
@@ -51,6 +51,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.extensions["hostcrawl.stats"] = StatsCache(app.config["STATS_TTL"])
     register_blueprints(app)
     register_templates(app)
+    banners.init_app(app)
     return app
 
 

@@ -9,6 +9,8 @@ caller decides whether to block (after its self-check).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import Connection, Engine, text
 
@@ -152,6 +154,26 @@ def defer_block(engine: Engine, domain: str, why: str) -> None:
 def clear_deferral(engine: Engine, domain: str) -> None:
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM trap_deferrals WHERE root = :root"), {"root": domain})
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """What the panel's banner says while blocks are held back."""
+
+    roots: int
+    since: datetime
+    why: str
+
+
+def deferred_blocks(conn: Connection) -> Deferred | None:
+    """How many blocks are held back, since when, and the oldest one's reason."""
+    row = conn.execute(
+        text(
+            "SELECT count(*) OVER () AS roots, since, why FROM trap_deferrals"
+            " ORDER BY since LIMIT 1"
+        )
+    ).first()
+    return Deferred(row.roots, row.since, row.why) if row else None
 
 
 def deferrals(engine: Engine) -> list[tuple[str, str]]:

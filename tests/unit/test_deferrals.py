@@ -1,0 +1,73 @@
+"""Deferred blocks (issue #11): kept in the database, shown on every panel page."""
+
+from __future__ import annotations
+
+import asyncio
+
+from crawler.db import entries, windows
+from crawler.trapguard import TrapGuard
+from tests.dbhelpers import record_outcomes
+
+pytest_plugins = ["tests.unit.test_panel_support"]
+
+WHY = "resolver/network not answering (canaries: <b>a.test</b> DNS_TIMEOUT)"
+
+
+def test_a_deferral_keeps_its_first_date_and_is_cleared(db):
+    windows.defer_block(db, "trap.test", "first")
+    with db.connect() as conn:
+        first = windows.deferred_blocks(conn)
+    windows.defer_block(db, "trap.test", "again")
+    windows.defer_block(db, "other.test", "later")
+    with db.connect() as conn:
+        now = windows.deferred_blocks(conn)
+    assert (now.roots, now.since, now.why) == (2, first.since, "again")
+    windows.clear_deferral(db, "trap.test")
+    windows.clear_deferral(db, "other.test")
+    with db.connect() as conn:
+        assert windows.deferred_blocks(conn) is None
+
+
+def test_every_page_shows_the_banner_while_blocks_are_deferred(client, db):
+    assert "Blocks deferred" not in client.get("/").get_data(as_text=True)
+    windows.defer_block(db, "trap.test", WHY)
+    for page in ("/", "/no_follow", "/blocked"):
+        html = client.get(page).get_data(as_text=True)
+        assert "Blocks deferred: resolver/network not answering" in html
+        assert "&lt;b&gt;a.test&lt;/b&gt;" in html and "<b>a.test</b>" not in html
+    windows.clear_deferral(db, "trap.test")
+    assert "Blocks deferred" not in client.get("/").get_data(as_text=True)
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def test_a_deferred_block_is_made_when_looked_at_again(db):
+    failures = [(f"n{i}.trap.test", "DNS_NXDOMAIN") for i in range(4)]
+    said = []
+
+    async def refuse(domain, reason):
+        said.append(domain)
+        return False
+
+    guard = TrapGuard(db, 4, "test", confirm=refuse)
+    assert run(guard.observe_many(failures)) == {}
+    windows.defer_block(db, "trap.test", WHY)  # what the refusing self-check wrote
+    assert said == ["trap.test"] and entries.list_entries(db, "blocked") == []
+
+    async def agree(domain, reason):
+        return True
+
+    guard.confirm = agree
+    assert run(guard.recheck_deferred()) == ["trap.test"]
+    assert [e["hostname"] for e in entries.list_entries(db, "blocked")] == ["trap.test"]
+    assert windows.deferrals(db) == []
+
+
+def test_a_deferral_whose_window_no_longer_proves_a_trap_is_forgotten(db):
+    record_outcomes(db, [(f"n{i}.wild.test", "DNS_NXDOMAIN") for i in range(3)], size=4)
+    record_outcomes(db, [("alive.wild.test", "OK")], size=4)
+    windows.defer_block(db, "wild.test", WHY)
+    assert run(TrapGuard(db, 4, "test").recheck_deferred()) == []
+    assert windows.deferrals(db) == [] and entries.list_entries(db, "blocked") == []
