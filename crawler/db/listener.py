@@ -94,6 +94,10 @@ class EntryListener:
 
     def _apply(self, payload: str) -> None:
         change = json.loads(payload)
+        if change["change"] == "reload":  # a bulk change (crawler.db.bulk): read them all
+            self.reload()
+            log.info("deny list: reloaded after a bulk change of %s entries", change["count"])
+            return
         rule = change["rule"] if change["change"] == "add" else None
         self.on_change(change["hostname"], rule)
         log.info("deny list: %s %s (%s)", change["change"], change["hostname"], change["rule"])

@@ -4,11 +4,14 @@ Revision ID: 0008
 Revises: 0007
 Create Date: 2026-12-01 03:40:00
 
-Reserved in the chain so that each piece of work owns one revision; empty
-until that work needs a schema change.
+A bulk change writes one audit_log row per batch (its count in `detail`); the
+batch's names go to audit_items, so the panel's audit page can list them.
 """
 
 from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
 
 revision: str = "0008"
 down_revision: str | None = "0007"
@@ -17,8 +20,20 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    pass
+    op.create_table(
+        "audit_items",
+        sa.Column("audit_id", sa.Integer(), nullable=False),
+        sa.Column("hostname", sa.String(length=253, collation="C"), nullable=False),
+        sa.Column("detail", sa.Text(), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["audit_id"],
+            ["audit_log.id"],
+            name=op.f("fk_audit_items_audit_id_audit_log"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("audit_id", "hostname", name=op.f("pk_audit_items")),
+    )
 
 
 def downgrade() -> None:
-    pass
+    op.drop_table("audit_items")
