@@ -30,6 +30,8 @@ bench: install
 	$(BIN)/python bench/audit.py
 	$(BIN)/python bench/crawl.py
 	$(BIN)/python bench/panel.py
+	$(BIN)/python bench/growth.py
+	$(BIN)/python bench/churn.py
 
 ## demo: crawl a small fake internet (fakeweb), print what to look at, then serve the panel
 demo: install
