@@ -28,6 +28,7 @@ bench: install
 	$(BIN)/python bench/linkfilter.py
 	$(BIN)/python bench/claims.py
 	$(BIN)/python bench/audit.py
+	$(BIN)/python bench/selfcheck.py
 	$(BIN)/python bench/crawl.py
 	$(BIN)/python bench/panel.py
 	$(BIN)/python bench/growth.py
