@@ -10,16 +10,17 @@ import json
 
 from flask import Blueprint, abort, g, jsonify, request
 
-from crawler.db import accounts
-from crawler.db import entries as entry_store
+from crawler.db import accounts, bulk
 from crawler.db.entries import current_denial
 from crawler.db.pages import entries as entry_pages
+from crawler.db.pages import hosts as host_pages
 from crawler.db.pages import paging
 from crawler.db.pages import roots as root_pages
 from crawler.denylist import BLOCKED, NO_FOLLOW
 from crawler.hostnames import HostnameError, normalize
 from webpanel.core import engine, fetch_page, stats
 from webpanel.extensions import db
+from webpanel.hosts import host_filter
 from webpanel.roots import root_budget, root_filter
 from webpanel.security import READ_METHODS, VIEWER_REFUSED
 
@@ -81,7 +82,9 @@ def names_from_body() -> tuple[list[str], str | None]:
     if not isinstance(body.get("names"), list):
         abort(400, description='send JSON {"names": ["example.org", ...], "note": "why"}')
     names = body["names"]
-    if not names or len(names) > MAX_NAMES or not all(isinstance(n, str) for n in names):
+    if len(names) > MAX_NAMES:  # one bulk batch at most: written whole or not at all
+        abort(413, description=f'"names": at most {MAX_NAMES} in one request')
+    if not names or not all(isinstance(n, str) for n in names):
         abort(400, description=f'"names": 1 to {MAX_NAMES} strings')
     note = body.get("note")
     if note is not None and (not isinstance(note, str) or len(note) > 500):
@@ -141,15 +144,15 @@ def no_follow_add():
     """Add entries: {"names": [...], "note": "...", "force": false}; a result per name."""
     names, note = names_from_body()
     force = (request.get_json(silent=True) or {}).get("force") is True
-    changes = entry_store.add_no_follow(engine(), names, g.api_user, note=note, force=force)
-    return jsonify(results(changes))
+    changes = bulk.add_no_follow(engine(), names, g.api_user, note=note, force=force)
+    return jsonify(results(bulk.collect(changes)))
 
 
 @bp.post("/no_follow/remove")
 def no_follow_remove():
     """Remove entries: {"names": [...], "note": "..."}; a result per name."""
     names, note = names_from_body()
-    return jsonify(results(entry_store.remove_no_follow(engine(), names, g.api_user, note=note)))
+    return jsonify(results(bulk.collect(bulk.remove_no_follow(engine(), names, g.api_user, note))))
 
 
 @bp.get("/blocked")
@@ -162,7 +165,7 @@ def blocked_list():
 def blocked_unblock():
     """Unblock: {"names": [...], "note": "..."}; a result per name."""
     names, note = names_from_body()
-    return jsonify(results(entry_store.unblock(engine(), names, g.api_user, note=note)))
+    return jsonify(results(bulk.collect(bulk.unblock(engine(), names, g.api_user, note=note))))
 
 
 @bp.get("/stats")
@@ -180,3 +183,17 @@ def roots_list():
         return jsonify(error=f"q: {exc.reason}"), 400
     budget = root_budget()
     return jsonify(roots=[r.as_dict(budget) for r in page.rows], next=page.next, prev=page.prev)
+
+
+@bp.get("/hosts")
+def hosts_list():
+    """Hosts as / lists them (q, match, outcome, root, sort, since), a keyset page."""
+    try:
+        page = fetch_page(host_pages.host_page, host_filter())
+    except HostnameError as exc:
+        return jsonify(error=f"q or root: {exc.reason}"), 400
+    rows = [
+        {k: _json(v) for k, v in row._mapping.items() if not k.startswith("_k")}
+        for row in page.rows
+    ]
+    return jsonify(hosts=rows, next=page.next, prev=page.prev)

@@ -1,7 +1,7 @@
 """Operator input for deny entries: lines and CSV in, a preview and a summary out.
 
 Normalization and the public-suffix rule are crawler.hostnames'; the counts
-come from crawler.db.pages; saving is crawler.db.entries.add_no_follow().
+come from crawler.db.pages; saving is crawler.db.bulk.add_no_follow().
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from crawler.blocklists import read_lines
 from crawler.db.entries import EntryChange
 from crawler.db.pages import entries as entry_pages
 from crawler.hostnames import HostnameError, normalize, normalize_entry
@@ -58,9 +59,9 @@ class Preview:
 
 
 def lines(value: str) -> list[str]:
-    """Non-blank lines, without '#' comments, each once, in order."""
-    found = (line.strip() for line in value.splitlines())
-    return list(dict.fromkeys(line for line in found if line and not line.startswith("#")))
+    """The names of pasted lines (plain, CSV, hosts file or Adblock rules), each once, in
+    order; comments, exceptions, cosmetic rules and regexes are skipped (crawler.blocklists)."""
+    return list(dict.fromkeys(item.value for item in read_lines(value.splitlines())))
 
 
 def preview(conn, values: Sequence[str], force: bool, notes: Sequence[str | None] = ()) -> Preview:

@@ -7,6 +7,7 @@ from io import BytesIO
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, send_file, url_for
 
+from crawler.db import bulk
 from crawler.db import entries as entry_store
 from crawler.db.pages import entries as entry_pages
 from crawler.db.pages import paging
@@ -46,8 +47,8 @@ def add():
     values = entries.lines(form.entries.data)[: entries.MAX_LINES]
     note = form.note.data or None
     if form.save.data:
-        changes = entry_store.add_no_follow(
-            engine(), values, actor(), note=note, force=form.force.data
+        changes = bulk.collect(
+            bulk.add_no_follow(engine(), values, actor(), note=note, force=form.force.data)
         )
         return render_template("no_follow/summary.html", summary=entries.Summary(changes))
     preview = entries.preview(db.session, values, form.force.data)
@@ -117,12 +118,5 @@ def _read_upload(form: ImportForm) -> str | None:
 
 
 def _save_rows(rows: list[tuple[str, str | None]], force: bool):
-    """add_no_follow() once per note, the results in the file's order."""
-    by_note: dict[str | None, list[str]] = {}
-    for value, note in rows:
-        by_note.setdefault(note, []).append(value)
-    changes = {}
-    for note, values in by_note.items():
-        for change in entry_store.add_no_follow(engine(), values, actor(), note=note, force=force):
-            changes.setdefault(change.input, change)
-    return [changes[v] for v in dict.fromkeys(v for v, _ in rows)]
+    """Every row in one bulk batch (one transaction), each with its note; results in order."""
+    return bulk.collect(bulk.add_no_follow(engine(), rows, actor(), force=force))

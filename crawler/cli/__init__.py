@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from crawler.cli import entries, prune, schema, seeds, users
+from crawler.cli import entries, hosts, prune, schema, seeds, users
 from crawler.cli.common import Hostcrawl
 
 
@@ -23,3 +23,4 @@ main.add_command(entries.no_follow)
 main.add_command(entries.blocked)
 main.add_command(users.user)
 main.add_command(prune.prune)
+main.add_command(hosts.hosts)

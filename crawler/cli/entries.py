@@ -1,11 +1,30 @@
-"""`hostcrawl no-follow` and `hostcrawl blocked`: deny entries."""
+"""`hostcrawl no-follow` and `hostcrawl blocked`: deny entries, a few or a whole block list.
+
+Every change goes through crawler.db.bulk: names as arguments print a line each;
+`-f FILE` (plain, CSV, hosts file, Adblock `||name^`; gzip; '-' for stdin) shows
+progress and a summary, and `--report FILE` keeps every line's result.
+"""
 
 from __future__ import annotations
 
 import click
 
+from crawler.cli.bulkrun import finish, run_file
 from crawler.cli.common import ACTOR, engine, friendly_errors, report
-from crawler.db import entries
+from crawler.db import bulk, entries
+
+LIST_FILE = click.Path(dir_okay=False, allow_dash=True)
+REPORT_FILE = click.Path(dir_okay=False)
+
+
+def apply(change, names: tuple[str, ...], path: str | None, report_path: str | None, what: str):
+    """Names given: a line each. A file: progress, summary, exit 1 if anything was refused."""
+    if bool(names) == bool(path):
+        raise click.UsageError("give names or -f FILE (one of them)")
+    if path is None:
+        report([c for batch in change(names) for c in batch])
+    else:
+        finish(run_file(path, what, change, report_path))
 
 
 @click.group("no-follow")
@@ -14,22 +33,34 @@ def no_follow() -> None:
 
 
 @no_follow.command("add")
-@click.argument("domains", nargs=-1, required=True)
+@click.argument("domains", nargs=-1)
+@click.option("-f", "--file", "path", type=LIST_FILE, help="A list or block list ('-': stdin).")
 @click.option("--note", help="Why (kept with the entry and in the audit log).")
 @click.option("--force", is_flag=True, help="Accept a bare public suffix such as 'com'.")
+@click.option("--report", "report_path", type=REPORT_FILE, help="Every line's result as CSV.")
 @friendly_errors
-def no_follow_add(domains: tuple[str, ...], note: str | None, force: bool) -> None:
-    """Add DOMAINS to no_follow."""
-    report(entries.add_no_follow(engine(), domains, ACTOR, note=note, force=force))
+def no_follow_add(domains: tuple[str, ...], path, note: str | None, force: bool, report_path):
+    """Add DOMAINS (or the names in FILE) to no_follow."""
+
+    def change(items):
+        return bulk.add_no_follow(engine(), items, ACTOR, note=note, force=force)
+
+    apply(change, domains, path, report_path, "no_follow add")
 
 
 @no_follow.command("remove")
-@click.argument("domains", nargs=-1, required=True)
+@click.argument("domains", nargs=-1)
+@click.option("-f", "--file", "path", type=LIST_FILE, help="A list ('-': stdin).")
 @click.option("--note", help="Why (kept in the audit log).")
+@click.option("--report", "report_path", type=REPORT_FILE, help="Every line's result as CSV.")
 @friendly_errors
-def no_follow_remove(domains: tuple[str, ...], note: str | None) -> None:
-    """Remove DOMAINS from no_follow."""
-    report(entries.remove_no_follow(engine(), domains, ACTOR, note=note))
+def no_follow_remove(domains: tuple[str, ...], path, note: str | None, report_path) -> None:
+    """Remove DOMAINS (or the names in FILE) from no_follow."""
+
+    def change(items):
+        return bulk.remove_no_follow(engine(), items, ACTOR, note=note)
+
+    apply(change, domains, path, report_path, "no_follow remove")
 
 
 @no_follow.command("list")
@@ -55,9 +86,15 @@ def blocked_list() -> None:
 
 
 @blocked.command("unblock")
-@click.argument("hosts", nargs=-1, required=True)
+@click.argument("hosts", nargs=-1)
+@click.option("-f", "--file", "path", type=LIST_FILE, help="A list ('-': stdin).")
 @click.option("--note", help="Why (kept in the audit log).")
+@click.option("--report", "report_path", type=REPORT_FILE, help="Every line's result as CSV.")
 @friendly_errors
-def blocked_unblock(hosts: tuple[str, ...], note: str | None) -> None:
-    """Unblock HOSTS; the hosts their block took out come back into routing."""
-    report(entries.unblock(engine(), hosts, ACTOR, note=note))
+def blocked_unblock(hosts: tuple[str, ...], path, note: str | None, report_path) -> None:
+    """Unblock HOSTS (or those in FILE); the hosts their blocks took out come back."""
+
+    def change(items):
+        return bulk.unblock(engine(), items, ACTOR, note=note)
+
+    apply(change, hosts, path, report_path, "unblock")

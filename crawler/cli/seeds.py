@@ -1,22 +1,54 @@
-"""`hostcrawl seed`: queue hosts for crawling."""
+"""`hostcrawl seed`: queue hosts for crawling, a few or a million.
+
+Seeds are crawlable hosts (crawler.hostnames.seed_refusal): no bare public suffix
+unless --force, no localhost nor loopback/private/link-local address unless
+--allow-private or ALLOW_PRIVATE_HOSTS=1 (a test network on loopback).
+"""
 
 from __future__ import annotations
 
 import click
 
+from crawler.cli.bulkrun import finish, run_file
 from crawler.cli.common import engine, friendly_errors, report
-from crawler.db import queue
+from crawler.db import bulk
 
 
 @click.command()
 @click.argument("hosts", nargs=-1)
-@click.option("-f", "--file", "path", type=click.File("r"), help="One hostname per line.")
+@click.option(
+    "-f",
+    "--file",
+    "path",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="A list ('-': stdin): one name a line ('#' comments), rank,domain CSV; gzip too.",
+)
+@click.option("--force", is_flag=True, help="Seed a bare public suffix such as 'co.uk'.")
+@click.option(
+    "--allow-private",
+    is_flag=True,
+    envvar="ALLOW_PRIVATE_HOSTS",
+    help="Seed localhost and loopback/private/link-local addresses (env ALLOW_PRIVATE_HOSTS=1).",
+)
+@click.option(
+    "--report", "report_path", type=click.Path(dir_okay=False), help="Every line's result as CSV."
+)
 @friendly_errors
-def seed(hosts: tuple[str, ...], path) -> None:
-    """Queue HOSTS (and those in FILE) for crawling."""
-    values = list(hosts)
-    if path is not None:
-        values += [line.strip() for line in path if line.strip() and not line.startswith("#")]
-    if not values:
+def seed(hosts: tuple[str, ...], path, force: bool, allow_private: bool, report_path) -> None:
+    """Queue HOSTS (or the names in FILE) for crawling.
+
+    With -f: a progress bar, then a summary (queued, already known, refused by
+    reason); exit 1 only when something was refused.
+    """
+    if not hosts and path is None:
         raise click.UsageError("give hostnames or -f FILE")
-    report(queue.seed(engine(), values))
+
+    def change(items):
+        return bulk.seed(engine(), items, allow_private=allow_private, force=force)
+
+    if path is None:
+        report([c for batch in change(hosts) for c in batch])
+        return
+    if hosts:
+        raise click.UsageError("give hostnames or -f FILE, not both")
+    finish(run_file(path, "seed", change, report_path))

@@ -406,3 +406,8 @@ def announce(conn: Connection, change: str, names: list[str], rule: str) -> None
         text("SELECT pg_notify(:channel, :payload)"),
         {"channel": DENYLIST_CHANNEL, "payload": payload},
     )
+
+
+def collect(batches: Iterable[list[EntryChange]]) -> list[EntryChange]:
+    """Every batch's results in one list (for callers that take at most a few batches)."""
+    return [change for batch in batches for change in batch]

@@ -17,10 +17,11 @@ from sqlalchemy import Connection, Engine, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import Boolean, Interval
 
-from crawler.db.entries import EntryChange, current_denial
+from crawler.db import bulk
+from crawler.db.entries import EntryChange
 from crawler.db.hostsql import INTS, names_param
 from crawler.db.retry import retry_conflicts
-from crawler.hostnames import HostnameError, normalize, root
+from crawler.hostnames import root
 from crawler.links import FilteredLinks
 from crawler.outcomes import is_network_failure
 
@@ -117,24 +118,12 @@ def insert_hosts(conn: Connection, found: dict[str, str | None]) -> list[tuple[s
     return [(h, source) for h, source in new]
 
 
-def seed(engine: Engine, values: Sequence[str]) -> list[EntryChange]:
-    """Queue operator-given hostnames; denied or malformed ones are refused."""
-    changes = []
-    for value in values:
-        try:
-            hostname = normalize(value)
-        except HostnameError as exc:
-            changes.append(EntryChange(value, None, "refused", exc.reason))
-            continue
-        with engine.connect() as conn:
-            denial = current_denial(conn, hostname)
-        if denial is not None:
-            why = f"under {denial.rule} entry {denial.entry}"
-            changes.append(EntryChange(value, hostname, "refused", why))
-            continue
-        new = save_hosts(engine, [hostname])
-        changes.append(EntryChange(value, hostname, "queued" if new else "already"))
-    return changes
+def seed(engine: Engine, values: Sequence[str], allow_private: bool = False) -> list[EntryChange]:
+    """Queue operator-given hostnames; denied, malformed or uncrawlable ones are refused.
+
+    The bulk path's seeding (crawler.db.bulk.seed), for a few names.
+    """
+    return bulk.collect(bulk.seed(engine, values, allow_private=allow_private))
 
 
 @retry_conflicts

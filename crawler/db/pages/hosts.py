@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import (
     Select,
@@ -50,11 +51,13 @@ class HostFilter:
     outcome: str = ""  # "" any, "none" never crawled, else an outcome type
     root: str = ""
     sort: str = "name"
+    since: datetime | None = None  # discovered at or after (the export's --since)
+    include_denied: bool = False  # the export's --include-denied: names under entries too
 
     def conditions(self) -> tuple[list[ColumnElement[bool]], list[ColumnElement[bool]]]:
         """(on queue, on hosts) SQL conditions; HostnameError for a search or root
         that is no hostname."""
-        on_queue = [SHOWN, visible(QueueRow.hostname)]
+        on_queue = [] if self.include_denied else [SHOWN, visible(QueueRow.hostname)]
         searched = search_condition(QueueRow.hostname, QUEUE_REVERSED, self.q, self.match)
         if searched is not None:
             on_queue.append(searched)
@@ -65,6 +68,8 @@ class HostFilter:
             on_hosts.append(Host.outcome == self.outcome)
         if self.root.strip():
             on_hosts.append(Host.root == normalize(self.root))
+        if self.since is not None:
+            on_hosts.append(Host.discovered_at >= self.since)
         return on_queue, on_hosts
 
 

@@ -1,0 +1,173 @@
+"""Running a bulk change from the command line: input files, progress, summary, report.
+
+Input: a path or `-` (stdin), gzip recognised by its magic bytes, read line by line
+with crawler.blocklists (plain, CSV, hosts files, Adblock rules). Progress: a tqdm
+bar with rate and ETA on a terminal (tqdm: maintained, shows rate and ETA as it
+is, no dependencies), a line every few seconds elsewhere (a log stays readable).
+At the end a summary; `--report FILE` has every item's result as CSV.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import sys
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import IO
+
+import click
+
+from crawler.blocklists import ListItem, Skipped, read_lines
+from crawler.db.entries import EntryChange
+
+GZIP_MAGIC = b"\x1f\x8b"
+EXAMPLES = 3
+QUIET_PROGRESS_EVERY = 5.0  # seconds between progress lines when not on a terminal
+
+
+def open_input(path: str) -> IO[bytes]:
+    """The file's bytes (stdin for '-'), gunzipped when it starts with gzip's magic."""
+    raw = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
+    if buffered.peek(2)[:2] == GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=buffered)  # type: ignore[return-value]
+    return buffered
+
+
+def count_lines(path: str) -> int | None:
+    """Lines in a file (for the ETA); None for stdin, which can be read only once."""
+    if path == "-":
+        return None
+    with open_input(path) as data:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: data.read(1 << 20), b""))
+
+
+def text_lines(data: IO[bytes]) -> Iterator[str]:
+    """UTF-8 lines (a BOM dropped; an undecodable byte becomes U+FFFD and its line is refused)."""
+    yield from io.TextIOWrapper(data, encoding="utf-8-sig", errors="replace", newline=None)
+
+
+@dataclass
+class Summary:
+    """Counts by status, refusals by reason with a few examples each."""
+
+    counts: Counter = field(default_factory=Counter)
+    reasons: Counter = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, change: EntryChange) -> None:
+        self.counts[change.status] += 1
+        if not change.ok:
+            reason = reason_kind(change.message)
+            self.reasons[reason] += 1
+            shown = self.examples.setdefault(reason, [])
+            if len(shown) < EXAMPLES:
+                shown.append(change.input)
+
+    @property
+    def refused(self) -> int:
+        return self.counts["refused"]
+
+    def lines(self, skipped: Skipped) -> list[str]:
+        done = ", ".join(f"{status} {n:,}" for status, n in self.counts.most_common())
+        out = [f"done: {done or 'nothing to do'}"]
+        if skipped.counts:
+            out.append(skipped.describe())
+        for reason, n in self.reasons.most_common():
+            examples = ", ".join(repr(e) for e in self.examples[reason])
+            out.append(f"refused {n:,}: {reason} (e.g. {examples})")
+        return out
+
+
+def reason_kind(message: str) -> str:
+    """A refusal's reason without the particular entry, so the summary groups them."""
+    if message.startswith("under ") and " entry " in message:
+        return message.split(" entry ", 1)[0].replace("under ", "under a ", 1) + " entry"
+    return message
+
+
+class Progress:
+    """A tqdm bar on a terminal; elsewhere a line on stderr every few seconds."""
+
+    def __init__(self, total: int | None, what: str) -> None:
+        self.what, self.total, self.done = what, total, 0
+        self.started = self.said = time.monotonic()
+        self.bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit=" lines", unit_scale=True, desc=what, file=sys.stderr)
+
+    def update(self, line: int) -> None:
+        step, self.done = line - self.done, max(self.done, line)
+        if self.bar is not None:
+            self.bar.update(max(step, 0))
+        elif time.monotonic() - self.said >= QUIET_PROGRESS_EVERY:
+            self.said = time.monotonic()
+            rate = self.done / max(self.said - self.started, 1e-9)
+            of = f"/{self.total:,}" if self.total else ""
+            click.echo(f"{self.what}: {self.done:,}{of} lines ({rate:,.0f} lines/s)", err=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+ReportRow = tuple[int, EntryChange]
+
+
+def write_report(path: str | None) -> tuple[Callable[[ReportRow], None], Callable[[], None]]:
+    """(write one result, close): a CSV of line, input, hostname, status, reason."""
+    if path is None:
+        return (lambda _row: None), (lambda: None)
+    out = open(path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+    writer = csv.writer(out)
+    writer.writerow(["line", "input", "hostname", "status", "reason"])
+
+    def write(row: ReportRow) -> None:
+        line, change = row
+        writer.writerow([line, change.input, change.hostname or "", change.status, change.message])
+
+    return write, out.close
+
+
+def run_file(
+    path: str,
+    what: str,
+    change: Callable[[Iterable[tuple[str, str | None]]], Iterator[list[EntryChange]]],
+    report_path: str | None,
+) -> Summary:
+    """Read `path`, apply `change` a batch at a time, show progress; the summary at the end."""
+    total = count_lines(path)
+    skipped, summary, lines = Skipped(), Summary(), deque()
+    progress = Progress(total, what)
+    write, close = write_report(report_path)
+
+    def items(source: Iterator[ListItem]) -> Iterator[tuple[str, str | None]]:
+        for item in source:
+            lines.append(item.line)
+            yield item.value, item.note
+
+    try:
+        with open_input(path) as data:
+            for results in change(items(read_lines(text_lines(data), skipped))):
+                for result in results:
+                    line = lines.popleft()
+                    summary.add(result)
+                    write((line, result))
+                progress.update(line if results else progress.done)
+    finally:
+        progress.close()
+        close()
+    for text in summary.lines(skipped):
+        click.echo(text, err=text.startswith("refused"))
+    return summary
+
+
+def finish(summary: Summary) -> None:
+    """Exit 1 only when something was refused."""
+    sys.exit(1 if summary.refused else 0)

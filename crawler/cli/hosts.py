@@ -1,0 +1,55 @@
+"""`hostcrawl hosts export`: what the crawl found, streamed to a file or stdout."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC
+
+import click
+
+from crawler.cli.common import engine, friendly_errors
+from crawler.db import export
+from crawler.db.pages.hosts import HostFilter
+from crawler.db.pages.paging import MATCHES, PREFIX
+from crawler.hostnames import HostnameError
+
+
+@click.group()
+def hosts() -> None:
+    """The discovered hosts."""
+
+
+@hosts.command("export")
+@click.option(
+    "--format", "fmt", type=click.Choice(export.FORMATS), default="csv", show_default=True
+)
+@click.option("--outcome", default="", help="Only this outcome ('none': never crawled).")
+@click.option("--root", default="", help="Only hosts of this registered domain.")
+@click.option(
+    "--search", "q", default="", help="A hostname prefix, or a domain with --match domain."
+)
+@click.option("--match", type=click.Choice(MATCHES), default=PREFIX, show_default=True)
+@click.option("--since", type=click.DateTime(), help="Only hosts discovered since (UTC).")
+@click.option("--include-denied", is_flag=True, help="Names under a deny entry too.")
+@click.option("-o", "--output", type=click.File("wb"), default="-", help="Default: stdout.")
+@friendly_errors
+def hosts_export(fmt, outcome, root, q, match, since, include_denied, output) -> None:
+    """Stream the hosts, in constant memory: by default those the panel lists
+    (never a name under a blocked or no_follow entry)."""
+    since = since.replace(tzinfo=UTC) if since else None
+    flt = HostFilter(
+        q=q, match=match, outcome=outcome, root=root, since=since, include_denied=include_denied
+    )
+    try:
+        if fmt == "csv":
+            for chunk in export.csv_chunks(engine(), flt):
+                output.write(chunk)
+        else:
+            for line in export.jsonl_lines(engine(), flt):
+                output.write(line.encode())
+    except HostnameError as exc:
+        raise click.ClickException(f"{'--root' if root else '--search'}: {exc}") from None
+    except BrokenPipeError:  # `| head`: the reader has had enough
+        sys.stderr.close()
+    output.flush()
+

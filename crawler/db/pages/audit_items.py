@@ -1,0 +1,28 @@
+"""The names of one bulk change (`/audit/<id>/items`): its audit row counts them,
+audit_items holds them (migration 0008)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from crawler.db.models import AuditEntry, AuditItem
+from crawler.db.pages.paging import DEFAULT_LIMIT, Order, Page, paginate
+
+ITEM_ORDER = Order((AuditItem.hostname,), ("str",))
+
+
+def audit_row(conn, audit_id: int):
+    """The audit row itself, or None."""
+    return conn.execute(select(AuditEntry).where(AuditEntry.id == audit_id)).scalar_one_or_none()
+
+
+def item_page(
+    conn,
+    audit_id: int,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> Page:
+    """The batch's names by hostname, with each one's detail (a note, a former reason)."""
+    stmt = select(AuditItem.hostname, AuditItem.detail).where(AuditItem.audit_id == audit_id)
+    return paginate(conn, stmt, ITEM_ORDER, after, before, limit)
