@@ -52,4 +52,3 @@ def hosts_export(fmt, outcome, root, q, match, since, include_denied, output) ->
     except BrokenPipeError:  # `| head`: the reader has had enough
         sys.stderr.close()
     output.flush()
-
