@@ -43,7 +43,7 @@ from _common import machine_line, registered_domain, start_database, subdomain_o
 from sqlalchemy import create_engine, text
 
 from crawler.db import claims, entries, queue
-from crawler.db.claims import LOCK_ROOTS, RootLimits
+from crawler.db.claims import LOCK_ROOTS, LOCK_SPACE, RootLimits
 from crawler.denylist import DenyList
 from crawler.hostnames import root
 
@@ -224,7 +224,7 @@ def explain(engine) -> None:
     """EXPLAIN ANALYZE of the polite claim's first statement on a fresh queue, rolled back."""
     reset(engine)
     with engine.connect() as conn:
-        params = {"concurrency": LIMITS.concurrency, "budget": LIMITS.budget, "roots": BATCH}
+        params = {"concurrency": LIMITS.concurrency, "lock_space": LOCK_SPACE, "roots": BATCH}
         rows = conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + LOCK_ROOTS.text), params)
         for (line,) in rows:
             print("#   " + line)

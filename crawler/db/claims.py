@@ -66,22 +66,27 @@ CRAWL_PENDING = text(
 # -- polite claims -----------------------------------------------------------------
 #
 # Two statements in one transaction. The first locks the roots to claim from
-# (oldest due host first, SKIP LOCKED: two workers never take from one root at
-# once). The second starts after those locks, so its snapshot sees every claim
+# (oldest due host first, skipping roots another claim holds: two workers never take
+# from one root at once). The second starts after those locks, so its snapshot sees every claim
 # committed before: its count of a root's unexpired claims is exact.
 
 LOCK_ROOTS = text(
     """
-    SELECT r.root FROM roots r
-     WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
-       AND r.root NOT IN (SELECT root FROM queue
-                           WHERE claimed_by IS NOT NULL AND next_claim_at > now()
-                           GROUP BY root HAVING count(*) >= :concurrency)
-     ORDER BY r.next_due_at
+    SELECT root FROM (
+        SELECT r.root FROM roots r
+         WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
+           AND (SELECT count(*) FROM queue q
+                 WHERE q.root = r.root AND q.claimed_by IS NOT NULL
+                   AND q.next_claim_at > now()) < :concurrency
+         ORDER BY r.next_due_at) AS due
+     WHERE pg_try_advisory_xact_lock(:lock_space, hashtext(due.root))
      LIMIT :roots
-       FOR UPDATE OF r SKIP LOCKED
     """
 )
+# The transaction-scoped advisory locks of LOCK_ROOTS (one per root): in memory only,
+# unlike row locks, and held until the claim commits. A hash collision only skips a root.
+LOCK_SPACE = 1212
+
 # A claim counts while its lease runs: claimed_by IS NOT NULL AND next_claim_at > now().
 # Each root's rows are taken up to the constant concurrency, then ranked against its
 # room: a LIMIT that varies per root makes Postgres plan the LATERAL far slower.
@@ -128,18 +133,21 @@ CLAIM_FROM_ROOTS = text(
         INSERT INTO root_claims AS c (root, minute, claimed)
         SELECT root, date_trunc('minute', now()), n FROM per_root ORDER BY root
         ON CONFLICT (root, minute) DO UPDATE SET claimed = c.claimed + excluded.claimed),
+    settled AS (
+        SELECT r.root,
+               least((SELECT min(q.next_claim_at) FROM queue q
+                       WHERE q.root = r.root AND q.status_reason IS NULL AND q.denied_by IS NULL
+                         AND q.hostname NOT IN (SELECT hostname FROM claimed)),
+                     CASE WHEN pr.n > 0 THEN now() + :lease END) AS next_due_at,
+               CASE WHEN r.used + coalesce(pr.n, 0) >= :budget
+                    THEN coalesce(r.first, date_trunc('minute', now()))
+                         + interval '61 minutes' END AS held_until
+          FROM room r LEFT JOIN per_root pr ON pr.root = r.root),
     marked AS (
-        UPDATE roots t
-           SET next_due_at = least(
-                   (SELECT min(q.next_claim_at) FROM queue q
-                     WHERE q.root = t.root AND q.status_reason IS NULL AND q.denied_by IS NULL
-                       AND q.hostname NOT IN (SELECT hostname FROM claimed)),
-                   CASE WHEN pr.n > 0 THEN now() + :lease END),
-               held_until = CASE WHEN r.used + coalesce(pr.n, 0) >= :budget
-                            THEN coalesce(r.first, date_trunc('minute', now()))
-                                 + interval '61 minutes' END
-          FROM room r LEFT JOIN per_root pr ON pr.root = r.root
-         WHERE t.root = r.root AND t.root = ANY(:locked)
+        UPDATE roots t SET next_due_at = s.next_due_at, held_until = s.held_until
+          FROM settled s
+         WHERE t.root = s.root AND t.root = ANY(:locked)
+           AND (t.next_due_at, t.held_until) IS DISTINCT FROM (s.next_due_at, s.held_until)
         RETURNING t.root, t.held_until)
     SELECT 'host' AS kind, hostname AS name FROM claimed
     UNION ALL
@@ -164,6 +172,12 @@ class Claim:
     over_budget: list[str] = field(default_factory=list)
 
 
+def roots_for(n: int, limits: RootLimits) -> int:
+    """How many roots to lock for a batch of n: enough at `concurrency` each, and a quarter
+    more for roots with fewer due hosts (each locked root costs the claim a lookup)."""
+    return max(1, -(-n * 5 // (4 * max(1, limits.concurrency))))
+
+
 @retry_conflicts
 def claim_polite(
     engine: Engine,
@@ -177,9 +191,9 @@ def claim_polite(
     A root at its concurrency is skipped (its hosts stay due); a root over its
     budget is held until enough of the last hour's claims age out.
     """
-    params = {"concurrency": limits.concurrency, "budget": limits.budget}
+    params = {"concurrency": limits.concurrency, "budget": limits.budget, "lock_space": LOCK_SPACE}
     with engine.begin() as conn:
-        locked = [r for (r,) in conn.execute(LOCK_ROOTS, {**params, "roots": n})]
+        locked = [r for (r,) in conn.execute(LOCK_ROOTS, {**params, "roots": roots_for(n, limits)})]
         if not locked:
             return Claim()
         rows = conn.execute(
