@@ -10,7 +10,8 @@ so claims walk the whole table):
   MIN_ROW_WRITES row versions were written, at most CAP_MINUTES).
 
 In each, WORKERS processes loop as crawler workers do, paced to RATE hosts/s
-in all (4 x the crawl figure of bench/crawl.py): `claims.claim` 100 hosts;
+in all (4 x the crawl figure of bench/crawl.py): `claims.claim_polite` 100 hosts
+(the crawler's claim, per-root rules included);
 `queue.finish_many` them (70% OK, 20% NXDOMAIN, 10% timeout; 8 links a page,
 one in NEW_EVERY pages a new host); `windows.record_outcomes` of the batch
 (the trap windows, as BlacklistMiddleware writes them). Recrawl after
@@ -66,7 +67,7 @@ AFTER_MINUTES = 20
 CAP_MINUTES = 26
 MIN_ROW_WRITES = 5_000_000
 WARMUP = 5
-TABLES = ("queue", "hosts", "trap_window")
+TABLES = ("queue", "hosts", "trap_window", "roots")
 OUTCOMES = ["OK"] * 7 + ["DNS_NXDOMAIN"] * 2 + ["TCP_TIMEOUT"]
 
 STATS = """
@@ -94,7 +95,7 @@ def worker(url: str, number: int, stop, latencies) -> None:
     next_at = time.monotonic()
     while not stop.is_set():
         started = time.perf_counter()
-        hosts = claims.claim(engine, BATCH, name)
+        hosts = claims.claim_polite(engine, BATCH, name).hosts
         pending.append((time.time(), time.perf_counter() - started))
         crawled = []
         for host in hosts:
@@ -286,7 +287,7 @@ def line(s: dict) -> str:
         f" {s['claims'] * BATCH / 60:,.0f} hosts/s; claim p50 {s['p50']:.1f} ms"
         f" p95 {s['p95']:.1f} ms; "
     )
-    for t in ("queue", "hosts", "trap_window"):
+    for t in TABLES:
         text_ += (
             f"{t} {s['mb'][t]:.0f} MB (heap {s['heap_mb'][t]:.0f}), {s['rows'][t]:,} rows,"
             f" dead {s['dead'][t]:,}, autovac {s['autovacuum'][t]}; "

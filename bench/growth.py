@@ -9,8 +9,9 @@ its 4 subdomains) and 100,000 audit rows. The same operations are timed; then
 1,800,000 more roots (10,000,000 hosts, 1,000,000 audit rows, the same deny
 entries) are added, and they are timed again:
 
-- claims: 4 spawned processes, each `crawler.db.claims.claim(engine, 100, ...)`
-  CLAIMS times; claims/s (hosts) over the wall time, and the p95 of one claim;
+- claims: 4 spawned processes, each `crawler.db.claims.claim_polite(engine, 100,
+  ...)` (the crawler's claim, with issue 12's per-root rules) CLAIMS times;
+  claims/s (hosts) over the wall time, and the p95 of one claim;
 - finish: `queue.finish_many` of 100 claimed hosts (8 links a page: 7 known
   hosts, 1 new one), hosts/s;
 - saving new hosts: `queue.save_hosts` of 100 new names, names/s;
@@ -129,12 +130,12 @@ def claim_worker(url: str, number: int, start, results) -> None:
     from crawler.db import claims
 
     engine = create_engine(url, pool_size=1)
-    claims.claim(engine, 1, f"warm-{number}")  # connect and plan before the clock starts
+    claims.claim_polite(engine, 1, f"warm-{number}")  # connect before the clock starts
     start.wait()
     latencies, hosts = [], []
     for _ in range(CLAIMS):
         began = time.perf_counter()
-        hosts += claims.claim(engine, BATCH, f"growth-{number}")
+        hosts += claims.claim_polite(engine, BATCH, f"growth-{number}").hosts
         latencies.append(time.perf_counter() - began)
     results.put((time.perf_counter(), latencies, hosts))
     engine.dispose()
@@ -357,8 +358,8 @@ def measure_stage(url: str, engine, roots: int, tag: str) -> tuple[dict, dict]:
 
     figures, hosts = measure_claims(url)
     calls = {
-        "claims/s": lambda: claims.claim(engine, BATCH, "explain"),
-        "claim p95 ms": lambda: claims.claim(engine, BATCH, "explain"),
+        "claims/s": lambda: claims.claim_polite(engine, BATCH, "explain"),
+        "claim p95 ms": lambda: claims.claim_polite(engine, BATCH, "explain"),
     }
     more, their_calls = measure_writes(engine, hosts, roots, tag)
     figures.update(more)

@@ -20,8 +20,10 @@ Here (docs/scaling.md, bench/churn.py for the measurements):
 - fillfactor 90 on `queue`: its updates always change `next_claim_at` (indexed
   by ix_queue_due, which claims need), so they are never HOT; a little room
   keeps the new version on the same page (less I/O) without doubling the table;
-- `trap_window` (a few rows per root, rewritten per outcome) gets the same
-  thresholds: it is small, so it is vacuumed often and cheaply.
+- `trap_window` (a few rows per root, rewritten per outcome), `roots` (issue
+  12's per-root counters, rewritten by every claim and finish) and
+  `root_claims` get the same thresholds: they are vacuumed often and cheaply;
+  `roots` gets fillfactor 70 (its rows are small and updated all the time).
 
 Storage parameters only: nothing in the models changes (alembic check ignores them).
 """
@@ -46,6 +48,8 @@ SETTINGS = {
     "queue": {**CHURN, "fillfactor": "90"},
     "hosts": {**CHURN, "fillfactor": "80"},
     "trap_window": CHURN,
+    "roots": {**CHURN, "fillfactor": "70"},
+    "root_claims": CHURN,
 }
 
 
