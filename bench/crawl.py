@@ -4,10 +4,10 @@ Targets: pages/s of `scrapy crawl hosts` >= 0.8 x the bare spider's; peak RSS of
 the crawler process <= 300 MB.
 
 The full system is the `hosts` spider as deployed (claim -> fetch -> parse ->
-filter -> finish, plus BlacklistMiddleware's trap window), run as
-`python -m scrapy crawl hosts` with the production settings (crawler.settings)
-except HOST_URL_TEMPLATE / DNS_NAMESERVERS (the test internet) and
-CLOSE_WHEN_DRAINED=1. Its database is a throwaway embedded Postgres (deleted at
+filter -> HostItem -> pipeline: finish + trap window), run as
+`python -m scrapy crawl hosts` with the production settings (crawler.settings,
+the add-on) except HOST_URL_TEMPLATE (https on fakeweb's port, the plain-HTTP
+fallback on) / DNS_NAMESERVERS (the test internet) and CLOSE_WHEN_DRAINED=1. Its database is a throwaway embedded Postgres (deleted at
 exit), migrated with upgrade_to_head(), emptied and seeded with the graph's
 first host before each round: the crawler finds the other hosts by itself.
 
@@ -19,8 +19,8 @@ starts with a frontier of one; LINKS links per page make it wide quickly.
 Baseline, same fakeweb, rounds alternating (ours, bare, ours, bare; best of
 each): `BareSpider` below, run as `python -m scrapy runspider bench/crawl.py`
 with the same settings module and the same -s settings, minus our database-bound
-component (crawler.middlewares.BlacklistMiddleware; our resolver and retry
-middleware stay). It requests the same URLs (HOST_URL_TEMPLATE for every host of
+components (the add-on is off: no BlacklistMiddleware, no pipeline; our resolver,
+retry and robots.txt middlewares and the production defaults stay). It requests the same URLs (HOST_URL_TEMPLATE for every host of
 the graph) from a list known up front and extracts links and title with the same
 XPath, but filters and writes nothing.
 
@@ -421,7 +421,8 @@ def main() -> None:
     assert world.reachable(names[0]) == set(names)
     web = FakeWeb(world, workdir=work / "fakeweb").start()
     atexit.register(web.stop)
-    settings = web.scrapy_settings("http")
+    # https, as deployed: the TLS handshakes and the plain-HTTP fallback path are in it.
+    settings = web.scrapy_settings("https")
     url_list = work / "urls.txt"
     url_list.write_text("".join(web.url_template().format(hostname=n) + "\n" for n in names))
     print(
