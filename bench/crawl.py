@@ -8,8 +8,9 @@ filter -> HostItem -> pipeline: finish + trap window), run as
 `python -m scrapy crawl hosts` with the production settings (crawler.settings,
 the add-on) except HOST_URL_TEMPLATE (https on fakeweb's port, the plain-HTTP
 fallback on) / DNS_NAMESERVERS (the test internet) and CLOSE_WHEN_DRAINED=1.
-Its database is a throwaway embedded Postgres (deleted at exit), migrated with upgrade_to_head(), emptied and seeded with the graph's
-first host before each round: the crawler finds the other hosts by itself.
+Its database is a throwaway embedded Postgres (deleted at exit), migrated with
+upgrade_to_head(), emptied and seeded with the graph's first host before each
+round: the crawler finds the other hosts by itself.
 
 The world is World(SEED).graph(HOSTS, ROOTS, links_per_page=LINKS) on a fakeweb
 (DNS + HTTP on loopback): every host is reachable from the first. A host's URL
@@ -21,8 +22,9 @@ each): `BareSpider` below, run as `python -m scrapy runspider bench/crawl.py`
 with the same settings module and the same -s settings, minus our database-bound
 components (the add-on is off: no BlacklistMiddleware, no pipeline; our resolver,
 retry and robots.txt middlewares and the production defaults stay). It requests
-the same URLs (HOST_URL_TEMPLATE for every host of the graph) from a list known up front and extracts links and title with the same
-XPath, but filters and writes nothing.
+the same URLs (HOST_URL_TEMPLATE for every host of the graph) from a list known
+up front and extracts links and title with the same XPath, but filters and
+writes nothing.
 
 Both are timed the same way: Scrapy's own `elapsed_time_seconds` (spider opened
 -> spider closed), pages = front pages parsed. Peak RSS is the crawler process's
