@@ -97,6 +97,8 @@ def read_line(number: int, raw: str) -> list[ListItem | str]:
     line = raw.strip().lstrip("\ufeff")
     if not line:
         return []
+    if line.startswith(COSMETIC_MARKS):  # `##.ad`: a rule for every page
+        return [COSMETIC]
     if line.startswith(("#", "!", "[")):
         return [COMMENT]
     if line.startswith("@@"):
@@ -122,7 +124,7 @@ def _adblock(number: int, line: str) -> ListItem | str:
     name = body[:-1] if body.endswith("^") else body
     if body.endswith("^|"):
         name = body[:-2]
-    if not name or any(c in name for c in "/^*|?"):
+    if not name or any(c in name.removeprefix("*.") for c in "/^*|?"):
         return NARROWED
     return ListItem(number, name)
 

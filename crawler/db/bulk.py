@@ -249,16 +249,16 @@ def seed(
 def overlapped(prepared: Iterator[Batch], write: Callable[[Batch], None]) -> Iterator[list]:
     """Write each batch in a thread while the next one is prepared; results in order.
 
-    The database works while Python normalizes: on two cores, nearly twice as fast.
-    Each batch is still its own transaction, written one after another.
+    The database works while Python normalizes. Each batch is still its own transaction,
+    written one after another, and none is started after one has failed.
     """
     with ThreadPoolExecutor(1, thread_name_prefix="bulk-write") as pool:
         pending: tuple[Batch, Future | None] | None = None
-        for batch in prepared:
-            running = pool.submit(write, batch) if batch.first else None
-            if pending is not None:
-                yield _finished(*pending)
-            pending = (batch, running)
+        for batch in prepared:  # the next batch is prepared while `pending` is written
+            done = _finished(*pending) if pending is not None else None  # raises if it failed
+            pending = (batch, pool.submit(write, batch) if batch.first else None)
+            if done is not None:
+                yield done
         if pending is not None:
             yield _finished(*pending)
 

@@ -1,0 +1,167 @@
+"""crawler.db.bulk on the database: seeds and deny entries in batches, each one whole."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from sqlalchemy import text
+
+from crawler.db import bulk, entries
+from crawler.livedenylist import LiveDenyList
+from tests.unit.test_panel_support import insert_hosts
+
+
+def statuses(changes) -> list[tuple[str, str]]:
+    return [(c.input, c.status) for c in changes]
+
+
+def rows(db, sql: str, **params) -> list:
+    with db.connect() as conn:
+        return list(conn.execute(text(sql), params).all())
+
+
+def test_seed_results_come_in_input_order_with_every_refusal_named(db):
+    entries.add_no_follow(db, ["social.test"])
+    inputs = [
+        "a.test",
+        "A.test",  # the same name again
+        "bad..name",
+        "www.social.test",  # under an entry
+        "social.test",  # the entry itself
+        "co.uk",  # a bare public suffix
+        "localhost",
+        "192.168.1.1",
+        "127.0.0.1",
+        "8.8.8.8",  # a public address is a host like any other
+        "b.test",
+    ]
+    changes = bulk.collect(bulk.seed(db, inputs, size=4))  # several batches
+    assert statuses(changes) == [
+        ("a.test", "queued"),
+        ("A.test", "already"),
+        ("bad..name", "refused"),
+        ("www.social.test", "refused"),
+        ("social.test", "refused"),
+        ("co.uk", "refused"),
+        ("localhost", "refused"),
+        ("192.168.1.1", "refused"),
+        ("127.0.0.1", "refused"),
+        ("8.8.8.8", "queued"),
+        ("b.test", "queued"),
+    ]
+    messages = {c.input: c.message for c in changes}
+    assert messages["A.test"] == bulk.REPEATED
+    assert messages["www.social.test"] == "under no_follow entry social.test"
+    assert "bare public suffix" in messages["co.uk"]
+    assert "localhost" in messages["localhost"]
+    assert "private address" in messages["192.168.1.1"]
+    assert "loopback address" in messages["127.0.0.1"]
+    queued = rows(db, "SELECT hostname FROM queue WHERE next_claim_at IS NOT NULL ORDER BY 1")
+    assert [h for (h,) in queued] == ["8.8.8.8", "a.test", "b.test"]
+    assert rows(db, "SELECT root FROM queue WHERE hostname = 'a.test'") == [("a.test",)]
+
+
+def test_seed_allows_what_the_operator_allows(db):
+    changes = bulk.collect(
+        bulk.seed(db, ["127.0.0.1", "localhost", "co.uk"], allow_private=True, force=True)
+    )
+    assert [c.status for c in changes] == ["queued", "queued", "queued"]
+
+
+def test_a_second_run_answers_already_and_dates_a_dateless_row(db):
+    insert_hosts(db, ["dateless.test"])
+    with db.begin() as conn:
+        conn.execute(text("UPDATE queue SET next_claim_at = NULL"))
+    assert [c.status for c in bulk.collect(bulk.seed(db, ["x.test"]))] == ["queued"]
+    again = bulk.collect(bulk.seed(db, ["x.test", "dateless.test"]))
+    assert [c.status for c in again] == ["already", "already"]
+    dated = rows(db, "SELECT next_claim_at IS NOT NULL FROM queue WHERE hostname = 'dateless.test'")
+    assert dated == [(True,)]
+
+
+def test_a_failed_batch_leaves_nothing_and_the_batches_before_it_whole(db, monkeypatch):
+    names = [f"n{i}.test" for i in range(10)]
+    real = bulk._write_seeds
+    calls = []
+
+    def fail_on_the_third(engine, batch):
+        calls.append(len(batch.first))
+        if len(calls) == 3:
+            with engine.begin() as conn:  # half the batch in, then the failure
+                conn.execute(text("INSERT INTO hosts (hostname, root) VALUES ('n6.test', 'x')"))
+                raise RuntimeError("killed")
+        return real(engine, batch)
+
+    monkeypatch.setattr(bulk, "_write_seeds", fail_on_the_third)
+    with pytest.raises(RuntimeError):
+        bulk.collect(bulk.seed(db, names, size=3))
+    stored = {h for (h,) in rows(db, "SELECT hostname FROM hosts")}
+    assert stored == set(names[:6])  # two whole batches, nothing of the third
+    monkeypatch.setattr(bulk, "_write_seeds", real)
+    rerun = bulk.collect(bulk.seed(db, names, size=3))
+    assert [c.status for c in rerun] == ["already"] * 6 + ["queued"] * 4
+
+
+def test_no_follow_in_bulk_takes_hosts_out_once_and_logs_one_row(db):
+    insert_hosts(db, ["www.a.test", "y.x.a.test", "free.test", "deep.b.test"])
+    entries.upsert_blocked(db, "b.test", "a trap")
+    entries.add_no_follow(db, ["old.test"])
+    names = ["a.test", "x.a.test", "b.test", "old.test", "bad..x", "a.test"]
+    names += [f"e{i}.test" for i in range(150)]
+    changes = bulk.collect(bulk.add_no_follow(db, names, "ann", note="from a list"))
+    assert statuses(changes)[:6] == [
+        ("a.test", "added"),
+        ("x.a.test", "added"),
+        ("b.test", "added"),  # a block becomes no_follow
+        ("old.test", "already"),
+        ("bad..x", "refused"),
+        ("a.test", "already"),
+    ]
+    assert changes[2].message == "was blocked"
+    denied_by = dict(rows(db, "SELECT hostname, denied_by FROM queue WHERE status_reason IS NULL"))
+    assert denied_by["www.a.test"] == "a.test"
+    assert denied_by["y.x.a.test"] == "x.a.test"  # the nearest entry of the batch
+    assert denied_by["deep.b.test"] == "b.test"
+    assert denied_by["free.test"] is None
+    logged = rows(db, "SELECT id, actor, action, hostname, detail FROM audit_log WHERE actor = 'ann'")
+    assert len(logged) == 1
+    audit_id, _, action, _, detail = logged[0]
+    assert (action, detail) == ("no_follow.add", "153 names; from a list")
+    items = rows(db, "SELECT hostname FROM audit_items WHERE audit_id = :i", i=audit_id)
+    assert len(items) == 153 and ("b.test",) in items
+
+
+def test_a_big_batch_reaches_a_listening_worker_by_one_reload(db):
+    worker = LiveDenyList(db)
+    worker.load()
+    try:
+        assert worker.listener.ready.wait(10)
+        names = [f"w{i}.test" for i in range(bulk.NOTIFY_EACH_UP_TO + 50)]
+        bulk.collect(bulk.add_no_follow(db, names))
+        deadline = time.monotonic() + 5
+        while not all(worker.denial(f"x.{n}") for n in names):
+            assert time.monotonic() < deadline, "the worker never reloaded"
+            time.sleep(0.02)
+    finally:
+        worker.stop()
+
+
+def test_removal_in_bulk_puts_back_what_each_entry_took(db):
+    insert_hosts(db, ["www.a.test", "y.x.a.test", "www.b.test"])
+    bulk.collect(bulk.add_no_follow(db, ["a.test", "x.a.test"]))
+    entries.upsert_blocked(db, "b.test", "a trap")
+    removed = bulk.collect(bulk.remove_no_follow(db, ["x.a.test", "nope.test", "b.test"]))
+    assert statuses(removed) == [
+        ("x.a.test", "removed"),
+        ("nope.test", "absent"),
+        ("b.test", "absent"),  # a block is lifted by unblock, not here
+    ]
+    denied_by = dict(rows(db, "SELECT hostname, denied_by FROM queue WHERE status_reason IS NULL"))
+    assert denied_by["y.x.a.test"] == "a.test"  # a.test still covers it
+    unblocked = bulk.collect(bulk.unblock(db, ["b.test"], "ann", note="false positive"))
+    assert statuses(unblocked) == [("b.test", "unblocked")]
+    assert unblocked[0].message == "1 hosts back in routing"
+    assert rows(db, "SELECT detail FROM audit_log WHERE action = 'unblock'") == [
+        ("false positive; a trap",)
+    ]
