@@ -70,7 +70,9 @@ def favicon():
 
 
 def register_templates(app: Flask) -> None:
-    app.jinja_env.globals.update(page_url=page_url)
+    from webpanel.charts import roots_chart, time_chart
+
+    app.jinja_env.globals.update(page_url=page_url, time_chart=time_chart, roots_chart=roots_chart)
     app.jinja_env.filters.update(when=when, num=num)
 
     @app.errorhandler(CSRFError)

@@ -69,6 +69,8 @@ class Host(Base):
     __table_args__ = (
         Index("ix_hosts_root", "root"),
         Index("ix_hosts_discovered_at", "discovered_at"),
+        # The dashboard's hosts crawled per hour (migration 0006).
+        Index("ix_hosts_last_crawled_at", "last_crawled_at"),
         Index("ix_hosts_outcome", "outcome"),
         Index("ix_hosts_reversed", reversed_name("hostname")),
     )

@@ -206,6 +206,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("root", "minute", name=op.f("pk_root_claims")),
     )
     op.create_index("ix_root_claims_minute", "root_claims", ["minute"])
+    op.create_index("ix_hosts_last_crawled_at", "hosts", ["last_crawled_at"])
     op.add_column("queue", sa.Column("root", HOSTNAME, nullable=True))
     op.execute("UPDATE queue q SET root = h.root FROM hosts h WHERE h.hostname = q.hostname")
     op.alter_column("queue", "root", nullable=False)
@@ -258,6 +259,7 @@ def downgrade() -> None:
     op.drop_index("ix_queue_root_claimed", table_name="queue")
     op.drop_index("ix_queue_root_due", table_name="queue")
     op.drop_column("queue", "root")
+    op.drop_index("ix_hosts_last_crawled_at", table_name="hosts")
     op.drop_index("ix_root_claims_minute", table_name="root_claims")
     op.drop_table("root_claims")
     op.drop_index("ix_roots_reversed", table_name="roots")

@@ -28,6 +28,46 @@ class Chart:
         return max((n for _, n in self.buckets), default=0)
 
 
+# The outcome groups of the timeline (a legend of four reads better than of sixteen).
+OUTCOME_GROUPS = {
+    "OK": "answered",
+    "HTTP": "HTTP error or timeout",
+    "NETWORK": "failed below HTTP (DNS, TCP, TLS)",
+    "IGNORED": "denied",
+}
+GROUP_OF = (
+    "CASE WHEN outcome IN ('OK', 'DNS_ALIVE') THEN 'OK'"
+    " WHEN outcome LIKE 'HTTP%' THEN 'HTTP' WHEN outcome = 'IGNORED' THEN 'IGNORED'"
+    " ELSE 'NETWORK' END"
+)
+
+
+@dataclass
+class Timeline:
+    """Per hour, oldest first: hosts discovered, and hosts crawled by outcome group.
+
+    A host counts in the hour of its latest crawl (hosts keep only that one).
+    """
+
+    hours: list[datetime] = field(default_factory=list)
+    discovered: list[int] = field(default_factory=list)
+    crawled: dict[str, list[int]] = field(default_factory=dict)  # OUTCOME_GROUPS key -> counts
+
+    @property
+    def crawled_total(self) -> list[int]:
+        return [sum(column) for column in zip(*self.crawled.values(), strict=True)] or [
+            0 for _ in self.hours
+        ]
+
+    def as_dict(self) -> dict:
+        return {
+            "hours": [h.isoformat() for h in self.hours],
+            "discovered": self.discovered,
+            "crawled": self.crawled_total,
+            "crawled_by_outcome": self.crawled,
+        }
+
+
 @dataclass
 class Dashboard:
     hosts_known: int
@@ -41,6 +81,8 @@ class Dashboard:
     computed_at: datetime
     # True: the totals are the planner's estimates (a big database), shown with "≈".
     estimated: bool = False
+    timeline: Timeline = field(default_factory=Timeline)
+    top_roots: list[tuple[str, int]] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -57,6 +99,8 @@ class Dashboard:
             },
             "computed_at": self.computed_at.isoformat(),
             "estimated": self.estimated,
+            "timeline": self.timeline.as_dict(),
+            "top_roots": [{"root": r, "hosts": n} for r, n in self.top_roots],
         }
 
 
@@ -97,6 +141,8 @@ def dashboard(conn) -> Dashboard:
         **figures,
         chart=discoveries(conn),
         computed_at=datetime.now(UTC),
+        timeline=timeline(conn),
+        top_roots=top_roots(conn),
     )
 
 
@@ -228,3 +274,47 @@ def discoveries(conn, hours: int = 48, days: int = 30) -> Chart:
     ).all()
     found = {b.astimezone(UTC): n for b, n in rows}
     return Chart(unit, [(start + step * i, found.get(start + step * i, 0)) for i in range(count)])
+
+
+# -- the charts: hosts discovered and crawled per hour, and the biggest roots -------------
+
+
+def timeline(conn, hours: int = 24) -> Timeline:
+    """The last `hours` hours (this one included), from the discovered_at and
+    last_crawled_at indexes: a range of each, never a scan of hosts."""
+    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    start = end - timedelta(hours=hours - 1)
+    slots = [start + timedelta(hours=i) for i in range(hours)]
+    found = dict(
+        conn.execute(
+            text(
+                "SELECT date_trunc('hour', discovered_at, 'UTC') AS h, count(*) FROM hosts"
+                " WHERE discovered_at >= :start GROUP BY h"
+            ),
+            {"start": start},
+        ).all()
+    )
+    crawled = conn.execute(
+        text(
+            f"SELECT date_trunc('hour', last_crawled_at, 'UTC') AS h, {GROUP_OF} AS g, count(*)"
+            " FROM hosts WHERE last_crawled_at >= :start GROUP BY h, g"
+        ),
+        {"start": start},
+    ).all()
+    by_group = {group: dict.fromkeys(slots, 0) for group in OUTCOME_GROUPS}
+    for hour, group, n in crawled:
+        by_group[group][hour.astimezone(UTC)] = n
+    found = {h.astimezone(UTC): n for h, n in found.items()}
+    return Timeline(
+        slots,
+        [found.get(h, 0) for h in slots],
+        {group: list(counts.values()) for group, counts in by_group.items()},
+    )
+
+
+def top_roots(conn, n: int = 10) -> list[tuple[str, int]]:
+    """The roots with the most hosts, off the roots table's (hosts, root) index."""
+    rows = conn.execute(
+        text("SELECT root, hosts FROM roots ORDER BY hosts DESC, root DESC LIMIT :n"), {"n": n}
+    )
+    return [(r, h) for r, h in rows]

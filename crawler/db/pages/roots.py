@@ -228,10 +228,3 @@ def window(conn, domain: str, size: int = DEFAULT_WINDOW) -> list[Observation]:
     )
     return [Observation(*r) for r in rows]
 
-
-def top_roots(conn, n: int = 10) -> list[tuple[str, int]]:
-    """The roots with the most hosts (the dashboard's bar chart)."""
-    rows = conn.execute(
-        select(RootRow.root, RootRow.hosts).order_by(RootRow.hosts.desc(), RootRow.root).limit(n)
-    )
-    return [(r.root, r.hosts) for r in rows]
