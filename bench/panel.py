@@ -27,24 +27,29 @@ ANALYZE (row estimates and actual rows). Pass --explain to print every plan.
 
 from __future__ import annotations
 
-import atexit
-import http.client
 import multiprocessing as mp
 import os
 import random
-import re
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from urllib.parse import urlencode
 
 import psycopg
 from _common import machine_line, registered_domain, start_database, subdomain_of, verdict
+from _panel_http import (
+    PASSWORD,
+    WORKERS,
+    free_port,
+    p95,
+    request,
+    session_cookie,
+    start_gunicorn,
+    stop,
+)
+from _panel_logins import measure as login_storm
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -56,20 +61,17 @@ from crawler.db.pages import paging
 from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.traps import Observation, describe
 
-ROOT = Path(__file__).resolve().parents[1]
 HOSTS = 1_000_000
 TRAPS = 5_000
 JUNK_PER_TRAP = 20
 NO_FOLLOW_IN_CORPUS = 30_000
 NO_FOLLOW_SUBDOMAINS = 5_000
 NO_FOLLOW_ELSEWHERE = 60_000
-WORKERS = 2
 CONCURRENCY = 2
 WARMUP = 10
 REQUESTS = 300
 ROUNDS = 15
 TARGET_MS = 100.0
-PASSWORD = "bench password, long enough"
 OUTCOMES = [("OK", 60), (None, 22), ("DNS_NXDOMAIN", 8), ("TCP_TIMEOUT", 4)]
 OUTCOMES += [("TLS_HANDSHAKE", 3), ("HTTP_TIMEOUT", 2), ("TCP_REFUSED", 1)]
 JUNK_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -245,80 +247,6 @@ def pick(rng: random.Random, weighted):
 # -- the server and the client ----------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_gunicorn(url: str, port: int) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "SECRET_KEY": "bench-secret-" * 4,
-        "SESSION_COOKIE_SECURE": "0",
-    }
-    command = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}"]
-    command += ["--workers", str(WORKERS), "--log-level", "warning", "webpanel:create_app()"]
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
-    atexit.register(stop, proc)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"gunicorn exited with {proc.returncode}")
-        try:
-            status, _, _ = request(port, "GET", "/healthz")
-            if status == 200:
-                return proc
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit("gunicorn did not answer /healthz within 60 s")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-def request(port: int, method: str, path: str, body=None, headers=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        response = conn.getresponse()
-        return response.status, response.getheaders(), response.read()
-    finally:
-        conn.close()
-
-
-def session_cookie(port: int) -> str:
-    """Log in as the bench operator; the Cookie header for every later request."""
-    _, headers, body = request(port, "GET", "/login")
-    cookie = cookie_of(headers)
-    token = re.search(rb'name="csrf_token" type="hidden" value="([^"]+)"', body).group(1)
-    form = urlencode({"csrf_token": token.decode(), "username": "bench", "password": PASSWORD})
-    status, headers, _ = request(
-        port,
-        "POST",
-        "/login",
-        form,
-        {"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie},
-    )
-    assert status == 302, f"login failed: {status}"
-    return cookie_of(headers)
-
-
-def cookie_of(headers) -> str:
-    for name, value in headers:
-        if name.lower() == "set-cookie":
-            return value.split(";", 1)[0]
-    raise AssertionError("no cookie")
-
-
 def client(port: int, pages: list[tuple[str, str, bool]], results) -> None:
     """The load tool (its own process): every URL warmed up, then timed REQUESTS times
     in ROUNDS interleaved rounds, so a burst of load elsewhere hits every URL alike."""
@@ -341,10 +269,6 @@ def client(port: int, pages: list[tuple[str, str, bool]], results) -> None:
             for label, path, login in pages:
                 times[label] += pool.map(one, [path] * per_round, [login] * per_round)
     results.put(times)
-
-
-def p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=20, method="inclusive")[-1]
 
 
 # -- the report ---------------------------------------------------------------------------
@@ -384,6 +308,8 @@ def main() -> None:
     started = time.perf_counter()
     rng = random.Random(20261130)
     url = start_database("hostcrawl-bench-panel-")
+    if "--logins-only" in sys.argv:  # the login storm alone, on an empty database
+        return logins_only(url, started)
     data = load(url, rng)
     engine = create_engine(url)
     accounts.create_user(engine, "bench", PASSWORD)
@@ -407,10 +333,12 @@ def main() -> None:
     load_tool.start()
     times = results.get(timeout=600)
     load_tool.join(timeout=30)
+    storm_lines = login_storm(port, session_cookie(port), engine)
     stop(proc)
 
     print(
-        f"# gunicorn {WORKERS} sync workers; a client process with {CONCURRENCY} threads,"
+        f"# gunicorn {WORKERS} workers (threads: gunicorn.conf.py);"
+        f" a client process with {CONCURRENCY} threads,"
         f" {WARMUP} warm-up + {REQUESTS} timed requests per URL in {ROUNDS} interleaved"
         f" rounds, logged in; machine load average {os.getloadavg()[0]:.1f}"
     )
@@ -437,6 +365,18 @@ def main() -> None:
         print(f"# EXPLAIN ANALYZE, {label}:")
         for line in explain(engine, statements[label]):
             print("#   " + line)
+    print("\n".join(storm_lines))
+    engine.dispose()
+    print(f"# total run time {time.perf_counter() - started:.0f} s")
+
+
+def logins_only(url: str, started: float) -> None:
+    engine = create_engine(url)
+    accounts.create_user(engine, "bench", PASSWORD)
+    port = free_port()
+    proc = start_gunicorn(url, port)
+    print("\n".join(login_storm(port, session_cookie(port), engine)))
+    stop(proc)
     engine.dispose()
     print(f"# total run time {time.perf_counter() - started:.0f} s")
 

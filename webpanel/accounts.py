@@ -77,17 +77,21 @@ def authenticate(
     policy: accounts.LoginPolicy,
     slots: HashSlots,
 ) -> LoginResult:
-    """Check a password; a failure is counted for (username, address) and for address."""
-    wait = accounts.login_wait(session, username, address, policy)
-    session.rollback()  # no transaction held across the Argon2 check
-    if wait > 0:
-        seconds = math.ceil(wait)
-        return LoginResult(None, SLOW_DOWN.format(seconds), retry_after=seconds)
+    """Check a password; a failure is counted for (username, address) and for address.
+
+    A free Argon2 slot is taken first: the rest of a burst is turned away before it
+    costs even a query. The slot is held through the throttle check and the hash.
+    """
     with slots.slot() as free:
         if not free:
             return LoginResult(None, BUSY, retry_after=1)
+        wait = accounts.login_wait(session, username, address, policy)
+        if wait > 0:
+            session.rollback()
+            seconds = math.ceil(wait)
+            return LoginResult(None, SLOW_DOWN.format(seconds), retry_after=seconds)
         row = accounts.user_for_login(session, username)
-        session.rollback()
+        session.rollback()  # no transaction held across the Argon2 check
         usable = row is not None and not row.disabled
         good = verify_password(row.password_hash if usable else dummy_hash(), password)
     if usable and good:

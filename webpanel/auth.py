@@ -64,7 +64,8 @@ def login():
     target = safe_next(request.args.get("next"))
     if current_user.is_authenticated:
         return redirect(target)
-    db.session.execute(text("SELECT 1"))  # no login form while the database is down (503)
+    if request.method == "GET":
+        db.session.execute(text("SELECT 1"))  # no login form while the database is down (503)
     form = LoginForm()
     if form.validate_on_submit():
         result = authenticate(

@@ -1,0 +1,105 @@
+"""The panel under gunicorn for bench/panel.py: start it, talk HTTP to it, log in."""
+
+from __future__ import annotations
+
+import atexit
+import http.client
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKERS = 2
+PASSWORD = "bench password, long enough"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(url: str, port: int) -> subprocess.Popen:
+    """`gunicorn --workers 2 webpanel:create_app()` from the repository root, so with
+    gunicorn.conf.py (threads) as `make run` and the image run it."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "SECRET_KEY": "bench-secret-" * 4,
+        "SESSION_COOKIE_SECURE": "0",
+    }
+    command = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}"]
+    command += ["--workers", str(WORKERS), "--log-level", "warning", "webpanel:create_app()"]
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
+    atexit.register(stop, proc)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"gunicorn exited with {proc.returncode}")
+        try:
+            status, _, _ = request(port, "GET", "/healthz")
+            if status == 200:
+                return proc
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit("gunicorn did not answer /healthz within 60 s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def request(port: int, method: str, path: str, body=None, headers=None):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, response.getheaders(), response.read()
+    finally:
+        conn.close()
+
+
+def login(port: int, username: str, password: str) -> tuple[int, str | None]:
+    """One login as a fresh browser makes it: (status of the POST, its session cookie)."""
+    _, headers, body = request(port, "GET", "/login")
+    cookie = cookie_of(headers)
+    token = re.search(rb'name="csrf_token" type="hidden" value="([^"]+)"', body).group(1)
+    form = urlencode({"csrf_token": token.decode(), "username": username, "password": password})
+    status, headers, _ = request(
+        port,
+        "POST",
+        "/login",
+        form,
+        {"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie},
+    )
+    return status, cookie_of(headers) if status == 302 else None
+
+
+def session_cookie(port: int) -> str:
+    """Log in as the bench operator; the Cookie header for every later request."""
+    status, cookie = login(port, "bench", PASSWORD)
+    assert status == 302 and cookie, f"login failed: {status}"
+    return cookie
+
+
+def cookie_of(headers) -> str:
+    for name, value in headers:
+        if name.lower() == "set-cookie":
+            return value.split(";", 1)[0]
+    raise AssertionError("no cookie")
+
+
+def p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20, method="inclusive")[-1]
