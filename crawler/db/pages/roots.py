@@ -112,6 +112,8 @@ class RootLine:
     @property
     def window_text(self) -> str:
         """'38 of the last 50 failed' (or of fewer, while the window fills)."""
+        if not self.window_size:
+            return "no subdomain crawled yet"
         return f"{self.window_failed} of the last {self.window_size} failed"
 
     @property
