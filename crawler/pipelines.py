@@ -45,6 +45,10 @@ class HostWritePipeline:
         settings = crawler.settings
         self.recrawl_after = timedelta(seconds=settings.getint("RECRAWL_AFTER", 604800))
         self.retry = timedelta(seconds=settings.getfloat("OUTAGE_RETRY_AFTER", 15))
+        # A request that failed this long after the world answered again may have
+        # started (and waited out its timeouts) during the outage.
+        timeouts = settings.getfloat("DNS_TIMEOUT", 5) + settings.getfloat("DOWNLOAD_TIMEOUT", 20)
+        self.outage_edge = (settings.getint("RETRY_TIMES", 1) + 1) * timeouts
         self._finishes = Batcher("finishing hosts", self._finish_many)
 
     @classmethod
@@ -70,9 +74,11 @@ class HostWritePipeline:
     async def _unless_ours(self, item: HostItem) -> None:
         """A failure while the world does not answer us says nothing about the host: it
         is tried again soon (still claimed, so a draining crawl waits), not settled."""
-        answering, why = await self.state.world.answers()
-        if answering is not False:
+        world = self.state.world
+        answering, why = await world.answers()
+        if answering is not False and not world.down_within(self.outage_edge):
             return
+        why = why or "just after our resolver or network came back"
         await in_thread_until_up(
             "retrying a host", queue.retry_soon, self.state.engine, [item.hostname], self.retry
         )

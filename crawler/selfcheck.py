@@ -56,6 +56,7 @@ class WorldCheck:
         self.keep = {True: keep_healthy, False: keep_unhealthy, None: keep_healthy}
         self.lookups = 0
         self.down_since: float | None = None
+        self.last_seen_down = float("-inf")  # monotonic
         self._last: tuple[float, bool | None, str] | None = None
         self._running: asyncio.Task | None = None
 
@@ -101,7 +102,14 @@ class WorldCheck:
             return OK if resolution.outcome == DNS_ALIVE else resolution.outcome
         return await front_page(self.resolver(), hostname, self.templates, self.timeout)
 
+    def down_within(self, seconds: float) -> bool:
+        """Whether the world was seen not answering in the last `seconds` (a request
+        that started then may have failed for our outage, though it answers now)."""
+        return time.monotonic() - self.last_seen_down <= seconds
+
     def _note(self, answering: bool | None) -> None:
+        if answering is False:
+            self.last_seen_down = time.monotonic()
         if answering is False and self.down_since is None:
             self.down_since = time.time()
             log.warning("the world is not answering us: our resolver or network is down?")

@@ -71,7 +71,7 @@ def test_a_root_failing_on_both_schemes_is_still_blocked(db, fakeweb_factory, cr
     assert "TCP_REFUSED" in entry["blocked_reason"] and "TCP_RESET" in entry["blocked_reason"]
 
 
-def outage_world() -> tuple[World, list[str]]:
+def outage_world() -> World:
     """Live sites, 220 live subdomains of big.test and an NXDOMAIN trap, all linked
     from one hub."""
     world = World()
@@ -82,46 +82,44 @@ def outage_world() -> tuple[World, list[str]]:
     for name in sites + live:
         world.site(name)
     world.zone("trap.test", "nxdomain")
-    return world, live
+    return world
+
+
+def crawl_through_an_outage(db, fakeweb_factory, start_crawler, cut, **settings):
+    """Crawl the outage world; `cut(web, True)` cuts us off for 30 s once the hub's
+    links are queued (the hub answered, so it is a canary), then `cut(web, False)`."""
+    web = fakeweb_factory(outage_world())
+    queue.seed(db, ["hub.test"])
+    worker = start_crawler(web, CLAIM_BATCH=16, OUTAGE_RETRY_AFTER=3, **settings)
+    wait_until(lambda: len(known_hosts(db)) > 290, 60, "the hub's links to be queued")
+    cut(web, True)
+    started = time.monotonic()
+    wait_until(lambda: time.monotonic() - started >= OUTAGE_SECONDS, 60, "the outage to last")
+    cut(web, False)
+    worker.wait()
+    # The trap is blocked (after the outage at the latest), and nothing else is.
+    assert [e["hostname"] for e in entries.list_entries(db, "blocked")] == ["trap.test"]
+    assert outcomes_under(db, "big.test") == {"OK": 220}
+    assert stat(worker, "outage/retried") > 0
+    return worker
 
 
 def test_a_resolver_outage_blocks_nothing_and_every_live_host_ends_ok(
     db, fakeweb_factory, start_crawler
 ):
-    world, live = outage_world()
-    web = fakeweb_factory(world)
-    queue.seed(db, ["hub.test"])
-    worker = start_crawler(
-        web, CLAIM_BATCH=16, OUTAGE_RETRY_AFTER=3, TRAP_RECHECK_INTERVAL=2, DNS_TIMEOUT=1
+    worker = crawl_through_an_outage(
+        db,
+        fakeweb_factory,
+        start_crawler,
+        lambda web, on: web.set_dns_silent(on),
+        TRAP_RECHECK_INTERVAL=2,
+        DNS_TIMEOUT=1,
     )
-
-    # The hub's links are saved with its result: it answered, so it is a canary.
-    wait_until(lambda: len(known_hosts(db)) > 290, 60, "the hub's links to be queued")
-    web.set_dns_silent(True)
-    silenced = time.monotonic()
-    wait_until(lambda: time.monotonic() - silenced >= OUTAGE_SECONDS, 60, "the outage to last")
-    web.set_dns_silent(False)
-    worker.wait()
-
-    assert [e["hostname"] for e in entries.list_entries(db, "blocked")] == ["trap.test"]
-    assert outcomes_under(db, "big.test") == {"OK": 220}
-    assert stat(worker, "outage/retried") > 0
     assert "the world is not answering us" in worker.log()
 
 
 def test_a_network_outage_blocks_nothing(db, fakeweb_factory, start_crawler):
-    world, live = outage_world()
-    web = fakeweb_factory(world)
-    queue.seed(db, ["hub.test"])
-    worker = start_crawler(web, CLAIM_BATCH=16, OUTAGE_RETRY_AFTER=3, RETRY_TIMES=0)
-
-    wait_until(lambda: len(known_hosts(db)) > 290, 60, "the hub's links to be queued")
-    web.set_network_down(True)
-    down = time.monotonic()
-    wait_until(lambda: time.monotonic() - down >= OUTAGE_SECONDS, 60, "the outage to last")
-    web.set_network_down(False)
-    worker.wait()
-
-    assert [e["hostname"] for e in entries.list_entries(db, "blocked")] == ["trap.test"]
-    assert outcomes_under(db, "big.test") == {"OK": 220}
-    assert stat(worker, "outage/retried") > 0
+    worker = crawl_through_an_outage(
+        db, fakeweb_factory, start_crawler, lambda web, on: web.set_network_down(on), RETRY_TIMES=0
+    )
+    assert "block of trap.test deferred: resolver/network not answering" in worker.log()
