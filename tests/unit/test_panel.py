@@ -16,6 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from sqlalchemy import text
+from werkzeug.routing import IntegerConverter
 
 from crawler.db import entries
 from crawler.db.entries import DENYLIST_CHANNEL
@@ -42,13 +43,20 @@ pytest_plugins = ["tests.unit.test_panel_support"]
 SAMPLE_ARGS = {"no_follow.remove": "gone.test", "blocked.unblock": "trap.test"}
 
 
+def sample_value(rule, argument: str):
+    """A value the rule's converter takes: a number for <int:...>, else a hostname."""
+    if isinstance(rule._converters.get(argument), IntegerConverter):
+        return 1
+    return SAMPLE_ARGS.get(rule.endpoint, "example.org")
+
+
 def _routes() -> list:
     """Every (endpoint, url, method) of the app, read from its url_map at collection time."""
     probe = create_app(panel_config("postgresql+psycopg://nobody@127.0.0.1:9/none"))
     found = []
     with probe.test_request_context():
         for rule in probe.url_map.iter_rules():
-            values = {a: SAMPLE_ARGS.get(rule.endpoint, "example.org") for a in rule.arguments}
+            values = {a: sample_value(rule, a) for a in rule.arguments}
             url = probe.url_map.bind("localhost").build(rule.endpoint, values)
             for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
                 found.append((rule.endpoint, url, method))

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import text
+from werkzeug.routing import IntegerConverter
 
 from crawler.db import accounts, entries
 from tests.unit.test_panel_support import (
@@ -155,12 +156,19 @@ ANY_CSRF = re.compile(r'name="csrf_token"(?: type="hidden")? value="([^"]+)"')
 SAMPLE_ARGS = {"no_follow.remove": "gone.test", "blocked.unblock": "trap.test"}
 
 
+def sample_value(rule, argument: str):
+    """A value the rule's converter takes: a number for <int:...>, else a hostname."""
+    if isinstance(rule._converters.get(argument), IntegerConverter):
+        return 1
+    return SAMPLE_ARGS.get(rule.endpoint, "example.org")
+
+
 def routes() -> list[tuple[str, str, str]]:
     """Every (endpoint, url, method) of the app, from its url_map."""
     probe = create_app(panel_config("postgresql+psycopg://nobody@127.0.0.1:9/none"))
     found = []
     for rule in probe.url_map.iter_rules():
-        values = {a: SAMPLE_ARGS.get(rule.endpoint, "example.org") for a in rule.arguments}
+        values = {a: sample_value(rule, a) for a in rule.arguments}
         url = probe.url_map.bind("localhost").build(rule.endpoint, values)
         found += [(rule.endpoint, url, m) for m in sorted(rule.methods - {"HEAD", "OPTIONS"})]
     return found

@@ -61,11 +61,12 @@ def test_nesting_up_to_32_is_read(api):
     assert '"names"' in assert_json_error(response, 400)
 
 
-def test_a_list_over_the_limit_is_a_400(api):
+def test_a_list_over_the_limit_is_a_json_413(api, db):
     client, headers = api
     names = [f"n{i}.test" for i in range(10_001)]
     response = client.post("/api/no_follow/add", json={"names": names}, headers=headers)
-    assert "10000" in assert_json_error(response, 400)
+    assert "10,000" in assert_json_error(response, 413).replace("10000", "10,000")
+    assert entries.deny_entries(db) == []
 
 
 def test_every_http_error_of_the_api_is_json(api, database_url):
