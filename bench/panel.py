@@ -12,12 +12,18 @@ with no host below them; 5,000 blocked trap roots with 20 junk subdomains each,
 their trap windows and a blocked_reason from crawler.traps.describe(). Rows
 under an entry carry denied_by, as crawler.db.routing would have set it.
 
-The panel runs as `gunicorn --workers 2 webpanel:create_app()` in a subprocess.
+The panel runs as `gunicorn --workers 2 webpanel:create_app()` in a subprocess
+(with gunicorn.conf.py: threads).
 A separate client process (Python, http.client, CONCURRENCY threads) logs in
 once, warms every URL up, then times REQUESTS requests per URL, in ROUNDS
 rounds that take every URL in turn (so load from elsewhere on the machine
 falls on all URLs alike). The dashboard strip on `/` is the panel's default:
 recomputed in the background every PANEL_STATS_TTL (30) seconds per worker.
+
+Then, on the same server, /healthz and `/` while 50 logins run at once
+(bench/_panel_logins.py: issue 13, Argon2 must not starve the panel), each
+against the same URL with no login running, in the same rounds. `--logins-only`
+runs that part alone on an empty database.
 
 Baseline, same session and stack: /healthz (one SELECT, no login, no
 template). Each line gives the median and p95, the target, and the ratio of
