@@ -77,8 +77,8 @@ class Skipped:
         """`12 skipped (8 comment, 4 @@ exception)`, or '' when none."""
         if not self.counts:
             return ""
-        kinds = ", ".join(f"{n} {kind}" for kind, n in self.counts.most_common())
-        return f"{self.total} lines skipped ({kinds})"
+        kinds = ", ".join(f"{n:,} {kind}" for kind, n in self.counts.most_common())
+        return f"{self.total:,} lines skipped ({kinds})"
 
 
 def read_lines(lines: Iterable[str], skipped: Skipped | None = None) -> Iterator[ListItem]:

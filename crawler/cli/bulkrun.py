@@ -26,6 +26,7 @@ from crawler.db.entries import EntryChange
 
 GZIP_MAGIC = b"\x1f\x8b"
 EXAMPLES = 3
+STATUS_ORDER = {"already": 2, "absent": 3, "refused": 4}  # what was done comes first
 QUIET_PROGRESS_EVERY = 5.0  # seconds between progress lines when not on a terminal
 
 
@@ -46,9 +47,9 @@ def count_lines(path: str) -> int | None:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: data.read(1 << 20), b""))
 
 
-def text_lines(data: IO[bytes]) -> Iterator[str]:
+def text_lines(data: IO[bytes]) -> IO[str]:
     """UTF-8 lines (a BOM dropped; an undecodable byte becomes U+FFFD and its line is refused)."""
-    yield from io.TextIOWrapper(data, encoding="utf-8-sig", errors="replace", newline=None)
+    return io.TextIOWrapper(data, encoding="utf-8-sig", errors="replace", newline=None)
 
 
 @dataclass
@@ -73,7 +74,8 @@ class Summary:
         return self.counts["refused"]
 
     def lines(self, skipped: Skipped) -> list[str]:
-        done = ", ".join(f"{status} {n:,}" for status, n in self.counts.most_common())
+        order = sorted(self.counts, key=lambda s: (STATUS_ORDER.get(s, 1), s))
+        done = ", ".join(f"{status} {self.counts[status]:,}" for status in order)
         out = [f"done: {done or 'nothing to do'}"]
         if skipped.counts:
             out.append(skipped.describe())

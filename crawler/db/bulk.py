@@ -71,10 +71,13 @@ QUEUE_SEEDS = text(
      WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
     """
 )
-ENSURE_QUEUE = text(
+# New names become entries as they are inserted; existing rows are changed below.
+INSERT_ENTRIES = text(
     """
-    INSERT INTO queue (hostname, root) SELECT hostname, root FROM bulk_names ORDER BY hostname
+    INSERT INTO queue (hostname, root, status_reason, note)
+    SELECT hostname, root, 'no_follow', note FROM bulk_names ORDER BY hostname
     ON CONFLICT (hostname) DO NOTHING
+    RETURNING hostname
     """
 )
 LOCK_STAGED = text(
@@ -86,7 +89,8 @@ LOCK_STAGED = text(
 SET_NO_FOLLOW = text(
     """
     UPDATE queue q SET status_reason = 'no_follow', note = s.note
-      FROM bulk_names s WHERE q.hostname = s.hostname
+      FROM bulk_names s
+     WHERE q.hostname = s.hostname AND q.status_reason IS DISTINCT FROM 'no_follow'
     """
 )
 # Every routed row under a new entry leaves routing, credited to the nearest new entry.
@@ -130,9 +134,14 @@ PUT_BACK = text(
     """
 ).bindparams(*names_param("entries"))
 AUDIT_ITEMS = text(
-    "INSERT INTO audit_items (audit_id, hostname, detail)"
-    " SELECT :id, t.h, t.d FROM unnest(:names, :details) AS t(h, d)"
+    "INSERT INTO audit_items (audit_id, names, details) VALUES (:id, :names, :details)"
 ).bindparams(*names_param("names", "details"))
+AUDIT_STAGED = text(
+    "INSERT INTO audit_items (audit_id, names, details)"
+    " SELECT :id, array_agg(hostname ORDER BY hostname), array_agg(note ORDER BY hostname)"
+    "   FROM bulk_names"
+)
+STAGED_NOTES = object()  # record_batch(): the names are the stage's, each with its note
 LAST_AUDIT_ID = text("SELECT currval(pg_get_serial_sequence('audit_log', 'id'))")
 
 
@@ -309,8 +318,8 @@ def _write_no_follow(engine: Engine, batch: Batch, actor: str, note: str | None)
     with engine.begin() as conn:
         stage(conn, batch)
         conn.execute(INSERT_HOSTS)
-        conn.execute(ENSURE_QUEUE)
-        previous = dict(conn.execute(LOCK_STAGED).all())
+        fresh = set(conn.execute(INSERT_ENTRIES).scalars())
+        previous = {h: None if h in fresh else rule for h, rule in conn.execute(LOCK_STAGED)}
         already = [h for h, rule in previous.items() if rule == NO_FOLLOW]
         if already:
             conn.execute(UNSTAGE, {"names": already})
@@ -318,7 +327,7 @@ def _write_no_follow(engine: Engine, batch: Batch, actor: str, note: str | None)
         if added:
             conn.execute(SET_NO_FOLLOW)
             conn.execute(TAKE_OUT_UNDER)
-            details = [batch.notes[h] for h in added]
+            details = [batch.notes[added[0]]] if len(added) == 1 else STAGED_NOTES
             record_batch(conn, actor, "no_follow.add", added, details, note)
             announce(conn, "add", added, NO_FOLLOW)
     for hostname in batch.first:
@@ -378,21 +387,24 @@ def record_batch(
     actor: str,
     action: str,
     names: list[str],
-    details: list[str | None],
+    details: list[str | None] | object,
     note: str | None,
 ) -> None:
-    """One audit row for the batch; its names in audit_items when there are several.
+    """One audit row for the batch; its names in one audit_items row when there are several.
 
     A single name reads as it always has: the name, and the note or reason.
     """
     if len(names) == 1:
-        detail = "; ".join(filter(None, dict.fromkeys([note, details[0]])))
+        detail = "; ".join(filter(None, dict.fromkeys([note, details[0]])))  # type: ignore[index]
         audit_log.record(conn, actor, action, names[0], detail or None)
         return
     summary = f"{len(names)} names" + (f"; {note}" if note else "")
     audit_log.record(conn, actor, action, min(names), summary)
     audit_id = conn.execute(LAST_AUDIT_ID).scalar_one()
-    conn.execute(AUDIT_ITEMS, {"id": audit_id, "names": names, "details": details})
+    if details is STAGED_NOTES:  # the stage holds exactly these names, with their notes
+        conn.execute(AUDIT_STAGED, {"id": audit_id})
+    else:
+        conn.execute(AUDIT_ITEMS, {"id": audit_id, "names": names, "details": details})
 
 
 def announce(conn: Connection, change: str, names: list[str], rule: str) -> None:

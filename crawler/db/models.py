@@ -17,6 +17,7 @@ from sqlalchemy import (
     func,
     text,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING_CONVENTION = {
@@ -221,16 +222,19 @@ class AuditEntry(Base):
     )
 
 
-class AuditItem(Base):
-    """One name of a bulk change: the audit row holds the batch's count, these its names."""
+class AuditItems(Base):
+    """The names of one bulk change, in one row: the audit row holds the batch's count.
+
+    Arrays, not a row per name: a batch of 20,000 names costs one row to log.
+    """
 
     __tablename__ = "audit_items"
 
     audit_id: Mapped[int] = mapped_column(
         ForeignKey("audit_log.id", ondelete="CASCADE"), primary_key=True
     )
-    hostname: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
-    detail: Mapped[str | None] = mapped_column(Text)
+    names: Mapped[list[str]] = mapped_column(ARRAY(Text))
+    details: Mapped[list[str | None]] = mapped_column(ARRAY(Text))  # a note or reason each
 
 
 class User(Base):

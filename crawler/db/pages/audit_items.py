@@ -1,14 +1,15 @@
 """The names of one bulk change (`/audit/<id>/items`): its audit row counts them,
-audit_items holds them (migration 0008)."""
+one audit_items row holds them as arrays (migration 0008)."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
-from crawler.db.models import AuditEntry, AuditItem
+from crawler.db.models import AuditEntry, AuditItems
 from crawler.db.pages.paging import DEFAULT_LIMIT, Order, Page, paginate
 
-ITEM_ORDER = Order((AuditItem.hostname,), ("str",))
+ITEMS = func.unnest(AuditItems.names, AuditItems.details).table_valued("hostname", "detail")
+ITEM_ORDER = Order((ITEMS.c.hostname,), ("str",))
 
 
 def audit_row(conn, audit_id: int):
@@ -24,5 +25,10 @@ def item_page(
     limit: int = DEFAULT_LIMIT,
 ) -> Page:
     """The batch's names by hostname, with each one's detail (a note, a former reason)."""
-    stmt = select(AuditItem.hostname, AuditItem.detail).where(AuditItem.audit_id == audit_id)
+    stmt = (
+        select(ITEMS.c.hostname, ITEMS.c.detail)
+        .select_from(AuditItems)
+        .join(ITEMS, True)
+        .where(AuditItems.audit_id == audit_id)
+    )
     return paginate(conn, stmt, ITEM_ORDER, after, before, limit)

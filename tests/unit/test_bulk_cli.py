@@ -1,0 +1,162 @@
+"""Bulk lists through the CLI as an operator runs it: real processes, real files.
+
+The seeding counts are proven here at 100,000 lines; bench/bulk.py seeds 1M.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+from sqlalchemy import text
+
+from crawler.db import bulk, entries
+from crawler.livedenylist import LiveDenyList
+
+DENY_ENTRIES = [f"deny{j}.test" for j in range(50)]
+
+
+def hostcrawl(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "crawler.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def count(db, sql: str) -> int:
+    with db.connect() as conn:
+        return conn.execute(text(sql)).scalar_one()
+
+
+def seed_list() -> tuple[list[str], dict[str, int]]:
+    """100,000 lines: new names (plain and rank,domain), repeats in another case, names
+    under deny entries, bad names and comments, shuffled; and the counts they must give."""
+    lines = [f"h{i}.s{i % 1000}.test" for i in range(70_000)]
+    lines += [f"{i},r{i}.test" for i in range(5_000)]
+    lines += [f"H{i}.S{i % 1000}.TEST" for i in range(10_000)]
+    lines += [f"x{i}.deny{i % 50}.test" for i in range(5_000)]
+    lines += [f"bad..{i}" for i in range(5_000)]
+    lines += ["# a comment"] * 5_000
+    random.Random(14).shuffle(lines)
+    return lines, {"queued": 75_000, "already": 10_000, "refused": 10_000, "skipped": 5_000}
+
+
+def test_seeding_100k_lines_gives_the_right_counts_summary_and_report(db, tmp_path):
+    entries.add_no_follow(db, DENY_ENTRIES)
+    lines, expected = seed_list()
+    path = tmp_path / "top.csv.gz"
+    with gzip.open(path, "wt") as out:  # gzip, recognised by its magic bytes
+        out.write("\n".join(lines) + "\n")
+    report = tmp_path / "report.csv"
+
+    run = hostcrawl("seed", "-f", str(path), "--report", str(report))
+
+    assert run.returncode == 1, run.stderr  # something was refused
+    assert "Traceback" not in run.stderr
+    assert "done: queued 75,000, already 10,000, refused 10,000" in run.stdout
+    assert "5,000 lines skipped (5,000 comment)" in run.stdout
+    assert "refused 5,000: under a no_follow entry (e.g. 'x" in run.stderr
+    assert "refused 5,000: empty label (e.g. 'bad.." in run.stderr
+    assert count(db, "SELECT count(*) FROM queue WHERE status_reason IS NULL") == 75_000
+    assert count(db, "SELECT count(*) FROM queue WHERE next_claim_at IS NOT NULL") == 75_000
+    with report.open() as f:
+        results = list(csv.DictReader(f))
+    assert len(results) == len(lines) - expected["skipped"]
+    refused = [r for r in results if r["status"] == "refused"]
+    assert len(refused) == expected["refused"]
+    for row in refused:  # every refused line, by its line number, with its reason
+        assert lines[int(row["line"]) - 1].strip() == row["input"]
+        assert row["reason"]
+    assert sum(r["status"] == "queued" for r in results) == expected["queued"]
+
+
+def test_only_refusals_make_the_exit_status_1(db, tmp_path):
+    path = tmp_path / "fine.txt"
+    path.write_text("a.test\nb.test\n# note\n")
+    run = hostcrawl("seed", "-f", str(path))
+    assert run.returncode == 0, run.stderr
+    assert "done: queued 2" in run.stdout
+    again = hostcrawl("seed", "-f", "-", timeout=60)  # stdin, nothing to read
+    assert again.returncode == 0, again.stderr
+
+
+def test_a_kill_leaves_whole_batches_and_a_rerun_finishes(db, tmp_path):
+    names = [f"k{i:06d}.test" for i in range(6 * bulk.BATCH)]
+    path = tmp_path / "big.txt"
+    path.write_text("\n".join(names) + "\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "crawler.cli", "seed", "-f", str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while count(db, "SELECT count(*) FROM hosts") == 0:  # the first batch is in
+        assert proc.poll() is None, "the seeding ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+
+    stored = count(db, "SELECT count(*) FROM hosts")
+    assert stored % bulk.BATCH == 0 and 0 < stored < len(names), stored
+    with db.connect() as conn:
+        first = {h for (h,) in conn.execute(text("SELECT hostname FROM hosts"))}
+    assert first == set(names[:stored])  # whole batches, in the file's order
+
+    rerun = hostcrawl("seed", "-f", str(path))
+    assert rerun.returncode == 0, rerun.stderr
+    done = dict(
+        (status, int(n.replace(",", "")))
+        for status, n in (
+            p.split() for p in rerun.stdout.split("done: ")[1].splitlines()[0].split(", ")
+        )
+    )
+    assert done == {"already": stored, "queued": len(names) - stored}
+
+
+def block_list(kind: str, n: int) -> tuple[str, list[str]]:
+    """A hosts file or an Adblock list of n name lines, plus lines that are no entry."""
+    names = [f"ad{i}.{kind}.example" for i in range(n)]
+    if kind == "hosts":
+        head = ["# hosts", "127.0.0.1 localhost", "::1 ip6-localhost"]
+        body = [f"0.0.0.0 {name}" for name in names]
+    else:
+        head = ["[Adblock Plus 2.0]", "! title", "@@||ok.example^", "example.org##.ad", "/ads/"]
+        body = [f"||{name}^" for name in names]
+    return "\n".join(head + body) + "\n", names
+
+
+def test_a_hosts_file_and_an_adblock_list_of_100k_lines_reach_a_running_worker(db, tmp_path):
+    worker = LiveDenyList(db)
+    worker.load()
+    try:
+        assert worker.listener.ready.wait(10)
+        for kind, skipped in (("hosts", "3 lines skipped"), ("adblock", "5 lines skipped")):
+            data, names = block_list(kind, 100_000 - 5)
+            path = tmp_path / f"{kind}.txt"
+            path.write_text(data)
+            start = time.monotonic()
+            run = hostcrawl("no-follow", "add", "-f", str(path), "--note", kind)
+            took = time.monotonic() - start
+            assert run.returncode == 0, run.stderr
+            assert took <= 10, f"{kind}: {took:.1f} s"
+            assert f"done: added {len(names):,}" in run.stdout
+            assert skipped in run.stdout
+            probe = f"www.{names[-1]}"
+            deadline = time.monotonic() + 10
+            while not worker.denial(probe):  # the worker reloaded after the batches
+                assert time.monotonic() < deadline, f"{kind}: the worker never heard"
+                time.sleep(0.05)
+        total = count(db, "SELECT count(*) FROM queue WHERE status_reason = 'no_follow'")
+        assert total == 2 * (100_000 - 5)
+        assert count(db, "SELECT count(*) FROM audit_log") == 2 * -(-(100_000 - 5) // bulk.BATCH)
+    finally:
+        worker.stop()
