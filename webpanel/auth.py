@@ -46,10 +46,13 @@ def login_policy() -> accounts.LoginPolicy:
 
 
 def hash_slots() -> HashSlots:
-    """This process's bound on Argon2 checks (one per app, made on first use)."""
-    return current_app.extensions.setdefault(
-        "hostcrawl.hash_slots", HashSlots(current_app.config["LOGIN_HASH_SLOTS"])
-    )
+    """This process's bound on Argon2 checks, one per app (setdefault is atomic: threads
+    racing on the first login all get the same one)."""
+    slots = current_app.extensions.get("hostcrawl.hash_slots")
+    if slots is None:
+        fresh = HashSlots(current_app.config["LOGIN_HASH_SLOTS"])
+        slots = current_app.extensions.setdefault("hostcrawl.hash_slots", fresh)
+    return slots
 
 
 def client_address() -> str:
