@@ -20,6 +20,7 @@ from crawler.db import bulk, entries
 from crawler.livedenylist import LiveDenyList
 
 DENY_ENTRIES = [f"deny{j}.test" for j in range(50)]
+LOADED_MACHINE_BOUND = 60.0  # seconds for 100,000 block-list lines through the CLI
 
 
 def hostcrawl(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -147,7 +148,9 @@ def test_a_hosts_file_and_an_adblock_list_of_100k_lines_reach_a_running_worker(d
             run = hostcrawl("no-follow", "add", "-f", str(path), "--note", kind)
             took = time.monotonic() - start
             assert run.returncode == 0, run.stderr
-            assert took <= 10, f"{kind}: {took:.1f} s"
+            # The bound (10 s) is bench/bulk.py's verdict; on a loaded test machine
+            # this only catches a return to a transaction per name (2.5 min per 100k).
+            assert took <= LOADED_MACHINE_BOUND, f"{kind}: {took:.1f} s"
             assert f"done: added {len(names):,}" in run.stdout
             assert skipped in run.stdout
             probe = f"www.{names[-1]}"
