@@ -119,7 +119,7 @@ def entry_root(i: int) -> bool:
 
 # -- dropping and building the indexes -------------------------------------------------------
 
-TABLES = ("hosts", "queue", "trap_window", "audit_log")
+TABLES = ("hosts", "queue", "trap_window", "audit_log", "roots")
 
 
 def index_definitions(conn) -> list[tuple[str, str]]:
@@ -187,42 +187,36 @@ def with_root(conn, statement: str, value: str) -> str:
     )
 
 
-ROOTS_TABLE = """
+# Issue 12's per-root counters, made from the same generated rows (its triggers are off
+# during a load; one pass here instead of a GROUP BY over the loaded tables).
+INSERT_ROOTS = f"""{GENERATED}
     INSERT INTO roots (root, hosts, crawled_ok, failed, next_due_at, window_size, window_failed)
-    SELECT h.root, h.n, h.ok, h.failed, d.due, coalesce(w.size, 0), coalesce(w.failed, 0)
-      FROM (SELECT root, count(*) AS n,
-                   count(*) FILTER (WHERE outcome IN ('OK', 'DNS_ALIVE')) AS ok,
-                   count(*) FILTER (WHERE outcome NOT IN ('OK', 'DNS_ALIVE', 'IGNORED')) AS failed
-              FROM hosts GROUP BY root) h
-      LEFT JOIN (SELECT root, min(next_claim_at) AS due FROM queue
-                  WHERE status_reason IS NULL AND denied_by IS NULL GROUP BY root) d
-             USING (root)
-      LEFT JOIN (SELECT root, count(*) AS size,
-                        count(*) FILTER (WHERE outcome = ANY(:failures)) AS failed
-                   FROM trap_window GROUP BY root) w
-             USING (root)
+    SELECT root, count(*),
+           count(*) FILTER (WHERE NOT (entry_root AND j = 0) AND outcome IN ('OK', 'DNS_ALIVE')),
+           count(*) FILTER (WHERE NOT (entry_root AND j = 0)
+                              AND outcome NOT IN ('OK', 'DNS_ALIVE', 'IGNORED')),
+           min(CASE WHEN outcome IS NULL THEN discovered_at
+                    ELSE crawled_at + interval '7 days' END) FILTER (WHERE NOT entry_root),
+           count(*) FILTER (WHERE j > 0 AND i % {WINDOW_EVERY} = 0),
+           count(*) FILTER (WHERE j > 0 AND i % {WINDOW_EVERY} = 0
+                              AND coalesce(outcome, 'DNS_NXDOMAIN') = ANY(:failures))
+      FROM g GROUP BY i, root
+"""
+INSERT_STANDALONE_ROOTS = """
+    INSERT INTO roots (root, hosts)
+    SELECT 'nf' || k || '-' || substr(md5(k::text), 1, 5) || '.example', 1
+      FROM generate_series(:lo, :hi - 1) AS k
 """
 
 
-def rebuild_roots(conn) -> None:
-    """Issue 12's per-root counters, if the schema has them: its triggers are off during
-    a load, so the table is made again from what was loaded (indexes built after)."""
-    if conn.execute(text("SELECT to_regclass('roots')")).scalar() is None:
-        return
+def has_roots(conn) -> bool:
+    return conn.execute(text("SELECT to_regclass('roots')")).scalar() is not None
+
+
+def failures() -> list[str]:
     from crawler.outcomes import NETWORK_FAILURES
 
-    indexes = conn.execute(
-        text(
-            "SELECT indexname, indexdef FROM pg_indexes"
-            " WHERE tablename = 'roots' AND indexname NOT LIKE 'pk_%'"
-        )
-    ).all()
-    for name, _ in indexes:
-        conn.execute(text(f"DROP INDEX {name}"))
-    conn.execute(text("TRUNCATE roots"))
-    conn.execute(text(ROOTS_TABLE), {"failures": sorted(NETWORK_FAILURES)})
-    for _, ddl in indexes:
-        conn.execute(text(ddl))
+    return sorted(NETWORK_FAILURES)
 
 
 def load(engine: Engine, roots: tuple[int, int], audit: tuple[int, int], entries: bool) -> str:
@@ -238,16 +232,20 @@ def load(engine: Engine, roots: tuple[int, int], audit: tuple[int, int], entries
         queue_rows = with_root(conn, INSERT_QUEUE, "root")
         for statement in (INSERT_HOSTS, queue_rows, INSERT_WINDOWS):
             conn.execute(text(statement), {"lo": lo, "hi": hi})
+        if has_roots(conn):
+            conn.execute(text(INSERT_ROOTS), {"lo": lo, "hi": hi, "failures": failures()})
         conn.execute(text(INSERT_AUDIT), {"lo": audit[0], "hi": audit[1]})
         if entries:
+            standalone = {"lo": 0, "hi": STANDALONE_ENTRIES}
             conn.execute(
                 text(with_root(conn, INSERT_STANDALONE, "name")),
-                {"lo": 0, "hi": STANDALONE_ENTRIES, "blocked_every": BLOCKED_EVERY},
+                {**standalone, "blocked_every": BLOCKED_EVERY},
             )
+            if has_roots(conn):
+                conn.execute(text(INSERT_STANDALONE_ROOTS), standalone)
     copied = time.perf_counter() - started
     with engine.begin() as conn:
         build_keys_and_indexes(conn, indexes)
-        rebuild_roots(conn)
     built = time.perf_counter() - started - copied
     vacuum_analyze(engine)
     vacuumed = time.perf_counter() - started - copied - built
@@ -257,4 +255,10 @@ def load(engine: Engine, roots: tuple[int, int], audit: tuple[int, int], entries
 def add_entries(engine: Engine, lo: int, hi: int) -> None:
     """More standalone deny entries (numbers [lo, hi)), for the deny-list size test."""
     with engine.begin() as conn:
-        conn.execute(text(INSERT_STANDALONE), {"lo": lo, "hi": hi, "blocked_every": BLOCKED_EVERY})
+        conn.execute(text("SET LOCAL session_replication_role = replica"))  # as in load()
+        conn.execute(
+            text(with_root(conn, INSERT_STANDALONE, "name")),
+            {"lo": lo, "hi": hi, "blocked_every": BLOCKED_EVERY},
+        )
+        if has_roots(conn):
+            conn.execute(text(INSERT_STANDALONE_ROOTS), {"lo": lo, "hi": hi})

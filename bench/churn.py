@@ -40,6 +40,7 @@ import multiprocessing as mp
 import os
 import queue as queue_module
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -368,6 +369,7 @@ def main() -> None:
     crawler = None
     if "--no-crawl" not in sys.argv:
         work = Path(tempfile.mkdtemp(prefix="hostcrawl-bench-churn-"))
+        atexit.register(shutil.rmtree, work, True)
         crawler = start_crawler(work)
     after = run_phase("after", url, after_minutes, crawler)
     s = after[-1]
