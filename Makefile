@@ -31,6 +31,7 @@ bench: install
 	$(BIN)/python bench/selfcheck.py
 	$(BIN)/python bench/crawl.py
 	$(BIN)/python bench/panel.py
+	$(BIN)/python bench/roots.py
 	$(BIN)/python bench/growth.py
 	$(BIN)/python bench/churn.py
 

@@ -79,3 +79,10 @@ def test_api_roots_returns_the_same_data(app, db, operators):
     calm = body["roots"][1]
     assert calm["wildcard"] is False and calm["wildcard_probe"]["outcome"] == "DNS_NXDOMAIN"
     assert calm["budget"] == 3600 and calm["claimed_this_hour"] == 0
+
+
+def test_a_roots_page_lists_the_root_and_its_subdomains_only(db):
+    queue.save_hosts(db, ["farm.test", "a.farm.test", "b.c.farm.test", "a-farm.test", "x.test"])
+    with db.connect() as conn:
+        page = root_pages.subdomain_page(conn, "farm.test")
+    assert sorted(r.hostname for r in page.rows) == ["a.farm.test", "b.c.farm.test", "farm.test"]

@@ -13,11 +13,10 @@ from datetime import datetime
 from sqlalchemy import Text, and_, cast, exists, func, select, text
 from sqlalchemy.engine import Row
 
-from crawler.db.hostsql import names_param
+from crawler.db.hostsql import names_param, suffix_range
 from crawler.db.models import Host, RootRow, WildcardProbe
 from crawler.db.pages.paging import (
     DEFAULT_LIMIT,
-    DOMAIN,
     PREFIX,
     Order,
     Page,
@@ -211,11 +210,25 @@ def subdomain_page(
     limit: int = DEFAULT_LIMIT,
 ) -> Page:
     """The root's hosts, grouped by name tree (reversed-name order, the ix_hosts_reversed
-    range), one keyset page."""
-    under = search_condition(Host.hostname, HOSTS_REVERSED, domain, DOMAIN)
+    range), one keyset page.
+
+    The root test is written so that no index serves it (root is never NULL): on a root
+    with 100,000 hosts, ix_hosts_root would fetch them all and sort them for 50 rows.
+    """
+    domain = normalize(domain)
+    # [reverse(root), the end of the names below it): the root itself and every name
+    # under it, as one range of ix_hosts_reversed walked in order (no OR, which would
+    # fetch and sort them all). Names that merely end in "-root" fall in it too; the
+    # root test drops them.
+    _, hi = suffix_range(domain)
+    reversed_name = HOSTS_REVERSED
     stmt = select(
         Host.hostname, Host.outcome, Host.http_status, Host.last_crawled_at, Host.discovered_at
-    ).where(under, Host.root == normalize(domain))
+    ).where(
+        reversed_name >= domain[::-1],
+        reversed_name < hi,
+        func.coalesce(Host.root, Host.hostname) == domain,
+    )
     return paginate(conn, stmt, SUBDOMAIN_ORDER, after, before, limit)
 
 
@@ -229,4 +242,3 @@ def window(conn, domain: str, size: int = DEFAULT_WINDOW) -> list[Observation]:
         {"root": domain, "size": size},
     )
     return [Observation(*r) for r in rows]
-
