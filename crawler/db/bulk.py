@@ -147,22 +147,28 @@ LAST_AUDIT_ID = text("SELECT currval(pg_get_serial_sequence('audit_log', 'id'))"
 
 @dataclass
 class Batch:
-    """One batch of inputs: their results in order, and the names to write (first seen)."""
+    """One batch of inputs: their results in order, and the names to write (first seen).
 
+    A name given again gets its first result when that was a refusal, else
+    `repeated` ("already": it was written once, by its first line).
+    """
+
+    repeated: str = "already"
     inputs: list[str] = field(default_factory=list)
     results: list[EntryChange | None] = field(default_factory=list)
     first: dict[str, int] = field(default_factory=dict)  # hostname -> index of its input
     notes: dict[str, str | None] = field(default_factory=dict)
+    repeats: list[tuple[int, str]] = field(default_factory=list)
 
-    def take(self, value: str, hostname: str, note: str | None, repeated_status: str) -> None:
-        """A valid name: staged the first time, `repeated_status` after that."""
+    def take(self, value: str, hostname: str, note: str | None) -> None:
+        """A valid name: staged the first time, settled like it after that."""
         self.inputs.append(value)
-        if hostname in self.first:
-            self.results.append(EntryChange(value, hostname, repeated_status, REPEATED))
-            return
-        self.first[hostname] = len(self.results)
-        self.notes[hostname] = note
         self.results.append(None)
+        if hostname in self.first:
+            self.repeats.append((len(self.results) - 1, hostname))
+            return
+        self.first[hostname] = len(self.results) - 1
+        self.notes[hostname] = note
 
     def refuse(self, value: str, reason: str) -> None:
         self.inputs.append(value)
@@ -173,6 +179,11 @@ class Batch:
         self.results[i] = EntryChange(self.inputs[i], hostname, status, message)
 
     def done(self) -> list[EntryChange]:
+        for i, hostname in self.repeats:
+            first = self.results[self.first[hostname]]
+            refused = first is not None and first.status == "refused"
+            status, why = ("refused", first.message) if refused else (self.repeated, REPEATED)
+            self.results[i] = EntryChange(self.inputs[i], hostname, status, why)
         return [r for r in self.results if r is not None]
 
 
@@ -192,10 +203,10 @@ def _prepare(
     name_of: Callable[[str], str],
     refusal: Callable[[str], str | None],
     note: str | None,
-    repeated_status: str,
+    repeated: str,
 ) -> Batch:
     """Normalize and check each input in Python; the rest of the batch is the database's."""
-    batch = Batch()
+    batch = Batch(repeated)
     for value, own_note in chunk:
         try:
             hostname = name_of(value)
@@ -206,7 +217,7 @@ def _prepare(
         if why:
             batch.refuse(value, why)
             continue
-        batch.take(value, hostname, own_note if own_note is not None else note, repeated_status)
+        batch.take(value, hostname, own_note if own_note is not None else note)
     return batch
 
 

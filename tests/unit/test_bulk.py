@@ -62,6 +62,18 @@ def test_seed_results_come_in_input_order_with_every_refusal_named(db):
     assert rows(db, "SELECT root FROM queue WHERE hostname = 'a.test'") == [("a.test",)]
 
 
+def test_a_name_given_twice_in_a_batch_shares_its_refusal(db):
+    entries.add_no_follow(db, ["social.test"])
+    changes = bulk.collect(bulk.seed(db, ["x.social.test", "X.Social.test", "ok.test", "OK.test"]))
+    assert statuses(changes) == [
+        ("x.social.test", "refused"),
+        ("X.Social.test", "refused"),
+        ("ok.test", "queued"),
+        ("OK.test", "already"),
+    ]
+    assert changes[1].message == "under no_follow entry social.test"
+
+
 def test_seed_allows_what_the_operator_allows(db):
     changes = bulk.collect(
         bulk.seed(db, ["127.0.0.1", "localhost", "co.uk"], allow_private=True, force=True)

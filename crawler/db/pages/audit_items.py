@@ -3,7 +3,7 @@ one audit_items row holds them as arrays (migration 0008)."""
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, true
 
 from crawler.db.models import AuditEntry, AuditItems
 from crawler.db.pages.paging import DEFAULT_LIMIT, Order, Page, paginate
@@ -28,7 +28,7 @@ def item_page(
     stmt = (
         select(ITEMS.c.hostname, ITEMS.c.detail)
         .select_from(AuditItems)
-        .join(ITEMS, True)
+        .join(ITEMS, true())
         .where(AuditItems.audit_id == audit_id)
     )
     return paginate(conn, stmt, ITEM_ORDER, after, before, limit)

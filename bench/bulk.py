@@ -1,0 +1,189 @@
+"""Bulk data in and out (issue #14): seeding 1M names, a 100k block list, exporting 1M hosts.
+
+Targets: seeding >= 50,000 names/s and >= 0.3 x a raw COPY of the same names;
+a block list of 100,000 lines in <= 10 s; export in constant memory, its row
+count equal to the panel's for the same filter.
+
+A throwaway embedded Postgres (deleted at exit), one run:
+
+1. A generated list of 1,000,000 lines (seeded RNG, so every run reads the same):
+   94% new names (plain, some as `rank,domain`), 3% repeats in another case, 2%
+   names under 200 no_follow entries, 1% bad names. Baseline, measured first on the
+   same database: COPY of the same lines, as they are, into a scratch table with one
+   text column and no index (the cost of moving the bytes into Postgres at all).
+   Then crawler.db.bulk.seed() reads the file with crawler.blocklists, as
+   `hostcrawl seed -f` does; its counts are checked against the generator's.
+2. A hosts file of 100,000 lines through crawler.db.bulk.add_no_follow().
+3. `hostcrawl hosts export -o /dev/null` of every host (a real process, its peak RSS
+   from wait4), and the same with --root (a few hundred rows): constant memory
+   means the two peaks are about equal. Its row count is compared with the count of
+   the panel's query for the same filter (HostFilter, the visible() deny rule).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import machine_line, registered_domain, start_database, subdomain_of, verdict
+from sqlalchemy import create_engine, func, select, text
+
+from crawler.blocklists import read_lines
+from crawler.db import bulk
+from crawler.db.export import export_statement
+from crawler.db.pages.hosts import HostFilter
+
+LINES = 1_000_000
+BLOCK_LIST = 100_000
+ENTRIES = 200
+SEED_TARGET = 50_000
+COPY_RATIO_TARGET = 0.3
+BLOCK_LIST_SECONDS = 10.0
+
+
+def generate(path: Path, rng: random.Random) -> dict[str, int]:
+    """The seed list; returns the counts seeding it must give."""
+    entries = [f"deny{j}.{registered_domain(rng)}" for j in range(ENTRIES)]
+    seen: set[str] = set()
+    accepted: list[str] = []
+    lines, counts = [], {"queued": 0, "already": 0, "refused": 0}
+    while len(lines) < LINES:
+        kind = rng.random()
+        if kind < 0.03 and accepted:
+            lines.append(rng.choice(accepted).upper())
+            counts["already"] += 1
+        elif kind < 0.05:
+            lines.append(subdomain_of(rng.choice(entries), rng, 1))
+            counts["refused"] += 1
+        elif kind < 0.06:
+            lines.append(f"bad..{rng.randrange(10**9)}")
+            counts["refused"] += 1
+        else:
+            name = subdomain_of(registered_domain(rng), rng, rng.randint(0, 2))
+            if name in seen:
+                continue
+            seen.add(name)
+            accepted.append(name)
+            lines.append(f"{len(lines)},{name}" if kind > 0.9 else name)
+            counts["queued"] += 1
+    path.write_text("\n".join(lines) + "\n")
+    counts["entries"] = entries  # type: ignore[assignment]
+    return counts
+
+
+def raw_copy(engine, path: Path) -> float:
+    """Seconds to COPY the file's lines into a scratch table (one text column, no index)."""
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE IF EXISTS scratch; CREATE TABLE scratch (line text)"))
+    start = time.perf_counter()
+    with engine.begin() as conn, path.open("rb") as data:
+        cursor = conn.connection.driver_connection.cursor()
+        with cursor.copy("COPY scratch (line) FROM STDIN") as copy:
+            while chunk := data.read(1 << 20):
+                copy.write(chunk)
+    took = time.perf_counter() - start
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE scratch"))
+    return took
+
+
+def seed_file(engine, path: Path) -> tuple[float, dict[str, int]]:
+    """Seconds to seed the file as `hostcrawl seed -f` does, and the result counts."""
+    counts: dict[str, int] = {}
+    start = time.perf_counter()
+    with path.open(encoding="utf-8") as lines:
+        items = ((item.value, item.note) for item in read_lines(lines))
+        for batch in bulk.seed(engine, items):
+            for change in batch:
+                counts[change.status] = counts.get(change.status, 0) + 1
+    return time.perf_counter() - start, counts
+
+
+def block_list(engine, rng: random.Random) -> float:
+    """Seconds for a hosts file of BLOCK_LIST lines to become no_follow entries."""
+    lines = [f"0.0.0.0 {subdomain_of(registered_domain(rng), rng, 1)}" for _ in range(BLOCK_LIST)]
+    start = time.perf_counter()
+    items = ((item.value, item.note) for item in read_lines(lines))
+    added = sum(c.status == "added" for batch in bulk.add_no_follow(engine, items) for c in batch)
+    took = time.perf_counter() - start
+    print(f"# block list: {added:,} of {BLOCK_LIST:,} lines added")
+    return took
+
+
+def export_run(*args: str) -> tuple[float, int, int]:
+    """(seconds, rows, peak RSS in KiB) of `hostcrawl hosts export` into a file."""
+    with tempfile.NamedTemporaryFile(suffix=".csv") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawler.cli", "hosts", "export", "-o", out.name, *args]
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        took = time.perf_counter() - start
+        assert os.waitstatus_to_exitcode(status) == 0, "export failed"
+        rows = sum(1 for _ in open(out.name, "rb")) - 1  # noqa: SIM115 (the header)
+    return took, rows, usage.ru_maxrss
+
+
+def panel_count(engine, flt: HostFilter) -> int:
+    with engine.connect() as conn:
+        counted = select(func.count()).select_from(export_statement(flt).subquery())
+        return conn.execute(counted).scalar_one()
+
+
+def main() -> int:
+    print(machine_line())
+    url = start_database()
+    engine = create_engine(url)
+    rng = random.Random(14)
+    workdir = Path(tempfile.mkdtemp(prefix="hostcrawl-bulk-"))
+    path = workdir / "seeds.txt"
+    expected = generate(path, rng)
+    entries = expected.pop("entries")
+    bulk.collect(bulk.add_no_follow(engine, entries))  # type: ignore[arg-type]
+
+    copy_s = raw_copy(engine, path)
+    seed_s, counts = seed_file(engine, path)
+    seed_rate, copy_rate = LINES / seed_s, LINES / copy_s
+    ok_counts = counts == expected
+    ok = seed_rate >= SEED_TARGET and seed_rate >= COPY_RATIO_TARGET * copy_rate and ok_counts
+    print(f"# seed counts {counts} expected {expected}: {verdict(ok_counts)}")
+    print(
+        f"seed: {seed_rate:,.0f} names/s ({LINES:,} lines in {seed_s:.1f} s);"
+        f" raw COPY {copy_rate:,.0f} lines/s ({copy_s:.1f} s); ratio {seed_rate / copy_rate:.2f}"
+        f" (targets >= {SEED_TARGET:,}/s and >= {COPY_RATIO_TARGET}x): {verdict(ok)}"
+    )
+
+    nf_s = block_list(engine, rng)
+    nf_ok = nf_s <= BLOCK_LIST_SECONDS
+    print(
+        f"no_follow: {BLOCK_LIST / nf_s:,.0f} entries/s ({BLOCK_LIST:,} hosts-file lines in"
+        f" {nf_s:.1f} s; target <= {BLOCK_LIST_SECONDS:.0f} s): {verdict(nf_ok)}"
+    )
+
+    with engine.begin() as conn:
+        conn.execute(text("ANALYZE hosts; ANALYZE queue"))
+    all_s, all_rows, all_rss = export_run()
+    with engine.connect() as conn:
+        small_root = conn.execute(
+            text("SELECT root FROM hosts GROUP BY root ORDER BY count(*) DESC LIMIT 1")
+        ).scalar_one()
+    _, small_rows, small_rss = export_run("--root", small_root)
+    same = all_rows == panel_count(engine, HostFilter())
+    same = same and small_rows == panel_count(engine, HostFilter(root=small_root))
+    flat = all_rss <= 1.5 * small_rss
+    print(
+        f"export: {all_rows / all_s:,.0f} rows/s ({all_rows:,} rows in {all_s:.1f} s);"
+        f" peak RSS {all_rss / 1024:.0f} MiB vs {small_rss / 1024:.0f} MiB for {small_rows:,}"
+        f" rows (constant memory: {verdict(flat)}); rows = the panel's count for the same"
+        f" filter: {verdict(same)}"
+    )
+    return 0 if ok and nf_ok and flat and same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
