@@ -68,7 +68,7 @@ AFTER_MINUTES = 20
 CAP_MINUTES = 26
 MIN_ROW_WRITES = 5_000_000
 WARMUP = 5
-TABLES = ("queue", "hosts", "trap_window", "roots")
+TABLES = ("queue", "hosts", "trap_window", "roots", "root_claims")
 OUTCOMES = ["OK"] * 7 + ["DNS_NXDOMAIN"] * 2 + ["TCP_TIMEOUT"]
 
 STATS = """

@@ -31,12 +31,14 @@ DAYS = click.IntRange(min=0)
 @click.option("--dry-run", is_flag=True, help="Count what would go; delete nothing.")
 @friendly_errors
 def prune(audit_days: int, probe_days: int, dry_run: bool) -> None:
-    """Delete old audit rows and wildcard probes, and hosts rows without a queue row."""
+    """Delete old audit rows, wildcard probes and per-root claim counts, and hosts rows
+    without a queue row. Run it hourly: the claim counts grow by a row per root a minute."""
     pruned = retention.prune(engine(), audit_days, probe_days, dry_run)
     verb = "would delete" if dry_run else "deleted"
     click.echo(f"audit log: {verb} {pruned.audit_log:,} rows ({older_than(audit_days)})")
     click.echo(f"wildcard probes: {verb} {pruned.wildcard_probes:,} ({older_than(probe_days)})")
     click.echo(f"hosts without a queue row: {verb} {pruned.orphan_hosts:,}")
+    click.echo(f"per-root claim counts older than 2 hours: {verb} {pruned.root_claims:,}")
 
 
 def older_than(days: int) -> str:

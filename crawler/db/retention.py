@@ -1,4 +1,5 @@
-"""What the database forgets (issue 15): old audit rows, old wildcard probes, orphan hosts.
+"""What the database forgets (issue 15): old audit rows, old wildcard probes, per-root
+claim counts past the rolling hour, orphan hosts.
 
 Run by `hostcrawl prune` (from cron or a systemd timer). Deletes go in batches
 of BATCH rows, each its own transaction, so a large first prune never holds
@@ -19,21 +20,25 @@ DEFAULT_AUDIT_DAYS = 90
 DEFAULT_PROBE_DAYS = 30
 BATCH = 10_000
 
-OLD_AUDIT = "SELECT id FROM audit_log WHERE at < now() - make_interval(days => :days)"
+OLD_AUDIT = "SELECT ctid FROM audit_log WHERE at < now() - make_interval(days => :days)"
 OLD_PROBES = (
-    "SELECT root FROM wildcard_probes WHERE checked_at < now() - make_interval(days => :days)"
+    "SELECT ctid FROM wildcard_probes WHERE checked_at < now() - make_interval(days => :days)"
 )
+# The per-root claim counts (issue 12) are read for the last rolling hour only, and a
+# busy crawl adds a row per root per minute: kept two hours, whatever the settings.
+OLD_ROOT_CLAIMS = "SELECT ctid FROM root_claims WHERE minute < now() - interval '2 hours'"
 # Every writer makes a hosts row and its queue row in one transaction, and the
 # queue row goes with its hosts row (ON DELETE CASCADE): a hosts row without
 # one is a leftover of a hand-made change, and nothing shows or routes it.
 ORPHAN_HOSTS = (
-    "SELECT h.hostname FROM hosts h WHERE NOT EXISTS"
+    "SELECT h.ctid FROM hosts h WHERE NOT EXISTS"
     " (SELECT 1 FROM queue q WHERE q.hostname = h.hostname)"
 )
 KINDS = {
-    "audit_log": ("audit_log", "id", OLD_AUDIT),
-    "wildcard_probes": ("wildcard_probes", "root", OLD_PROBES),
-    "orphan_hosts": ("hosts", "hostname", ORPHAN_HOSTS),
+    "audit_log": ("audit_log", OLD_AUDIT),
+    "wildcard_probes": ("wildcard_probes", OLD_PROBES),
+    "root_claims": ("root_claims", OLD_ROOT_CLAIMS),
+    "orphan_hosts": ("hosts", ORPHAN_HOSTS),
 }
 
 
@@ -44,6 +49,7 @@ class Pruned:
     audit_log: int
     wildcard_probes: int
     orphan_hosts: int
+    root_claims: int = 0
 
 
 def prune(
@@ -53,7 +59,7 @@ def prune(
     dry_run: bool = False,
 ) -> Pruned:
     """Forget audit rows older than audit_days, probes older than probe_days (0: keep
-    all of that kind) and hosts rows without a queue row."""
+    all of that kind), root_claims past two hours and hosts rows without a queue row."""
     run = count if dry_run else delete
     return Pruned(
         audit_log=run(engine, "audit_log", {"days": audit_days}) if audit_days > 0 else 0,
@@ -61,20 +67,21 @@ def prune(
         if probe_days > 0
         else 0,
         orphan_hosts=run(engine, "orphan_hosts", {}),
+        root_claims=run(engine, "root_claims", {}),
     )
 
 
 def count(engine: Engine, kind: str, params: dict) -> int:
     """How many rows of `kind` a prune would delete."""
-    _, _, rows = KINDS[kind]
+    _, rows = KINDS[kind]
     with engine.connect() as conn:
         return conn.execute(text(f"SELECT count(*) FROM ({rows}) AS r"), params).scalar_one()
 
 
 def delete(engine: Engine, kind: str, params: dict) -> int:
     """Delete the rows of `kind`, BATCH at a time; how many went."""
-    table, key, rows = KINDS[kind]
-    statement = text(f"DELETE FROM {table} WHERE {key} IN ({rows} LIMIT :batch)")
+    table, rows = KINDS[kind]
+    statement = text(f"DELETE FROM {table} WHERE ctid = ANY(ARRAY({rows} LIMIT :batch))")
     total = 0
     while True:
         with engine.begin() as conn:

@@ -128,3 +128,22 @@ def test_prune_deletes_a_hosts_row_left_without_its_queue_row(db):
     assert orphans(db) == []
     with db.connect() as conn:
         assert list(conn.execute(text("SELECT hostname FROM hosts")).scalars()) == ["a.test"]
+
+
+def test_prune_keeps_two_hours_of_per_root_claim_counts(db):
+    """Only the rolling hour is read (the root's budget); older counts go, whatever the
+    retention settings."""
+    with db.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO root_claims (root, minute, claimed) VALUES"
+                " ('a.test', date_trunc('minute', now()) - interval '3 hours', 5),"
+                " ('a.test', date_trunc('minute', now()) - interval '30 minutes', 7),"
+                " ('b.test', date_trunc('minute', now()) - interval '1 day', 1)"
+            )
+        )
+    assert retention.prune(db, audit_days=0, probe_days=0, dry_run=True).root_claims == 2
+    assert retention.prune(db, audit_days=0, probe_days=0).root_claims == 2
+    with db.connect() as conn:
+        left = conn.execute(text("SELECT root, claimed FROM root_claims")).all()
+    assert [tuple(r) for r in left] == [("a.test", 7)]
