@@ -14,7 +14,6 @@ big one. Results come per batch, in input order, as EntryChange.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,8 +21,8 @@ from itertools import islice
 
 from sqlalchemy import Connection, Engine, text
 
-from crawler.db import audit_log
-from crawler.db.entries import DENYLIST_CHANNEL, SYSTEM, EntryChange, notify
+from crawler.db.bulk_log import STAGED_NOTES, announce, record_batch
+from crawler.db.entries import SYSTEM, EntryChange
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
 from crawler.db.routing import NEAREST_ENTRY
@@ -31,7 +30,6 @@ from crawler.denylist import BLOCKED, NO_FOLLOW
 from crawler.hostnames import HostnameError, normalize, normalize_entry, root, seed_refusal
 
 BATCH = 20_000
-NOTIFY_EACH_UP_TO = 100  # more names than this: one "reload" instead of a NOTIFY each
 REPEATED = "repeated in this list"
 REMOVAL = {BLOCKED: ("unblock", "unblocked"), NO_FOLLOW: ("no_follow.remove", "removed")}
 
@@ -133,16 +131,6 @@ PUT_BACK = text(
     RETURNING t.denied_by AS entry, q.denied_by
     """
 ).bindparams(*names_param("entries"))
-AUDIT_ITEMS = text(
-    "INSERT INTO audit_items (audit_id, names, details) VALUES (:id, :names, :details)"
-).bindparams(*names_param("names", "details"))
-AUDIT_STAGED = text(
-    "INSERT INTO audit_items (audit_id, names, details)"
-    " SELECT :id, array_agg(hostname ORDER BY hostname), array_agg(note ORDER BY hostname)"
-    "   FROM bulk_names"
-)
-STAGED_NOTES = object()  # record_batch(): the names are the stage's, each with its note
-LAST_AUDIT_ID = text("SELECT currval(pg_get_serial_sequence('audit_log', 'id'))")
 
 
 @dataclass
@@ -388,47 +376,6 @@ def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: st
             batch.settle(hostname, status, f"{restored[hostname]} hosts back in routing")
         else:
             batch.settle(hostname, "absent", f"no {rule} entry")
-
-
-# -- the audit log and the workers -------------------------------------------------------
-
-
-def record_batch(
-    conn: Connection,
-    actor: str,
-    action: str,
-    names: list[str],
-    details: list[str | None] | object,
-    note: str | None,
-) -> None:
-    """One audit row for the batch; its names in one audit_items row when there are several.
-
-    A single name reads as it always has: the name, and the note or reason.
-    """
-    if len(names) == 1:
-        detail = "; ".join(filter(None, dict.fromkeys([note, details[0]])))  # type: ignore[index]
-        audit_log.record(conn, actor, action, names[0], detail or None)
-        return
-    summary = f"{len(names)} names" + (f"; {note}" if note else "")
-    audit_log.record(conn, actor, action, min(names), summary)
-    audit_id = conn.execute(LAST_AUDIT_ID).scalar_one()
-    if details is STAGED_NOTES:  # the stage holds exactly these names, with their notes
-        conn.execute(AUDIT_STAGED, {"id": audit_id})
-    else:
-        conn.execute(AUDIT_ITEMS, {"id": audit_id, "names": names, "details": details})
-
-
-def announce(conn: Connection, change: str, names: list[str], rule: str) -> None:
-    """Tell listening workers at commit: each name, or to reload for a big batch."""
-    if len(names) <= NOTIFY_EACH_UP_TO:
-        for hostname in names:
-            notify(conn, change, hostname, rule)
-        return
-    payload = json.dumps({"change": "reload", "count": len(names), "rule": rule})
-    conn.execute(
-        text("SELECT pg_notify(:channel, :payload)"),
-        {"channel": DENYLIST_CHANNEL, "payload": payload},
-    )
 
 
 def collect(batches: Iterable[list[EntryChange]]) -> list[EntryChange]:

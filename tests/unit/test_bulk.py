@@ -7,7 +7,7 @@ import time
 import pytest
 from sqlalchemy import text
 
-from crawler.db import bulk, entries
+from crawler.db import bulk, bulk_log, entries
 from crawler.livedenylist import LiveDenyList
 from tests.unit.test_panel_support import insert_hosts
 
@@ -149,7 +149,7 @@ def test_a_big_batch_reaches_a_listening_worker_by_one_reload(db):
     worker.load()
     try:
         assert worker.listener.ready.wait(10)
-        names = [f"w{i}.test" for i in range(bulk.NOTIFY_EACH_UP_TO + 50)]
+        names = [f"w{i}.test" for i in range(bulk_log.NOTIFY_EACH_UP_TO + 50)]
         bulk.collect(bulk.add_no_follow(db, names))
         deadline = time.monotonic() + 5
         while not all(worker.denial(f"x.{n}") for n in names):

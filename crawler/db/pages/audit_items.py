@@ -8,7 +8,11 @@ from sqlalchemy import func, select, true
 from crawler.db.models import AuditEntry, AuditItems
 from crawler.db.pages.paging import DEFAULT_LIMIT, Order, Page, paginate
 
-ITEMS = func.unnest(AuditItems.names, AuditItems.details).table_valued("hostname", "detail")
+ITEMS = (
+    func.unnest(AuditItems.names, AuditItems.details)
+    .table_valued("hostname", "detail")
+    .render_derived("items")
+)
 ITEM_ORDER = Order((ITEMS.c.hostname,), ("str",))
 
 
