@@ -34,6 +34,7 @@ bench: install
 	$(BIN)/python bench/roots.py
 	$(BIN)/python bench/growth.py
 	$(BIN)/python bench/churn.py
+	$(BIN)/python bench/bulk.py
 
 ## demo: crawl a small fake internet (fakeweb), print what to look at, then serve the panel
 demo: install
