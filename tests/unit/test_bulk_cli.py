@@ -163,3 +163,23 @@ def test_a_hosts_file_and_an_adblock_list_of_100k_lines_reach_a_running_worker(d
         assert count(db, "SELECT count(*) FROM audit_log") == 2 * -(-(100_000 - 5) // bulk.BATCH)
     finally:
         worker.stop()
+
+
+def test_unblock_and_remove_from_files(db, tmp_path):
+    for name in ("t1.test", "t2.test"):
+        entries.upsert_blocked(db, name, "a trap")
+    entries.add_no_follow(db, ["n1.test"])
+    blocked = tmp_path / "blocked.txt"
+    blocked.write_text("t1.test\n# not this one\nt3.test\n")
+    run = hostcrawl("blocked", "unblock", "-f", str(blocked), "--note", "false positives")
+    assert run.returncode == 0, run.stderr
+    assert "done: unblocked 1, absent 1" in run.stdout
+    assert "1 lines skipped (1 comment)" in run.stdout
+    listed = tmp_path / "nf.txt"
+    listed.write_text("||n1.test^\n")
+    run = hostcrawl("no-follow", "remove", "-f", str(listed))
+    assert run.returncode == 0 and "done: removed 1" in run.stdout, run
+    rules = count(db, "SELECT string_agg(hostname, ',') FROM queue WHERE status_reason IS NOT NULL")
+    assert rules == "t2.test"
+    both = hostcrawl("no-follow", "add", "x.test", "-f", str(listed))
+    assert both.returncode == 2 and both.stderr.startswith("error: give names or -f FILE")
