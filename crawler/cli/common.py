@@ -11,8 +11,9 @@ import sys
 from collections.abc import Callable, Sequence
 
 import click
+from psycopg.errors import UndefinedTable
 from sqlalchemy import Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from crawler.db.entries import EntryChange
 
@@ -65,6 +66,12 @@ def friendly_errors(command: Callable) -> Callable:
         except OperationalError as exc:
             first_line = str(exc.orig or exc).strip().splitlines()[0]
             raise click.ClickException(f"database unavailable: {first_line}") from None
+        except ProgrammingError as exc:
+            if not isinstance(exc.orig, UndefinedTable):
+                raise
+            raise click.ClickException(
+                "the database has no schema yet: run `hostcrawl db upgrade` first"
+            ) from None
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
 

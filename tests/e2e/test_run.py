@@ -67,7 +67,7 @@ def test_make_run_crawls_serves_the_panel_and_stops_on_one_signal(fakeweb_factor
     names = world.graph(30, roots=["alpha.test"])
     web = fakeweb_factory(world)
     port = unused_port()
-    seeds = f"# where to start\n{names[0]}\nexa mple.test\n"
+    seeds = f"# where to start\n{names[0]}\nbad..test\n"
     run = start_make_run(web, tmp_path, seeds, port)
     try:
         wait_until(lambda: healthz(port) == 200, 120, "the panel to answer")
@@ -81,7 +81,7 @@ def test_make_run_crawls_serves_the_panel_and_stops_on_one_signal(fakeweb_factor
             run.send_signal(signal.SIGINT)  # it stops its children
             run.wait(timeout=STOP_TIMEOUT)
     output = (tmp_path / "run.log").read_text()
-    assert "error: 'exa mple.test': bad label" in output  # a bad line, named, and why...
+    assert "'bad..test'" in output and "empty label" in output  # a bad line, named, and why...
     assert "some seeds were refused" in output  # ...and the crawl went on without it
     assert f"panel: http://127.0.0.1:{port}/" in output
     assert "Control socket" not in output  # gunicorn.conf.py: no management socket in $HOME

@@ -224,3 +224,21 @@ def test_user_commands_manage_an_operator(db):
     for command in ("disable", "enable", "unlock", "delete", "token"):
         assert_refused(hostcrawl("user", command, "nobody"), "error: 'nobody': no such user")
     assert_refused(hostcrawl("user", "password", "nobody", stdin="long enough pw\n"), "no such")
+
+
+def test_a_database_without_the_schema_is_one_line(engine, monkeypatch):
+    from sqlalchemy.engine import make_url
+
+    name = "hostcrawl_cli_unmigrated"
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    try:
+        url = make_url(engine.url.render_as_string(hide_password=False)).set(database=name)
+        monkeypatch.setenv("DATABASE_URL", url.render_as_string(hide_password=False))
+        run = hostcrawl("seed", "a.test")
+        assert_refused(run, "error: the database has no schema yet: run `hostcrawl db upgrade`")
+        assert len(run.stderr.strip().splitlines()) == 1
+    finally:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
