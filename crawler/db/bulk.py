@@ -212,8 +212,10 @@ def _prepare(
 def stage(conn: Connection, batch: Batch, with_roots: bool = True) -> None:
     """COPY the batch's names (first seen) into bulk_names, for this transaction."""
     conn.execute(text(STAGE))
-    cursor = conn.connection.driver_connection.cursor()
-    with cursor.copy("COPY bulk_names (hostname, root, note) FROM STDIN") as copy:
+    with (
+        conn.connection.driver_connection.cursor() as cursor,
+        cursor.copy("COPY bulk_names (hostname, root, note) FROM STDIN") as copy,
+    ):
         for hostname, note in batch.notes.items():
             copy.write_row((hostname, root(hostname) if with_roots else None, note))
     conn.execute(text("ANALYZE bulk_names"))

@@ -65,8 +65,10 @@ def csv_chunks(engine: Engine, flt: HostFilter) -> Iterator[bytes]:
     copy_sql = f"COPY ({compiled}) TO STDOUT WITH (FORMAT csv, HEADER)"
     with engine.connect() as conn:
         conn.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")
-        cursor = conn.connection.driver_connection.cursor()
-        with cursor.copy(copy_sql, compiled.params) as copy:
+        with (
+            conn.connection.driver_connection.cursor() as cursor,
+            cursor.copy(copy_sql, compiled.params) as copy,
+        ):
             for chunk in copy:
                 yield bytes(chunk)
 
