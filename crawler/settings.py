@@ -42,7 +42,10 @@ REDIRECT_MAX_TIMES = 5
 RETRY_TIMES = 1
 # Politeness: one connection per host at a time; many hosts in parallel.
 CONCURRENT_REQUESTS = 64
-CONCURRENT_REQUESTS_PER_DOMAIN = 1
+# A Scrapy download slot is one root (the spider's meta["download_slot"]); the claim
+# already holds a root to ROOT_CONCURRENCY hosts across all workers, and a host has one
+# request at a time, so a worker may fetch all of a root's claimed hosts at once.
+CONCURRENT_REQUESTS_PER_DOMAIN = ROOT_CONCURRENCY
 DOWNLOAD_DELAY = 0
 AUTOTHROTTLE_ENABLED = False
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
