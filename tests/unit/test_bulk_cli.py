@@ -26,6 +26,7 @@ LOADED_MACHINE_BOUND = 60.0  # seconds for 100,000 block-list lines through the 
 def hostcrawl(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "crawler.cli", *args],
+        input="",  # `-f -` reads an empty stdin, never the terminal's
         capture_output=True,
         text=True,
         timeout=timeout,
