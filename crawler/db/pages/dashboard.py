@@ -137,11 +137,14 @@ def dashboard(conn) -> Dashboard:
     """The figures of the strip on `/`: exact on a small database, planner estimates
     (marked ≈) on a big one (totals()); callers cache it."""
     figures = totals(conn)
+    hourly = timeline(conn)
     return Dashboard(
         **figures,
-        chart=discoveries(conn),
+        # Discoveries per hour (the API's "discoveries"), from the timeline: one pass
+        # over the last day of ix_hosts_discovered_at, not 30 days of it.
+        chart=Chart("hour", list(zip(hourly.hours, hourly.discovered, strict=True))),
         computed_at=datetime.now(UTC),
-        timeline=timeline(conn),
+        timeline=hourly,
         top_roots=top_roots(conn),
     )
 
@@ -249,31 +252,6 @@ def outcome_estimates(conn, rows: float) -> list[tuple[str | None, int]]:
         return []
     shares = [(None, stats.null_frac), *zip(stats.vals or [], stats.freqs or [], strict=True)]
     return [(o, round(share * rows)) for o, share in shares]
-
-
-def discoveries(conn, hours: int = 48, days: int = 30) -> Chart:
-    """Hosts discovered per hour over the last `hours` of discovery, or per day if older."""
-    span = conn.execute(text("SELECT min(discovered_at), max(discovered_at) FROM hosts")).one()
-    if span[1] is None:
-        return Chart("hour")
-    last = span[1].astimezone(UTC)
-    if span[0] >= last - timedelta(hours=hours):
-        unit, step, count = "hour", timedelta(hours=1), hours
-    else:
-        unit, step, count = "day", timedelta(days=1), days
-    end = last.replace(minute=0, second=0, microsecond=0)
-    if unit == "day":
-        end = end.replace(hour=0)
-    start = end - step * (count - 1)
-    rows = conn.execute(
-        text(
-            "SELECT date_trunc(:unit, discovered_at, 'UTC') AS b, count(*) FROM hosts"
-            " WHERE discovered_at >= :start GROUP BY b"
-        ),
-        {"unit": unit, "start": start},
-    ).all()
-    found = {b.astimezone(UTC): n for b, n in rows}
-    return Chart(unit, [(start + step * i, found.get(start + step * i, 0)) for i in range(count)])
 
 
 # -- the charts: hosts discovered and crawled per hour, and the biggest roots -------------
