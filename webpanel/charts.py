@@ -17,6 +17,8 @@ from crawler.db.pages.dashboard import OUTCOME_GROUPS, Timeline
 
 COLOURS = {"OK": "#2b8a3e", "HTTP": "#e8a317", "NETWORK": "#c92a2a", "IGNORED": "#868e96"}
 LINE = "#1c5fb0"
+TEXT = 'font-size="11" fill="#343a40"'  # presentation attributes, not style=
+TITLE = 'font-size="12" fill="#343a40"'
 WIDTH, HEIGHT = 640, 240
 LEFT, RIGHT, TOP, BOTTOM = 52, 12, 14, 84
 
@@ -60,7 +62,7 @@ def time_chart(timeline: Timeline) -> Markup:
         if i % max(1, len(hours) // 6) == 0:
             parts.append(
                 f'<text x="{LEFT + (i + 0.5) * slot:.1f}" y="{TOP + plot_h + 14}"'
-                f' text-anchor="middle" font-size="11" fill="#343a40">{hour:%H}:00</text>'
+                f' text-anchor="middle" {TEXT}>{hour:%H}:00</text>'
             )
     points = " ".join(
         f"{LEFT + (i + 0.5) * slot:.1f},{y(n):.1f}" for i, n in enumerate(timeline.discovered)
@@ -68,7 +70,7 @@ def time_chart(timeline: Timeline) -> Markup:
     parts.append(f'<polyline points="{points}" fill="none" stroke="{LINE}" stroke-width="2"/>')
     parts.append(
         f'<text x="{LEFT + plot_w / 2}" y="{TOP + plot_h + 30}" text-anchor="middle"'
-        f' font-size="12" fill="#343a40">hour (UTC), {hours[0]:%Y-%m-%d %H}:00 to {hours[-1]:%H}:00</text>'
+        f" {TITLE}>hour (UTC), {hours[0]:%Y-%m-%d %H}:00 to {hours[-1]:%H}:00</text>"
     )
     legend = [("line", LINE, "discovered")]
     legend += [("box", COLOURS[g], f"crawled: {OUTCOME_GROUPS[g]}") for g in crawled]
@@ -89,11 +91,11 @@ def roots_chart(top_roots: Sequence[tuple[str, int]]) -> Markup:
         y = TOP + i * row
         width = max(1.0, n / peak * bar_w)
         parts.append(
-            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" font-size="11" fill="#343a40">'
+            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" {TEXT}>'
             f"{escape(domain)}</text>"
             f'<rect x="{label_w}" y="{y + 3}" width="{width:.1f}" height="{row - 6}"'
             f' fill="{LINE}"><title>{escape(domain)}: {n:,} hosts</title></rect>'
-            f'<text x="{label_w + width + 4:.1f}" y="{y + 15}" font-size="11" fill="#343a40">{n:,}</text>'
+            f'<text x="{label_w + width + 4:.1f}" y="{y + 15}" {TEXT}>{n:,}</text>'
         )
     return _svg(parts, "The roots with the most hosts", height)
 
@@ -110,12 +112,12 @@ def _axes(top: int, plot_w: float, plot_h: float, title: str) -> str:
         y = TOP + plot_h - plot_h * q / 4
         lines.append(
             f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" stroke="#dee2e6"/>'
-            f'<text x="{LEFT - 4}" y="{y + 4:.1f}" text-anchor="end" font-size="11" fill="#343a40">'
+            f'<text x="{LEFT - 4}" y="{y + 4:.1f}" text-anchor="end" {TEXT}>'
             f"{value:,.0f}</text>"
         )
     lines.append(
         f'<text transform="translate(12 {TOP + plot_h / 2}) rotate(-90)" text-anchor="middle"'
-        f' font-size="12" fill="#343a40">{escape(title)}</text>'
+        f" {TITLE}>{escape(title)}</text>"
     )
     return "".join(lines)
 
@@ -133,7 +135,7 @@ def _legend(items: list[tuple[str, str, str]], y: float) -> str:
             )
         else:
             parts.append(f'<rect x="{x}" y="{y - 5}" width="12" height="10" fill="{colour}"/>')
-        parts.append(f'<text x="{x + 18}" y="{y + 4}" font-size="11" fill="#343a40">{escape(label)}</text>')
+        parts.append(f'<text x="{x + 18}" y="{y + 4}" {TEXT}>{escape(label)}</text>')
         x += needed
     return "".join(parts)
 

@@ -56,8 +56,9 @@ def crawl_span(db) -> float:
         return float(
             conn.execute(
                 text(
-                    "SELECT extract(epoch FROM max(last_crawled_at) FILTER (WHERE root = ANY(:roots))"
-                    "                         - min(last_crawled_at)) FROM hosts"
+                    "SELECT extract(epoch FROM"
+                    " max(last_crawled_at) FILTER (WHERE root = ANY(:roots))"
+                    " - min(last_crawled_at)) FROM hosts"
                 ),
                 {"roots": ORDINARY},
             ).scalar_one()

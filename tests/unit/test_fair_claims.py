@@ -57,7 +57,8 @@ def test_an_expired_lease_no_longer_counts(db):
     with db.begin() as conn:  # the dead worker's leases run out
         conn.execute(
             text(
-                "UPDATE queue SET next_claim_at = now() - interval '1 second' WHERE claimed_by = 'dead'"
+                "UPDATE queue SET next_claim_at = now() - interval '1 second'"
+                " WHERE claimed_by = 'dead'"
             )
         )
     assert len(claims.claim_polite(db, 10, "w2").hosts) == 2
