@@ -45,6 +45,9 @@ class TrapGuard:
         self.confirm = confirm
         self._batcher = Batcher("recording outcomes", self._write)
         self._checking: set[str] = set()
+        # Roots this guard blocked: a window that still proves them costs no second check.
+        # (An unblock elsewhere is rare; the next worker start forgets this.)
+        self._blocked: set[str] = set()
 
     async def observe(self, hostname: str, outcome: str) -> str | None:
         """Feed one outcome (batched with others); the reason if this blocked its root."""
@@ -71,8 +74,8 @@ class TrapGuard:
         """Block each proven root its self-check confirms; the others wait for more outcomes."""
         blocked = {}
         for domain, reason in proven.items():
-            if domain in self._checking:
-                continue  # a check of this root is under way
+            if domain in self._checking or domain in self._blocked:
+                continue  # a check of this root is under way, or it is blocked already
             self._checking.add(domain)
             try:
                 confirmed = self.confirm is None or await self.confirm(domain, reason)
@@ -106,6 +109,7 @@ class TrapGuard:
         blocked = await in_thread_until_up(f"blocking {domain}", write)
         await in_thread_until_up("clearing", windows.clear_deferral, self.engine, domain)
         if blocked:
+            self._blocked.add(domain)
             self.remember(domain, BLOCKED)
         return blocked
 
