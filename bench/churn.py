@@ -132,7 +132,9 @@ def start_crawler(work: Path) -> tuple[subprocess.Popen, object]:
 
     url = start_database("hostcrawl-bench-churn-crawl-")
     world = World(seed=20261201)
-    names = world.graph(5_000, roots=["churn-a.test", "churn-b.test"], links_per_page=6)
+    # 50 roots: the per-root budget (ROOT_BUDGET, an hour's hosts a root) never stops it.
+    roots = [f"churn-{i}.test" for i in range(50)]
+    names = world.graph(5_000, roots=roots, links_per_page=6)
     web = FakeWeb(world, workdir=work / "fakeweb").start()
     atexit.register(web.stop)
     engine = create_engine(url, pool_size=1)
