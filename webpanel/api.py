@@ -87,8 +87,8 @@ def names_from_body() -> tuple[list[str], str | None]:
     if not names or not all(isinstance(n, str) for n in names):
         abort(400, description=f'"names": 1 to {MAX_NAMES} strings')
     note = body.get("note")
-    if note is not None and (not isinstance(note, str) or len(note) > 500):
-        abort(400, description='"note": a string of at most 500 characters')
+    if note is not None and (not isinstance(note, str) or len(note) > 500 or "\x00" in note):
+        abort(400, description='"note": a string of at most 500 characters, without NUL')
     return names, note
 
 

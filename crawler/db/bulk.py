@@ -22,7 +22,7 @@ from itertools import islice
 from sqlalchemy import Connection, Engine, text
 
 from crawler.db.bulk_log import STAGED_NOTES, announce, record_batch
-from crawler.db.entries import SYSTEM, EntryChange
+from crawler.db.entries import FORGET_ENTRY_ONLY_ROWS, SYSTEM, EntryChange
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
 from crawler.db.routing import NEAREST_ENTRY
@@ -371,6 +371,7 @@ def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: st
             for entry, now_by in conn.execute(PUT_BACK, {"entries": list(removed)}):
                 restored[entry] += now_by is None
             names = sorted(removed)
+            conn.execute(FORGET_ENTRY_ONLY_ROWS, {"names": names})
             record_batch(conn, actor, action, names, [removed[h] for h in names], note)
             announce(conn, "remove", names, rule)
     for hostname in batch.first:

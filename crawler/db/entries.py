@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Engine, text
 
 from crawler.db import audit_log, routing
+from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
 from crawler.denylist import BLOCKED, NO_FOLLOW, Denial, DenyList
 from crawler.hostnames import HostnameError, normalize, normalize_entry, root
@@ -163,14 +164,15 @@ REMOVE_ENTRY = text(
 )
 # A row made only to hold an entry (never routed, crawled or audited) is no host:
 # once the entry goes, so does the row (its queue row with it, ON DELETE CASCADE).
-FORGET_ENTRY_ONLY_ROW = text(
+# Used by every removal, one name or a batch.
+FORGET_ENTRY_ONLY_ROWS = text(
     """
     DELETE FROM hosts h USING queue q
-     WHERE h.hostname = :hostname AND q.hostname = h.hostname
+     WHERE h.hostname = ANY(:names) AND q.hostname = h.hostname
        AND q.status_reason IS NULL AND q.next_claim_at IS NULL
        AND h.last_crawled_at IS NULL AND h.audited_at IS NULL AND h.crawl_count = 0
     """
-)
+).bindparams(*names_param("names"))
 
 
 @retry_conflicts
@@ -186,7 +188,7 @@ def _remove_entry(
         if found is None:
             return EntryChange(value, hostname, "absent", f"no {rule} entry")
         restored = routing.put_back(conn, hostname)
-        conn.execute(FORGET_ENTRY_ONLY_ROW, {"hostname": hostname})
+        conn.execute(FORGET_ENTRY_ONLY_ROWS, {"names": [hostname]})
         detail = "; ".join(filter(None, [note, found.blocked_reason or found.note]))
         audit_log.record(conn, actor, action, hostname, detail or None)
         notify(conn, "remove", hostname, rule)

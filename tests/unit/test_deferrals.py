@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 from crawler.db import entries, windows
 from crawler.trapguard import TrapGuard
@@ -40,7 +41,9 @@ def test_every_page_shows_the_banner_while_blocks_are_deferred(client, db):
 
 
 def run(coroutine):
-    return asyncio.run(coroutine)
+    """Run on a loop of its own thread: an earlier test may leave this thread's loop set."""
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, coroutine).result()
 
 
 def test_a_deferred_block_is_made_when_looked_at_again(db):
