@@ -1,0 +1,58 @@
+"""Running one crawler process for bench/crawl.py and reading its figures."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+CHILD_TIMEOUT = 300  # seconds: a bound, not a wait (a loaded machine is slow)
+STAT = re.compile(r"'([\w/.]+)': (\d+(?:\.\d+)?)")
+
+
+# -- running and measuring one crawler process -------------------------------------------
+
+
+def run_child(args: list[str], log_path: Path) -> dict:
+    """Run one crawler process to its end; its stats, wall time and peak RSS (wait4)."""
+    started = time.perf_counter()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(args, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT)
+    deadline = started + CHILD_TIMEOUT
+    status, usage = 0, None
+    while usage is None:
+        pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            usage = rusage
+            break
+        if time.perf_counter() > deadline:
+            proc.send_signal(signal.SIGKILL)
+        time.sleep(0.05)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    text = log_path.read_text(errors="replace")
+    if proc.returncode != 0:
+        sys.exit(f"crawler exited {proc.returncode}; log {log_path}:\n{text[-3000:]}")
+    stats = {k: float(v) for k, v in STAT.findall(text.rpartition("Dumping Scrapy stats")[2])}
+    return {
+        "wall": time.perf_counter() - started,
+        "elapsed": stats.get("elapsed_time_seconds", float("nan")),
+        "responses": int(stats.get("response_received_count", 0)),
+        "rss_mb": usage.ru_maxrss / 1024,  # Linux: kB
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "user": usage.ru_utime,
+        "system": usage.ru_stime,
+        "stats": stats,
+        "log": text,
+    }
+
+
+def scrapy_args(command: list[str], web_settings: dict[str, str], **extra) -> list[str]:
+    args = [sys.executable, "-m", "scrapy", *command]
+    for name, value in {**web_settings, **extra}.items():
+        args += ["-s", f"{name}={value}"]
+    return args
