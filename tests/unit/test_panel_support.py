@@ -137,3 +137,25 @@ def give_api_token(engine, username: str, token: str) -> dict:
             {"h": api_token_hash(token), "u": username},
         )
     return {"Authorization": f"Bearer {token}"}
+
+
+def entry_rows(engine, rule: str) -> dict[str, str | None]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT hostname, note FROM queue WHERE status_reason = :r"), {"r": rule}
+        )
+        return dict(rows.all())
+
+
+def audit(engine) -> list[tuple[str, str, str]]:
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT actor, action, hostname FROM audit_log ORDER BY id"))
+        return [tuple(r) for r in rows]
+
+
+def routing(engine, hostname: str):
+    with engine.connect() as conn:
+        return conn.execute(
+            text("SELECT status_reason, denied_by, next_claim_at FROM queue WHERE hostname = :h"),
+            {"h": hostname},
+        ).one()
