@@ -183,7 +183,8 @@ def diagnose(reset, ours_settings: list[str], work: Path, bare_cpu: float, full:
         out = work / f"diagnose-{profile or 'timers'}"
         out.mkdir()
         reset()
-        child = [sys.executable, str(Path(__file__).with_name("crawl.py").resolve()), "--child", str(out)]
+        crawl_script = str(Path(__file__).with_name("crawl.py").resolve())
+        child = [sys.executable, crawl_script, "--child", str(out)]
         r = run_child([*child, f"-{profile}", *ours_settings], out / "crawl.log")
         pages = max(int(r["stats"].get("hosts/outcome/OK", 0)), 1)
         if not profile:
