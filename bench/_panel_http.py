@@ -11,12 +11,17 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS = 2
 PASSWORD = "bench password, long enough"
+
+# The load tool: threads and warm-up requests per URL (both benchmarks alike).
+CONCURRENCY = 2
+WARMUP = 10
 
 
 def free_port() -> int:
@@ -103,3 +108,27 @@ def cookie_of(headers) -> str:
 
 def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20, method="inclusive")[-1]
+
+
+def client(port: int, pages: list[tuple[str, str, bool]], results, requests: int, rounds: int):
+    """The load tool (its own process, CONCURRENCY threads): every URL warmed up, then
+    timed `requests` times in `rounds` interleaved rounds, so a burst of load elsewhere
+    hits every URL alike. Puts {label: [seconds]} on `results`."""
+    cookie = session_cookie(port)
+    times: dict[str, list[float]] = {label: [] for label, _, _ in pages}
+
+    def one(path: str, login: bool) -> float:
+        start = time.perf_counter()
+        status, _, body = request(port, "GET", path, headers={"Cookie": cookie} if login else {})
+        elapsed = time.perf_counter() - start
+        assert status == 200 and body, f"{path}: {status}"
+        return elapsed
+
+    per_round = requests // rounds
+    with ThreadPoolExecutor(CONCURRENCY) as pool:
+        for _, path, login in pages:
+            list(pool.map(one, [path] * WARMUP, [login] * WARMUP))
+        for _ in range(rounds):
+            for label, path, login in pages:
+                times[label] += pool.map(one, [path] * per_round, [login] * per_round)
+    results.put(times)

@@ -39,18 +39,19 @@ import random
 import statistics
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 import psycopg
 from _common import machine_line, registered_domain, start_database, subdomain_of, verdict
 from _panel_http import (
+    CONCURRENCY,
     PASSWORD,
+    WARMUP,
     WORKERS,
+    client,
     free_port,
     p95,
-    request,
     session_cookie,
     start_gunicorn,
     stop,
@@ -73,8 +74,6 @@ JUNK_PER_TRAP = 20
 NO_FOLLOW_IN_CORPUS = 30_000
 NO_FOLLOW_SUBDOMAINS = 5_000
 NO_FOLLOW_ELSEWHERE = 60_000
-CONCURRENCY = 2
-WARMUP = 10
 REQUESTS = 300
 ROUNDS = 15
 TARGET_MS = 100.0
@@ -253,30 +252,6 @@ def pick(rng: random.Random, weighted):
 # -- the server and the client ----------------------------------------------------------------
 
 
-def client(port: int, pages: list[tuple[str, str, bool]], results) -> None:
-    """The load tool (its own process): every URL warmed up, then timed REQUESTS times
-    in ROUNDS interleaved rounds, so a burst of load elsewhere hits every URL alike."""
-    cookie = session_cookie(port)
-    times: dict[str, list[float]] = {label: [] for label, _, _ in pages}
-
-    def one(path: str, login: bool) -> float:
-        headers = {"Cookie": cookie} if login else {}
-        start = time.perf_counter()
-        status, _, body = request(port, "GET", path, headers=headers)
-        elapsed = time.perf_counter() - start
-        assert status == 200 and body, f"{path}: {status}"
-        return elapsed
-
-    per_round = REQUESTS // ROUNDS
-    with ThreadPoolExecutor(CONCURRENCY) as pool:
-        for _, path, login in pages:
-            list(pool.map(one, [path] * WARMUP, [login] * WARMUP))
-        for _ in range(ROUNDS):
-            for label, path, login in pages:
-                times[label] += pool.map(one, [path] * per_round, [login] * per_round)
-    results.put(times)
-
-
 # -- the report ---------------------------------------------------------------------------
 
 
@@ -335,7 +310,7 @@ def main() -> None:
     proc = start_gunicorn(url, port)
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
-    load_tool = ctx.Process(target=client, args=(port, pages, results))
+    load_tool = ctx.Process(target=client, args=(port, pages, results, REQUESTS, ROUNDS))
     load_tool.start()
     times = results.get(timeout=600)
     load_tool.join(timeout=30)

@@ -27,19 +27,19 @@ import random
 import statistics
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 import psycopg
 from _common import machine_line, registered_domain, start_database, verdict
 from _panel_http import (
+    CONCURRENCY,
     PASSWORD,
+    WARMUP,
     WORKERS,
+    client,
     free_port,
     p95,
-    request,
-    session_cookie,
     start_gunicorn,
     stop,
 )
@@ -59,8 +59,6 @@ NEAR_BLOCK = 500
 PROBES = 2_000
 WILDCARDS = 200
 BUDGETED = 20_000
-CONCURRENCY = 2
-WARMUP = 10
 REQUESTS = 200
 ROUNDS = 10
 TARGET_MS = 100.0
@@ -159,28 +157,6 @@ def load(url: str, rng: random.Random) -> tuple[list[str], str]:
     return roots, farm
 
 
-def client(port: int, pages: list[tuple[str, str, bool]], results) -> None:
-    """The load tool (its own process): warm-up, then interleaved timed rounds."""
-    cookie = session_cookie(port)
-    times: dict[str, list[float]] = {label: [] for label, _, _ in pages}
-
-    def one(path: str, login: bool) -> float:
-        start = time.perf_counter()
-        status, _, body = request(port, "GET", path, headers={"Cookie": cookie} if login else {})
-        elapsed = time.perf_counter() - start
-        assert status == 200 and body, f"{path}: {status}"
-        return elapsed
-
-    per_round = REQUESTS // ROUNDS
-    with ThreadPoolExecutor(CONCURRENCY) as pool:
-        for _, path, login in pages:
-            list(pool.map(one, [path] * WARMUP, [login] * WARMUP))
-        for _ in range(ROUNDS):
-            for label, path, login in pages:
-                times[label] += pool.map(one, [path] * per_round, [login] * per_round)
-    results.put(times)
-
-
 def query_times(engine, farm: str, small: str, deep: str) -> list[str]:
     """p95 of the pages' database work alone (the page functions, in this process)."""
     calls = {
@@ -248,7 +224,9 @@ def main() -> None:
     port = free_port()
     proc = start_gunicorn(url, port)
     results = mp.get_context("spawn").Queue()
-    load_tool = mp.get_context("spawn").Process(target=client, args=(port, pages, results))
+    load_tool = mp.get_context("spawn").Process(
+        target=client, args=(port, pages, results, REQUESTS, ROUNDS)
+    )
     load_tool.start()
     times = results.get(timeout=900)
     load_tool.join(timeout=30)
