@@ -209,6 +209,23 @@ INSERT_STANDALONE_ROOTS = """
 """
 
 
+# Issue 15's hourly counts (migration 0009), made again from the loaded hosts: a host's
+# discovery and its latest crawl (the only one a generated row has).
+REBUILD_HOST_HOURS = """
+    DELETE FROM host_hours;
+    INSERT INTO host_hours (hour, shard, discovered, ok, http, network, ignored)
+    SELECT hour, 0, sum(d), sum(ok), sum(http), sum(net), sum(ign) FROM (
+        SELECT date_trunc('hour', discovered_at, 'UTC'), 1, 0, 0, 0, 0 FROM hosts
+        UNION ALL
+        SELECT date_trunc('hour', last_crawled_at, 'UTC'), 0,
+               (outcome IN ('OK', 'DNS_ALIVE'))::int, (outcome LIKE 'HTTP%')::int,
+               (outcome NOT IN ('OK', 'DNS_ALIVE', 'IGNORED') AND outcome NOT LIKE 'HTTP%')::int,
+               (outcome = 'IGNORED')::int
+          FROM hosts WHERE last_crawled_at IS NOT NULL) AS c(hour, d, ok, http, net, ign)
+     GROUP BY hour
+"""
+
+
 def has_roots(conn) -> bool:
     return conn.execute(text("SELECT to_regclass('roots')")).scalar() is not None
 
@@ -243,6 +260,8 @@ def load(engine: Engine, roots: tuple[int, int], audit: tuple[int, int], entries
             )
             if has_roots(conn):
                 conn.execute(text(INSERT_STANDALONE_ROOTS), standalone)
+        if conn.execute(text("SELECT to_regclass('host_hours')")).scalar() is not None:
+            conn.execute(text(REBUILD_HOST_HOURS))
     copied = time.perf_counter() - started
     with engine.begin() as conn:
         build_keys_and_indexes(conn, indexes)

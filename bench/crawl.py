@@ -138,7 +138,9 @@ def main() -> None:
     # https, as deployed: the TLS handshakes and the plain-HTTP fallback path are in it.
     settings = web.scrapy_settings("https")
     url_list = work / "urls.txt"
-    url_list.write_text("".join(web.url_template().format(hostname=n) + "\n" for n in names))
+    # The same scheme as ours: a list of http URLs would spare the baseline every TLS handshake.
+    template = settings["HOST_URL_TEMPLATE"]
+    url_list.write_text("".join(template.format(hostname=n) + "\n" for n in names))
     print(
         f"# world: {HOSTS:,} hosts under {len(ROOTS)} roots, {LINKS} links per page"
         f" ({MESSY:.0%} in odd forms), fakeweb on loopback; the full system starts from"

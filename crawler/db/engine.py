@@ -17,6 +17,7 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import NullPool
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,7 +80,32 @@ def embedded_server_url(pgdata: Path, cleanup_mode: str | None = "stop") -> str:
     # process that died since without saying so must not keep the server running.
     atexit.register(forget_dead_handles, pgdata)
     log.info("embedded Postgres in %s", pgdata)
-    return server.get_uri(driver="psycopg")
+    url = server.get_uri(driver="psycopg")
+    tune_embedded(url)
+    return url
+
+
+# Server settings a migration cannot make (docs/scaling.md, "what to tune first"): the
+# autovacuum launcher looks at each table every naptime (60 s by default), so under a
+# crawl's churn the queue piles up a minute of dead rows between two looks whatever its
+# per-table thresholds (bench/churn.py). A server behind DATABASE_URL is its owner's.
+EMBEDDED_SETTINGS = {"autovacuum_naptime": "10s", "maintenance_work_mem": "256MB"}
+
+
+def tune_embedded(url: str) -> None:
+    """Give the embedded server EMBEDDED_SETTINGS (ALTER SYSTEM; a reload, no restart)."""
+    engine = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            changed = False
+            for name, value in EMBEDDED_SETTINGS.items():
+                if conn.exec_driver_sql(f"SHOW {name}").scalar() != value:
+                    conn.exec_driver_sql(f"ALTER SYSTEM SET {name} = '{value}'")
+                    changed = True
+            if changed:
+                conn.exec_driver_sql("SELECT pg_reload_conf()")
+    finally:
+        engine.dispose()
 
 
 def forget_dead_handles(pgdata: Path) -> list[int]:

@@ -70,8 +70,6 @@ class Host(Base):
     __table_args__ = (
         Index("ix_hosts_root", "root"),
         Index("ix_hosts_discovered_at", "discovered_at"),
-        # The dashboard's hosts crawled per hour (migration 0006).
-        Index("ix_hosts_last_crawled_at", "last_crawled_at"),
         Index("ix_hosts_outcome", "outcome"),
         Index("ix_hosts_reversed", reversed_name("hostname")),
     )
@@ -202,6 +200,23 @@ class RootClaims(Base):
     claimed: Mapped[int] = mapped_column(Integer)
 
     __table_args__ = (Index("ix_root_claims_minute", "minute"),)
+
+
+class HostHour(Base):
+    """Hosts discovered and crawled (by outcome group) in one hour, kept by triggers on
+    hosts (migration 0009). One row per hour and writer shard: the reader sums them."""
+
+    __tablename__ = "host_hours"
+
+    hour: Mapped[datetime] = mapped_column(Timestamp, primary_key=True)
+    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    discovered: Mapped[int] = mapped_column(Integer, server_default="0")
+    ok: Mapped[int] = mapped_column(Integer, server_default="0")
+    http: Mapped[int] = mapped_column(Integer, server_default="0")
+    network: Mapped[int] = mapped_column(Integer, server_default="0")
+    ignored: Mapped[int] = mapped_column(Integer, server_default="0")
+    # The last hosts that answered OK in this hour and shard, newest first: canaries.
+    last_ok: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
 
 
 class AuditEntry(Base):

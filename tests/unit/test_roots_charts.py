@@ -32,6 +32,19 @@ def test_the_timeline_counts_this_hour(db):
     assert top == [("big.test", 12), ("small.test", 1)]
 
 
+def test_each_crawl_counts_in_its_hour_and_a_known_name_is_no_discovery(db):
+    """host_hours (migration 0009) counts work done: a recrawl counts again, under its new
+    outcome, and saving names already known discovers nothing."""
+    crawl_some(db)
+    queue.save_hosts(db, ["h0.big.test", "a.small.test"])
+    queue.finish_many(db, [Crawled("h0.big.test", CrawlResult("TCP_REFUSED"))])
+    with db.connect() as conn:
+        timeline = dashboard.timeline(conn)
+    assert sum(timeline.discovered) == 13
+    assert timeline.crawled["OK"][-1] == 5 and timeline.crawled["NETWORK"][-1] == 2
+    assert timeline.crawled_total[-1] == 7
+
+
 def test_the_charts_have_axes_labels_and_a_legend(db):
     crawl_some(db)
     with db.connect() as conn:
