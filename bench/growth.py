@@ -33,9 +33,8 @@ transaction). Last line: `growth: PASS` or `growth: FAIL`, with the worst ratio.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import random
-import re
-import statistics
 import sys
 import time
 from datetime import timedelta
@@ -54,79 +53,26 @@ from _growth_data import (  # noqa: E402
     load,
     root_name,
 )
-from sqlalchemy import create_engine, event, text  # noqa: E402
-from sqlalchemy.engine import Engine  # noqa: E402
+from _growth_panel import PASSWORD, measure_pages  # noqa: E402
+from _growth_timing import explain, p95  # noqa: E402
+from sqlalchemy import create_engine, text  # noqa: E402
 
 SMALL_ROOTS, BIG_ROOTS = 200_000, 2_000_000
 if "--quick" in sys.argv:  # trying the script out: 100k and 1M hosts
     SMALL_ROOTS, BIG_ROOTS = 20_000, 200_000
+# The server as docs/scaling.md tunes it first (memory: a quarter of RAM for shared_buffers,
+# three quarters as effective_cache_size); `--default-memory`: Postgres' 128 MB.
+RAM_MB = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+SERVER = {"shared_buffers": f"{RAM_MB // 4}MB", "effective_cache_size": f"{RAM_MB * 3 // 4}MB"}
+if "--default-memory" in sys.argv:
+    SERVER = {}
 WORKERS = 4
 BATCH = 100
 CLAIMS = 25  # per worker
 WRITES = 30  # batches of finish, save and trap-window writes
-PAGE_WARMUP, PAGE_REQUESTS, PAGE_ROUNDS = 3, 40, 4
 TARGET_RATIO = 1.5
 TARGET_PAGE_MS = 100.0
-PASSWORD = "growth bench password, long enough"
 OUTCOMES = ["OK"] * 7 + ["DNS_NXDOMAIN"] * 2 + ["TCP_TIMEOUT"]
-
-
-# -- timing helpers ---------------------------------------------------------------------------
-
-
-def p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=20, method="inclusive")[-1]
-
-
-class Statements:
-    """Every statement any engine of this process runs while active (for EXPLAIN)."""
-
-    def __init__(self) -> None:
-        self.active = False
-        self.seen: list[tuple[str, object]] = []
-        self.in_database = 0.0  # seconds inside cursor.execute, all engines, all along
-        self._started = 0.0
-        event.listen(Engine, "before_cursor_execute", self._seen)
-        event.listen(Engine, "after_cursor_execute", self._done)
-
-    def _done(self, *args) -> None:
-        self.in_database += time.perf_counter() - self._started
-
-    def _seen(self, conn, cursor, statement, parameters, context, executemany) -> None:
-        self._started = time.perf_counter()
-        if (
-            self.active
-            and not executemany
-            and re.match(r"\s*(WITH|SELECT|UPDATE|INSERT|DELETE)", statement, re.I)
-        ):
-            self.seen.append((statement, parameters))
-
-    def of(self, call) -> list[tuple[str, object]]:
-        self.seen, self.active = [], True
-        try:
-            call()
-        finally:
-            self.active = False
-        return self.seen
-
-
-STATEMENTS = Statements()
-
-
-def explain(engine, label: str, call) -> None:
-    """Print EXPLAIN (ANALYZE, BUFFERS) of each statement one call of `call` runs."""
-    seen = STATEMENTS.of(call)
-    for statement, parameters in seen:
-        if statement.lstrip().upper().startswith("SELECT 1"):
-            continue
-        print(f"# EXPLAIN (ANALYZE, BUFFERS), {label}:")
-        with engine.connect() as conn:
-            rows = conn.exec_driver_sql(
-                "EXPLAIN (ANALYZE, BUFFERS) " + statement, parameters or {}
-            ).all()
-            conn.rollback()
-        for (row,) in rows:
-            print("#   " + row)
 
 
 # -- claims: 4 processes ----------------------------------------------------------------------
@@ -241,92 +187,6 @@ def measure_writes(engine, hosts: list[str], roots: int, tag: str) -> tuple[dict
     return figures, calls
 
 
-# -- the panel --------------------------------------------------------------------------------
-
-
-def panel_client(url: str):
-    """A Flask test client of the panel, logged in through the form as an operator would."""
-    from webpanel import create_app
-
-    app = create_app(
-        {
-            "SQLALCHEMY_DATABASE_URI": url,
-            "SECRET_KEY": "growth-bench-secret-" * 4,
-            "SESSION_COOKIE_SECURE": False,
-            "STATS_TTL": 3600,  # the strip as in production: computed once, then cached
-        }
-    )
-    client = app.test_client()
-    page = client.get("/login").get_data(as_text=True)
-    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page).group(1)
-    form = {"csrf_token": token, "username": "growth", "password": PASSWORD}
-    assert client.post("/login", data=form).status_code == 302, "login failed"
-    return app, client
-
-
-def panel_pages(app) -> dict[str, str]:
-    from crawler.db.pages import paging
-
-    pages = {
-        "/ first page": "/",
-        "/ deep keyset page": "/?after=" + paging.encode_cursor(["static.e"]),
-        "/ domain search": "/?q=co.uk&match=domain",
-        "/blocked": "/blocked",
-        "/no_follow": "/no_follow",
-    }
-    if any(rule.rule == "/roots" for rule in app.url_map.iter_rules()):
-        pages["/roots"] = "/roots"
-    return pages
-
-
-def measure_pages(url: str, engine) -> tuple[dict, dict]:
-    from crawler.db.pages import dashboard
-
-    app, client = panel_client(url)
-    figures, calls = {}, {}
-    pages = panel_pages(app)
-    for label, path in pages.items():
-
-        def get(path=path) -> None:
-            response = client.get(path)
-            assert response.status_code == 200, f"{path}: {response.status_code}"
-
-        calls[f"page {label} p95 ms"] = get
-        for _ in range(PAGE_WARMUP):
-            get()
-    times: dict[str, list[float]] = {label: [] for label in pages}
-    in_database: dict[str, list[float]] = {label: [] for label in pages}
-    for _ in range(PAGE_ROUNDS):  # interleaved: a burst of load elsewhere hits every page
-        for label in pages:
-            for _ in range(PAGE_REQUESTS // PAGE_ROUNDS):
-                began, db_before = time.perf_counter(), STATEMENTS.in_database
-                calls[f"page {label} p95 ms"]()
-                times[label].append(time.perf_counter() - began)
-                in_database[label].append(STATEMENTS.in_database - db_before)
-    for label in pages:
-        figures[f"page {label} p95 ms"] = (p95(times[label]) * 1000, "page")
-        # Diagnostic: the part spent waiting for Postgres (the rest is Python and the CPU
-        # it gets on a busy machine).
-        figures[f"page {label} p95 ms in the database"] = (p95(in_database[label]) * 1000, "info")
-    for label, fn, rounds in (
-        ("dashboard totals", dashboard.totals, 6),
-        ("dashboard with its chart", dashboard.dashboard, 3),
-    ):
-
-        def compute(fn=fn) -> None:
-            with engine.connect() as conn:
-                fn(conn)
-
-        times = []
-        for _ in range(rounds):
-            began = time.perf_counter()
-            compute()
-            times.append(time.perf_counter() - began)
-        figures[f"{label} p95 ms"] = (max(times) * 1000, "page")
-        calls[f"{label} p95 ms"] = compute
-    return figures, calls
-
-
 # -- the deny list, in a fresh process ---------------------------------------------------------
 
 
@@ -417,7 +277,8 @@ def main() -> None:
 
     print(machine_line())
     started = time.perf_counter()
-    url = start_database("hostcrawl-bench-growth-")
+    url = start_database("hostcrawl-bench-growth-", server=SERVER)
+    print(f"# server: {', '.join(f'{k} {v}' for k, v in SERVER.items()) or 'Postgres defaults'}")
     engine = create_engine(url, pool_size=2)
     accounts.create_user(engine, "growth", PASSWORD)
     entries = ENTRY_ROOTS + STANDALONE_ENTRIES
