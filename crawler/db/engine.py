@@ -93,19 +93,29 @@ EMBEDDED_SETTINGS = {"autovacuum_naptime": "10s", "maintenance_work_mem": "256MB
 
 
 def tune_embedded(url: str) -> None:
-    """Give the embedded server EMBEDDED_SETTINGS (ALTER SYSTEM; a reload, no restart)."""
+    """Give the embedded server EMBEDDED_SETTINGS."""
+    alter_system(url, EMBEDDED_SETTINGS)
+
+
+def alter_system(url: str, settings: dict[str, str]) -> bool:
+    """ALTER SYSTEM each setting the server does not have yet and reload its configuration
+    (one that needs a restart, such as shared_buffers, waits for the next start); whether
+    any changed."""
     engine = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
     try:
         with engine.connect() as conn:
-            changed = False
-            for name, value in EMBEDDED_SETTINGS.items():
-                if conn.exec_driver_sql(f"SHOW {name}").scalar() != value:
-                    conn.exec_driver_sql(f"ALTER SYSTEM SET {name} = '{value}'")
-                    changed = True
+            changed = [
+                name
+                for name, value in settings.items()
+                if conn.exec_driver_sql(f"SHOW {name}").scalar() != value
+            ]
+            for name in changed:
+                conn.exec_driver_sql(f"ALTER SYSTEM SET {name} = '{settings[name]}'")
             if changed:
                 conn.exec_driver_sql("SELECT pg_reload_conf()")
     finally:
         engine.dispose()
+    return bool(changed)
 
 
 def forget_dead_handles(pgdata: Path) -> list[int]:

@@ -47,12 +47,7 @@ LAST_OK = 3  # hosts that answered, newest first: the self-check's canaries
 def crawled_columns(row: str) -> str:
     """One 0/1 column per outcome group of `row`'s outcome, in COUNTS order."""
     groups = {**GROUPS, "network": NETWORK}
-    return ", ".join(
-        f"coalesce(({groups[g].replace('outcome', f'{row}.outcome')}), true)::int"
-        if g == "network"
-        else f"coalesce(({groups[g].replace('outcome', f'{row}.outcome')}), false)::int"
-        for g in COUNTS[1:]
-    )
+    return ", ".join(f"({groups[g]})::int".replace("outcome", f"{row}.outcome") for g in COUNTS[1:])
 
 
 ADD = f"""
@@ -63,8 +58,8 @@ ADD = f"""
          GROUP BY hour ORDER BY hour
         ON CONFLICT (hour, shard) DO UPDATE
            SET {", ".join(f"{c} = t.{c} + excluded.{c}" for c in COUNTS)},
-               last_ok = (coalesce(excluded.last_ok, '{{{{}}}}') || coalesce(t.last_ok, '{{{{}}}}'))
-                         [1:{LAST_OK}];
+               last_ok = (coalesce(excluded.last_ok, ARRAY[]::text[])
+                          || coalesce(t.last_ok, ARRAY[]::text[]))[1:{LAST_OK}];
 """
 DISCOVERED = (
     "SELECT date_trunc('hour', n.discovered_at, 'UTC'), 1, 0, 0, 0, 0, NULL"

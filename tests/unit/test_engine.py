@@ -89,3 +89,17 @@ def test_a_dead_pid_in_the_handle_list_does_not_keep_postgres_running(tmp_path):
         leftover = postmaster(pgdata)
         if leftover is not None and leftover.is_running():
             leftover.kill()
+
+
+def test_the_embedded_server_vacuums_as_docs_scaling_says(embedded_pgdata, engine):
+    """autovacuum_naptime and maintenance_work_mem, which no migration can set, are the
+    embedded server's (ALTER SYSTEM on start): churn's dead rows depend on the first."""
+    if embedded_pgdata is None:
+        pytest.skip("a server behind TEST_DATABASE_URL is its owner's to tune")
+    from sqlalchemy import text
+
+    from crawler.db.engine import EMBEDDED_SETTINGS
+
+    with engine.connect() as conn:
+        found = {name: conn.execute(text(f"SHOW {name}")).scalar() for name in EMBEDDED_SETTINGS}
+    assert found == {"autovacuum_naptime": "10s", "maintenance_work_mem": "256MB"}
