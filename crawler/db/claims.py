@@ -20,21 +20,23 @@ from sqlalchemy import Engine, text
 
 from crawler.db.hostsql import names_below, names_param, under_params
 from crawler.db.retry import retry_conflicts
+from crawler.db.routing import NEAREST_ENTRY
 
 DEFAULT_LEASE = timedelta(minutes=10)
 DEFAULT_CONCURRENCY = 2
 DEFAULT_BUDGET = 3600
 
-# Routable and due: no deny entry of its own or above it (q's own row is due,
-# so only its parents can be entries). {under} narrows it to one root.
-DUE = """
+# A deny entry above the row (its own row is routable, so only its parents can be one).
+UNDER_AN_ENTRY = """EXISTS (
+           SELECT 1 FROM queue d
+            WHERE d.hostname = ANY((host_parents({row}.hostname))[2:])
+              AND d.status_reason IS NOT NULL)"""
+# Routable and due, under no deny entry. {under} narrows it to one root.
+DUE = f"""
     SELECT q.hostname FROM queue q
      WHERE q.status_reason IS NULL AND q.denied_by IS NULL
-       AND q.next_claim_at <= now() {under}
-       AND NOT EXISTS (
-           SELECT 1 FROM queue d
-            WHERE d.hostname = ANY((host_parents(q.hostname))[2:])
-              AND d.status_reason IS NOT NULL)
+       AND q.next_claim_at <= now() {{under}}
+       AND NOT {UNDER_AN_ENTRY.format(row="q")}
      ORDER BY q.next_claim_at
      LIMIT :n
 """
@@ -92,7 +94,7 @@ LOCK_SPACE = 1212
 # room: a LIMIT that varies per root makes Postgres plan the LATERAL far slower.
 # The budget counts minutes that overlap the last hour, so no rolling hour holds more.
 CLAIM_FROM_ROOTS = text(
-    """
+    f"""
     WITH busy AS (
         SELECT root, count(*) AS n FROM queue
          WHERE root = ANY(:locked) AND claimed_by IS NOT NULL AND next_claim_at > now()
@@ -106,23 +108,29 @@ CLAIM_FROM_ROOTS = text(
                least(:concurrency - coalesce(b.n, 0), :budget - coalesce(u.n, 0)) AS room
           FROM unnest(:locked) AS l(root)
           LEFT JOIN busy b ON b.root = l.root LEFT JOIN used u ON u.root = l.root),
+    found AS (
+        SELECT r.root, r.room, p.hostname, p.next_claim_at,
+               row_number() OVER (PARTITION BY r.root ORDER BY p.next_claim_at) AS rank
+          FROM room r CROSS JOIN LATERAL (
+               SELECT q.hostname, q.next_claim_at FROM queue q
+                WHERE q.root = r.root AND q.status_reason IS NULL AND q.denied_by IS NULL
+                  AND q.next_claim_at <= now() AND NOT {UNDER_AN_ENTRY.format(row="q")}
+                ORDER BY q.next_claim_at LIMIT :concurrency
+                  FOR UPDATE OF q SKIP LOCKED) p
+         WHERE r.room > 0),
     picked AS (
-        SELECT hostname FROM (
-            SELECT p.hostname, p.next_claim_at, r.room,
-                   row_number() OVER (PARTITION BY r.root ORDER BY p.next_claim_at) AS rank
-              FROM room r CROSS JOIN LATERAL (
-                   SELECT q.hostname, q.next_claim_at FROM queue q
-                    WHERE q.root = r.root AND q.status_reason IS NULL AND q.denied_by IS NULL
-                      AND q.next_claim_at <= now()
-                      AND NOT EXISTS (
-                          SELECT 1 FROM queue d
-                           WHERE d.hostname = ANY((host_parents(q.hostname))[2:])
-                             AND d.status_reason IS NOT NULL)
-                    ORDER BY q.next_claim_at LIMIT :concurrency
-                      FOR UPDATE OF q SKIP LOCKED) p
-             WHERE r.room > 0) ranked
-         WHERE rank <= room
-         ORDER BY next_claim_at LIMIT :n),
+        SELECT hostname FROM found WHERE rank <= room ORDER BY next_claim_at LIMIT :n),
+    healed AS (
+        UPDATE queue q SET denied_by = {NEAREST_ENTRY}
+          FROM (SELECT c.hostname FROM room r CROSS JOIN LATERAL (
+                    SELECT c.hostname FROM queue c
+                     WHERE c.root = r.root AND c.status_reason IS NULL AND c.denied_by IS NULL
+                       AND c.next_claim_at <= now() AND {UNDER_AN_ENTRY.format(row="c")}
+                     ORDER BY c.next_claim_at LIMIT :n
+                       FOR UPDATE OF c SKIP LOCKED) c
+                 WHERE r.room > 0 AND r.root NOT IN (SELECT root FROM found)) AS covered
+         WHERE q.hostname = covered.hostname
+        RETURNING q.hostname),
     claimed AS (
         UPDATE queue q
            SET next_claim_at = now() + :lease, claimed_by = :worker, claimed_at = now()
@@ -137,7 +145,8 @@ CLAIM_FROM_ROOTS = text(
         SELECT r.root,
                least((SELECT min(q.next_claim_at) FROM queue q
                        WHERE q.root = r.root AND q.status_reason IS NULL AND q.denied_by IS NULL
-                         AND q.hostname NOT IN (SELECT hostname FROM claimed)),
+                         AND q.hostname NOT IN (SELECT hostname FROM claimed)
+                         AND q.hostname NOT IN (SELECT hostname FROM healed)),
                      CASE WHEN pr.n > 0 THEN now() + :lease END) AS next_due_at,
                CASE WHEN r.used + coalesce(pr.n, 0) >= :budget
                     THEN coalesce(r.first, date_trunc('minute', now()))

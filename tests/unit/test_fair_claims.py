@@ -95,6 +95,35 @@ def test_polite_claims_keep_deny_entries(db):
     assert claims.claim_polite(db, 10, "w").hosts == ["a.ok.test"]
 
 
+def test_hosts_saved_under_an_entry_never_starve_the_claims(db):
+    """Workers with a stale deny list save links under a new entry (the entry's routing
+    update never saw them). Their roots stay due with nothing claimable: the claim must
+    take them out of routing under their entry, not lock those roots first forever."""
+    stale = [f"x.stale{r}.test" for r in range(8)]
+    queue.save_hosts(db, stale)
+    entries.add_no_follow(db, [f"stale{r}.test" for r in range(8)])
+    queue.save_hosts(db, [f"y.stale{r}.test" for r in range(8)])  # after the entry
+    queue.save_hosts(db, ["a.fresh.test", "b.fresh.test"])
+    with db.begin() as conn:  # the stale names are the oldest due rows
+        conn.execute(
+            text(
+                "UPDATE queue SET next_claim_at = now() - interval '1 day'"
+                " WHERE hostname LIKE 'y.stale%'"
+            )
+        )
+    taken = []
+    for _ in range(4):  # each claim locks 3 roots for a batch of 4
+        taken += claims.claim_polite(db, 4, "w").hosts
+    assert sorted(taken) == ["a.fresh.test", "b.fresh.test"]
+    with db.connect() as conn:
+        routed = conn.execute(
+            text("SELECT hostname, denied_by FROM queue WHERE hostname LIKE 'y.stale%'")
+        ).all()
+    assert sorted(routed) == [(f"y.stale{r}.test", f"stale{r}.test") for r in range(8)]
+    entries.remove_no_follow(db, ["stale0.test"])  # put back: theirs again, and due
+    assert "y.stale0.test" in claims.claim_polite(db, 10, "w").hosts
+
+
 def test_roots_know_their_hosts_and_outcomes(db):
     queue.save_hosts(db, ["a.count.test", "b.count.test", "c.count.test"])
     queue.finish_many(
