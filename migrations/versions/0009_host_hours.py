@@ -12,6 +12,9 @@ counts in its hour (a recrawl too: the chart shows work done, not the hosts'
 latest state). Each row also keeps the last few hosts that answered OK: the
 self-check's canaries (crawler.db.windows.recent_ok_hosts).
 
+It also stops 0006's roots_lower_next_due from joining the rows a claim has just
+taken to their roots: a claim moves dates later, never earlier.
+
 With both gone to host_hours, `ix_hosts_last_crawled_at` (0006) has no reader
 left and goes: every crawl sets last_crawled_at, so while it was indexed no
 update of `hosts` could be HOT (bench/churn.py, docs/scaling.md).
@@ -101,6 +104,23 @@ FUNCTIONS = [
     END $$
     """,
 ]
+# 0006's roots_lower_next_due, minus the rows this transaction has just claimed: a claim
+# only ever moves a row's date later, so a root's lower bound stays true, and the join of
+# the claimed rows to their roots found nothing to lower (a tenth of a polite claim).
+LOWER_NEXT_DUE = """
+    CREATE OR REPLACE FUNCTION roots_lower_next_due() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE roots r SET next_due_at = d.due
+          FROM (SELECT root, min(next_claim_at) AS due FROM new_rows
+                 WHERE status_reason IS NULL AND denied_by IS NULL
+                   AND next_claim_at IS NOT NULL {also}
+                 GROUP BY root) d
+         WHERE r.root = d.root AND (r.next_due_at IS NULL OR r.next_due_at > d.due);
+        RETURN NULL;
+    END $$
+"""
+JUST_CLAIMED = "AND claimed_at IS DISTINCT FROM now()"
+
 TRIGGERS = {
     "host_hours_count_new": "AFTER INSERT ON hosts REFERENCING NEW TABLE AS new_rows"
     " FOR EACH STATEMENT EXECUTE FUNCTION host_hours_count_new()",
@@ -125,6 +145,7 @@ def upgrade() -> None:
         op.execute(function)
     for name, trigger in TRIGGERS.items():
         op.execute(f"CREATE TRIGGER {name} {trigger}")
+    op.execute(LOWER_NEXT_DUE.format(also=JUST_CLAIMED))
     # What is already there: a host's discovery, and its latest crawl (the only one kept).
     op.execute(
         ADD.format(
@@ -136,6 +157,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute(LOWER_NEXT_DUE.format(also=""))
     op.create_index("ix_hosts_last_crawled_at", "hosts", ["last_crawled_at"])
     for name in TRIGGERS:
         op.execute(f"DROP TRIGGER {name} ON hosts")
