@@ -61,9 +61,12 @@ SMALL_ROOTS, BIG_ROOTS = 200_000, 2_000_000
 if "--quick" in sys.argv:  # trying the script out: 100k and 1M hosts
     SMALL_ROOTS, BIG_ROOTS = 20_000, 200_000
 # The server as docs/scaling.md tunes it first (memory: a quarter of RAM for shared_buffers,
-# three quarters as effective_cache_size); `--default-memory`: Postgres' 128 MB.
+# three quarters as effective_cache_size); `--default-memory`: Postgres' 128 MB;
+# `--server name=value` (repeatable): a server setting more, e.g. shared_buffers=14GB.
 RAM_MB = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
 SERVER = {"shared_buffers": f"{RAM_MB // 4}MB", "effective_cache_size": f"{RAM_MB * 3 // 4}MB"}
+FLAGS = zip(sys.argv, sys.argv[1:], strict=False)
+SERVER |= dict(arg.split("=", 1) for flag, arg in FLAGS if flag == "--server")
 if "--default-memory" in sys.argv:
     SERVER = {}
 WORKERS = 4
