@@ -268,13 +268,13 @@ def timeline(conn, hours: int = 24) -> Timeline:
         {"start": start},
     ).all()
     by_hour = {row.hour.astimezone(UTC): row for row in rows}
-    counts = {group: group.lower() for group in OUTCOME_GROUPS}
+    column_of = {group: group.lower() for group in OUTCOME_GROUPS}
     return Timeline(
         slots,
         [int(getattr(by_hour.get(h), "discovered", 0)) for h in slots],
         {
             group: [int(getattr(by_hour.get(h), column, 0)) for h in slots]
-            for group, column in counts.items()
+            for group, column in column_of.items()
         },
     )
 
