@@ -13,7 +13,10 @@ inserts); VACUUM ANALYZE then sets the visibility map and the statistics.
 from __future__ import annotations
 
 import hashlib
+import importlib
+import sys
 import time
+from pathlib import Path
 
 from sqlalchemy import Engine, text
 
@@ -212,21 +215,13 @@ INSERT_STANDALONE_ROOTS = """
 """
 
 
-# Issue 15's hourly counts (migration 0009), made again from the loaded hosts: a host's
-# discovery and its latest crawl (the only one a generated row has).
-REBUILD_HOST_HOURS = """
-    DELETE FROM host_hours;
-    INSERT INTO host_hours (hour, shard, discovered, ok, http, network, ignored)
-    SELECT hour, 0, sum(d), sum(ok), sum(http), sum(net), sum(ign) FROM (
-        SELECT date_trunc('hour', discovered_at, 'UTC'), 1, 0, 0, 0, 0 FROM hosts
-        UNION ALL
-        SELECT date_trunc('hour', last_crawled_at, 'UTC'), 0,
-               (outcome IN ('OK', 'DNS_ALIVE'))::int, (outcome LIKE 'HTTP%')::int,
-               (outcome NOT IN ('OK', 'DNS_ALIVE', 'IGNORED') AND outcome NOT LIKE 'HTTP%')::int,
-               (outcome = 'IGNORED')::int
-          FROM hosts WHERE last_crawled_at IS NOT NULL) AS c(hour, d, ok, http, net, ign)
-     GROUP BY hour
-"""
+def rebuild_host_hours(conn) -> None:
+    """Issue 15's hourly counts (migration 0009), made again from the loaded hosts by the
+    migration's own backfill (its triggers are off during a load)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "migrations" / "versions"))
+    host_hours = importlib.import_module("0009_host_hours")
+    conn.execute(text("DELETE FROM host_hours"))
+    conn.execute(text(host_hours.BACKFILL))
 
 
 def has_roots(conn) -> bool:
@@ -264,7 +259,7 @@ def load(engine: Engine, roots: tuple[int, int], audit: tuple[int, int], entries
             if has_roots(conn):
                 conn.execute(text(INSERT_STANDALONE_ROOTS), standalone)
         if conn.execute(text("SELECT to_regclass('host_hours')")).scalar() is not None:
-            conn.execute(text(REBUILD_HOST_HOURS))
+            rebuild_host_hours(conn)
     copied = time.perf_counter() - started
     with engine.begin() as conn:
         build_keys_and_indexes(conn, indexes)

@@ -81,7 +81,7 @@ def embedded_server_url(pgdata: Path, cleanup_mode: str | None = "stop") -> str:
     atexit.register(forget_dead_handles, pgdata)
     log.info("embedded Postgres in %s", pgdata)
     url = server.get_uri(driver="psycopg")
-    tune_embedded(url)
+    alter_system(url, EMBEDDED_SETTINGS)
     return url
 
 
@@ -90,11 +90,6 @@ def embedded_server_url(pgdata: Path, cleanup_mode: str | None = "stop") -> str:
 # crawl's churn the queue piles up a minute of dead rows between two looks whatever its
 # per-table thresholds (bench/churn.py). A server behind DATABASE_URL is its owner's.
 EMBEDDED_SETTINGS = {"autovacuum_naptime": "10s", "maintenance_work_mem": "256MB"}
-
-
-def tune_embedded(url: str) -> None:
-    """Give the embedded server EMBEDDED_SETTINGS."""
-    alter_system(url, EMBEDDED_SETTINGS)
 
 
 def alter_system(url: str, settings: dict[str, str]) -> bool:
