@@ -146,8 +146,8 @@ INCLUSIVE = (
     ("crawler/db/queue.py", "write_results"),
     ("crawler/db/queue.py", "insert_hosts"),
     ("crawler/db/queue.py", "schedule"),
-    ("crawler/links.py", "filter_links"),
-    ("crawler/traps.py", "trap_reason"),
+    ("crawler/core/links.py", "filter_links"),
+    ("crawler/core/traps.py", "trap_reason"),
     ("sqlalchemy/sql/_elements_constructors.py", "text"),
     ("sqlalchemy/engine/base.py", "connect"),
     ("sqlalchemy/pool/base.py", "_checkout"),
@@ -186,7 +186,7 @@ def diagnose(reset, ours_settings: list[str], work: Path, bare_cpu: float, full:
         crawl_script = str(Path(__file__).with_name("crawl.py").resolve())
         child = [sys.executable, crawl_script, "--child", str(out)]
         r = run_child([*child, f"-{profile}", *ours_settings], out / "crawl.log")
-        pages = max(int(r["stats"].get("hosts/outcome/OK", 0)), 1)
+        pages = max(int(r["stats"].get("hostcrawl/hosts/outcome/OK", 0)), 1)
         if not profile:
             data = json.loads((out / "timings.json").read_text())
             elapsed = r["elapsed"]

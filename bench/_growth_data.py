@@ -94,9 +94,9 @@ INSERT_STANDALONE = """
            now() - (k % 86400) * interval '1 second' {root_value}
       FROM e
 """
-# One audit row per 10 hosts, over 120 days (so a 90-day retention has work to do).
+# One change-log row per 10 hosts, over 120 days (so a 90-day retention has work to do).
 INSERT_AUDIT = """
-    INSERT INTO audit_log (at, actor, action, hostname, detail)
+    INSERT INTO change_log (at, actor, action, hostname, detail)
     SELECT now() - (n % 10368000) * interval '1 second',
            (ARRAY['alice','bob','cli','crawler-1'])[1 + n % 4],
            (ARRAY['no_follow.add','block','unblock','no_follow.remove'])[1 + n % 4],
@@ -122,7 +122,7 @@ def entry_root(i: int) -> bool:
 
 # -- dropping and building the indexes -------------------------------------------------------
 
-TABLES = ("hosts", "queue", "trap_window", "audit_log", "roots")
+TABLES = ("hosts", "queue", "trap_window", "change_log", "roots")
 
 
 def index_definitions(conn) -> list[tuple[str, str]]:
@@ -229,13 +229,13 @@ def has_roots(conn) -> bool:
 
 
 def failures() -> list[str]:
-    from crawler.outcomes import NETWORK_FAILURES
+    from crawler.core.outcomes import NETWORK_FAILURES
 
     return sorted(NETWORK_FAILURES)
 
 
 def load(engine: Engine, roots: tuple[int, int], audit: tuple[int, int], entries: bool) -> str:
-    """Add roots [lo, hi) with their hosts, queue rows and trap windows, audit rows
+    """Add roots [lo, hi) with their hosts, queue rows and trap windows, change-log rows
     [lo, hi), and (entries=True) the standalone deny entries. One line saying how long."""
     started = time.perf_counter()
     lo, hi = roots

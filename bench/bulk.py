@@ -11,7 +11,7 @@ A throwaway embedded Postgres (deleted at exit), one run:
    names under 200 no_follow entries, 1% bad names. Baseline, measured first on the
    same database: COPY of the same lines, as they are, into a scratch table with one
    text column and no index (the cost of moving the bytes into Postgres at all).
-   Then crawler.db.bulk.seed() reads the file with crawler.blocklists, as
+   Then crawler.db.bulk.seed() reads the file with crawler.core.blocklists, as
    `hostcrawl seed -f` does; its counts are checked against the generator's.
 2. A hosts file of 100,000 lines through crawler.db.bulk.add_no_follow().
 3. `hostcrawl hosts export -o FILE` of every host (a real process, its peak RSS
@@ -32,11 +32,11 @@ from pathlib import Path
 from _common import machine_line, registered_domain, start_database, subdomain_of, verdict
 from sqlalchemy import create_engine, func, select, text
 
-from crawler.blocklists import read_lines
+from crawler.core.blocklists import read_lines
+from crawler.core.hostnames import HostnameError, normalize, root
 from crawler.db import bulk
 from crawler.db.export import export_statement
 from crawler.db.pages.hosts import HostFilter
-from crawler.hostnames import HostnameError, normalize, root
 
 LINES = 1_000_000
 BLOCK_LIST = 100_000

@@ -84,8 +84,8 @@ STATS = """
 def worker(url: str, number: int, stop, latencies) -> None:
     """One crawler worker's database work, paced to RATE / WORKERS hosts per second."""
     sys.path.insert(0, str(PROJECT_ROOT))
+    from crawler.core.links import FilteredLinks
     from crawler.db import claims, queue, windows
-    from crawler.links import FilteredLinks
 
     engine = create_engine(url, pool_size=2)
     rng = random.Random(number)

@@ -42,10 +42,10 @@ from datetime import timedelta
 from _common import machine_line, registered_domain, start_database, subdomain_of, verdict
 from sqlalchemy import create_engine, text
 
-from crawler.db import claims, entries, queue
+from crawler.core.denylist import DenyList
+from crawler.core.hostnames import root
+from crawler.db import claims, deny_entries, queue
 from crawler.db.claims import LOCK_ROOTS, LOCK_SPACE, RootLimits
-from crawler.denylist import DenyList
-from crawler.hostnames import root
 
 BATCH = 100
 CALLS = 25  # claim calls per process per round
@@ -141,13 +141,15 @@ def one_big_root(rng: random.Random) -> tuple[list[str], list[str]]:
 
 def load(engine, names: list[str], sites: list[str]) -> DenyList:
     with engine.begin() as conn:
-        conn.execute(text("TRUNCATE audit_log, trap_window, wildcard_probes, queue, hosts CASCADE"))
+        conn.execute(
+            text("TRUNCATE change_log, trap_window, wildcard_probes, queue, hosts CASCADE")
+        )
     before, after = sites[:3], sites[3:6]
-    entries.add_no_follow(engine, [*before, "doubleclick.net"], note="bench")
+    deny_entries.add_no_follow(engine, [*before, "doubleclick.net"], note="bench")
     for i in range(0, len(names), 1_000):
         queue.save_hosts(engine, names[i : i + 1_000])
-    entries.add_no_follow(engine, [*after, "googlesyndication.com"], note="bench")
-    denylist = DenyList(entries.deny_entries(engine))
+    deny_entries.add_no_follow(engine, [*after, "googlesyndication.com"], note="bench")
+    denylist = DenyList(deny_entries.deny_entries(engine))
     under = sum(denylist.denial(n) is not None for n in names)
     roots = len({root(n) for n in names})
     print(

@@ -18,8 +18,8 @@ from _common import Runs, deny_entries, fresh, machine_line, probe_hosts, timed,
 from scrapy import Spider
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 
-from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
-from crawler.hostnames import parents
+from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
+from crawler.core.hostnames import parents
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 REGEX_SIZES = (1_000, 10_000)

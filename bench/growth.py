@@ -5,8 +5,8 @@ Postgres itself (bench/_growth_data.py, generate_series; keys and indexes
 built after the load): 200,000 roots with 4 subdomains each (1,000,000 hosts),
 100,000 deny entries (20,000 on roots of the corpus, their subdomains out of
 routing; 80,000 with no host below; 5% blocked), trap windows (every 4th root:
-its 4 subdomains) and 100,000 audit rows. The same operations are timed; then
-1,800,000 more roots (10,000,000 hosts, 1,000,000 audit rows, the same deny
+its 4 subdomains) and 100,000 change-log rows. The same operations are timed; then
+1,800,000 more roots (10,000,000 hosts, 1,000,000 change-log rows, the same deny
 entries) are added, and they are timed again:
 
 - claims: 4 spawned processes, each `crawler.db.claims.claim_polite(engine, 100,
@@ -21,7 +21,7 @@ entries) are added, and they are timed again:
   interleaved rounds; the strip cached as in production) and of the
   dashboard's figures (`pages.dashboard.totals`, and the whole `dashboard()`
   with its chart);
-- the deny list: `entries.deny_entries` + `DenyList` in a fresh process, load
+- the deny list: `deny_entries.deny_entries` + `DenyList` in a fresh process, load
   time and RSS growth; at the end also with 1,000,000 entries.
 
 Target: each 10M figure within 1.5x of its 1M figure (rates: 1M / 10M; times:
@@ -126,8 +126,8 @@ def measure_claims(url: str) -> tuple[dict, list[str]]:
 
 
 def crawled_batches(hosts: list[str], rng: random.Random, roots: int, tag: str) -> list[list]:
+    from crawler.core.links import FilteredLinks
     from crawler.db.queue import Crawled, CrawlResult
-    from crawler.links import FilteredLinks
 
     batches, new = [], 0
     for b in range(WRITES):
@@ -197,8 +197,8 @@ def deny_worker(url: str, results) -> None:
     sys.path.insert(0, str(PROJECT_ROOT))
     import psutil
 
-    from crawler.db import entries
-    from crawler.denylist import DenyList
+    from crawler.core.denylist import DenyList
+    from crawler.db import deny_entries
 
     engine = create_engine(url, pool_size=1)
     with engine.connect() as conn:
@@ -206,7 +206,7 @@ def deny_worker(url: str, results) -> None:
     process = psutil.Process()
     before = process.memory_info().rss
     began = time.perf_counter()
-    denylist = DenyList(entries.deny_entries(engine))
+    denylist = DenyList(deny_entries.deny_entries(engine))
     seconds = time.perf_counter() - began
     after = process.memory_info().rss
     results.put((seconds, (after - before) / 2**20, after / 2**20, len(denylist)))
@@ -286,10 +286,10 @@ def main() -> None:
     accounts.create_user(engine, "growth", PASSWORD)
     entries = ENTRY_ROOTS + STANDALONE_ENTRIES
     took = load(engine, (0, SMALL_ROOTS), (0, 100_000), entries=True)
-    print(f"# 1M: {SMALL_ROOTS * 5:,} hosts, {entries:,} deny entries, 100,000 audit rows: {took}")
+    print(f"# 1M: {SMALL_ROOTS * 5:,} hosts, {entries:,} deny entries, 100,000 changes: {took}")
     small, _ = measure_stage(url, engine, SMALL_ROOTS, "1M")
     took = load(engine, (SMALL_ROOTS, BIG_ROOTS), (100_000, 1_000_000), entries=False)
-    print(f"# 10M: {BIG_ROOTS * 5:,} hosts, 1,000,000 audit rows: {took}")
+    print(f"# 10M: {BIG_ROOTS * 5:,} hosts, 1,000,000 change-log rows: {took}")
     big, calls = measure_stage(url, engine, BIG_ROOTS, "10M")
     missed, worst = compare(small, big)
     for label in missed:

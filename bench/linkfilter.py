@@ -1,4 +1,4 @@
-"""Links per second through crawler.links.filter_links, against the naive urllib way.
+"""Links per second through crawler.core.links.filter_links, against the naive urllib way.
 
 Target: >= 200,000 links/s on one core, with a DenyList of ~10k entries.
 
@@ -38,8 +38,8 @@ from _common import (
     words,
 )
 
-from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
-from crawler.links import filter_links
+from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
+from crawler.core.links import filter_links
 
 PAGES = 2_000
 DENY_ENTRIES = 10_000

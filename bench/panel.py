@@ -9,7 +9,7 @@ with COPY (the non-key indexes dropped during the load and re-created from the
 models): realistic registered domains with their subdomains; 30,000 no_follow
 entries on domains of the corpus, 5,000 on subdomains and 60,000 on domains
 with no host below them; 5,000 blocked trap roots with 20 junk subdomains each,
-their trap windows and a blocked_reason from crawler.traps.describe(). Rows
+their trap windows and a blocked_reason from crawler.core.traps.describe(). Rows
 under an entry carry denied_by, as crawler.db.routing would have set it.
 
 The panel runs as `gunicorn --workers 2 webpanel:create_app()` in a subprocess
@@ -60,13 +60,12 @@ from _panel_logins import measure as login_storm
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
+from crawler.core.traps import Observation, describe
 from crawler.db import accounts
 from crawler.db.models import Host, QueueRow
-from crawler.db.pages import entries as entry_pages
+from crawler.db.pages import deny_lists, paging
 from crawler.db.pages import hosts as host_pages
-from crawler.db.pages import paging
-from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
-from crawler.traps import Observation, describe
 
 HOSTS = 1_000_000
 TRAPS = 5_000
@@ -135,7 +134,7 @@ def drop_indexes(conn, tables) -> list:
 
 
 def load(url: str, rng: random.Random) -> dict:
-    """Bulk-load hosts, queue, deny entries, trap windows and the audit log; stats."""
+    """Bulk-load hosts, queue, deny entries, trap windows and the change log; stats."""
     started = time.perf_counter()
     roots, no_follow, traps = generate(rng)
     entries = [(n, NO_FOLLOW) for n in no_follow] + [(t, BLOCKED) for t in traps]
@@ -189,7 +188,7 @@ def load(url: str, rng: random.Random) -> dict:
         ) as copy:
             for row in queue_rows:
                 copy.write_row(row)
-        window_rows, audit_rows, reasons = [], [], []
+        window_rows, change_rows, reasons = [], [], []
         for trap, junk in traps.items():
             seen = now - timedelta(days=2)
             observations = []
@@ -200,7 +199,7 @@ def load(url: str, rng: random.Random) -> dict:
             window_rows += [(trap, o.hostname, o.outcome, o.seen_at) for o in observations]
             reason = describe(trap, observations)
             reasons.append((trap, reason, seen))
-            audit_rows.append((seen, "crawler-1", "block", trap, reason))
+            change_rows.append((seen, "crawler-1", "block", trap, reason))
         with cur.copy("COPY trap_window (root, hostname, outcome, seen_at) FROM STDIN") as copy:
             for row in window_rows:
                 copy.write_row(row)
@@ -214,11 +213,11 @@ def load(url: str, rng: random.Random) -> dict:
         )
         for name in no_follow:
             at = now - timedelta(seconds=rng.uniform(0, 90 * 86400))
-            audit_rows.append(
+            change_rows.append(
                 (at, rng.choice(("alice", "bob", "cli")), "no_follow.add", name, None)
             )
-        with cur.copy("COPY audit_log (at, actor, action, hostname, detail) FROM STDIN") as copy:
-            for row in audit_rows:
+        with cur.copy("COPY change_log (at, actor, action, hostname, detail) FROM STDIN") as copy:
+            for row in change_rows:
                 copy.write_row(row)
         pg.commit()
     loaded = time.perf_counter() - started - generated
@@ -233,7 +232,7 @@ def load(url: str, rng: random.Random) -> dict:
     print(
         f"# loaded {len(roots):,} hosts ({hidden:,} at or under an entry), {len(no_follow):,}"
         f" no_follow + {len(traps):,} blocked entries, {len(window_rows):,} trap-window rows,"
-        f" {len(audit_rows):,} audit rows: generated {generated:.0f} s, COPY {loaded:.0f} s,"
+        f" {len(change_rows):,} change-log rows: generated {generated:.0f} s, COPY {loaded:.0f} s,"
         f" indexes + VACUUM ANALYZE {indexed:.0f} s"
     )
     return {"names": sorted(roots)}
@@ -260,7 +259,7 @@ def page_statements(deep: str) -> dict[str, object]:
 
     def entries(rule: str):
         return paging.keyset(
-            entry_pages.entry_statement(rule), entry_pages.ENTRY_ORDER, None, None, 50
+            deny_lists.entry_statement(rule), deny_lists.ENTRY_ORDER, None, None, 50
         )[0]
 
     blocked, no_follow = entries(BLOCKED), entries(NO_FOLLOW)

@@ -25,7 +25,7 @@ asyncioreactor.install()
 
 from _common import machine_line, start_database, verdict  # noqa: E402
 
-from crawler.db import entries, windows  # noqa: E402
+from crawler.db import deny_entries, windows  # noqa: E402
 from crawler.db.engine import PROJECT_ROOT, get_engine  # noqa: E402
 from crawler.resolver import OutcomeResolver, parse_nameservers  # noqa: E402
 from crawler.selfcheck import SelfCheck, WorldCheck  # noqa: E402
@@ -65,14 +65,14 @@ async def measure(engine, web: FakeWeb) -> dict[str, list[float]]:
         times["selfcheck"].append(1000 * (time.perf_counter() - started))
         times["lookups"].append(world_check.lookups - before)
         started = time.perf_counter()
-        assert entries.upsert_blocked(engine, "trap.test", reason, "bench")
-        entries.unblock(engine, ["trap.test"], "bench")
+        assert deny_entries.upsert_blocked(engine, "trap.test", reason, "bench")
+        deny_entries.unblock(engine, ["trap.test"], "bench")
         times["block"].append(1000 * (time.perf_counter() - started))
     return times
 
 
 def main() -> None:
-    logging.getLogger("crawler.db.entries").setLevel(logging.ERROR)  # a block per round
+    logging.getLogger("crawler.db.deny_entries").setLevel(logging.ERROR)  # a block per round
     print(machine_line())
     start_database("hostcrawl-bench-selfcheck-")
     engine = get_engine()

@@ -13,11 +13,14 @@ own settings still win over the defaults set here.
 from __future__ import annotations
 
 import logging
+import os
 
 from scrapy import signals
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.settings import SETTINGS_PRIORITIES
 
+from crawler.core import config
 from crawler.metrics import PrometheusMetrics
 from crawler.middlewares import (
     AnswerAwareRetryMiddleware,
@@ -41,12 +44,19 @@ PRODUCTION_DEFAULTS = {
 }
 
 
+def typed(settings, declared: config.Setting):
+    """A hostcrawl setting of a Scrapy run, as its declared type."""
+    getter = {bool: settings.getbool, int: settings.getint, float: settings.getfloat}
+    return getter.get(declared.kind, settings.get)(declared.name)
+
+
 class HostcrawlAddon:
     """Installs hostcrawl's middlewares, resolver and pipeline."""
 
     def __init__(self, crawler) -> None:
         self.crawler = crawler
         crawler.signals.connect(self.install_resolver, signal=signals.engine_started)
+        crawler.signals.connect(self.log_settings, signal=signals.engine_started)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -55,6 +65,14 @@ class HostcrawlAddon:
     def update_settings(self, settings) -> None:
         for name, value in PRODUCTION_DEFAULTS.items():
             settings.set(name, value, "addon")
+        for declared, value, _source in config.effective(os.environ):
+            if config.CRAWL in declared.readers:
+                settings.set(declared.name, value, "addon")
+        # Derived here, after -s and the project's settings are in: a Scrapy download
+        # slot is one root (the spider's meta["download_slot"]) and the claim holds a
+        # root to ROOT_CONCURRENCY hosts across workers, so a worker may fetch all of
+        # a root's claimed hosts at once.
+        settings.set("CONCURRENT_REQUESTS_PER_DOMAIN", settings.getint("ROOT_CONCURRENCY"), "addon")
         # Early, so a denied request costs nothing: no robots.txt fetch, no retry.
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", BlacklistMiddleware, 50)
         for builtin, ours, priority in (
@@ -79,3 +97,17 @@ class HostcrawlAddon:
             return
         OutcomeResolver.from_crawler(self.crawler, reactor).install_on_reactor()
         log.info("hostcrawl: DNS through OutcomeResolver")
+
+    def log_settings(self) -> None:
+        """One line: every hostcrawl setting of this crawl and where its value came from."""
+        settings = self.crawler.settings
+        addon = SETTINGS_PRIORITIES["addon"]
+        shown = []
+        for declared, _value, source in config.effective(os.environ):
+            if config.CRAWL not in declared.readers or declared.group != "crawl":
+                continue
+            if (settings.getpriority(declared.name) or 0) > addon:
+                source = "settings"
+            value = declared.shown(typed(settings, declared))
+            shown.append(f"{declared.name}={value} ({source})")
+        log.info("hostcrawl settings: %s", ", ".join(shown))

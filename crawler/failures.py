@@ -18,7 +18,7 @@ from scrapy.exceptions import (
 )
 from twisted.internet import error as tx
 
-from crawler.outcomes import (
+from crawler.core.outcomes import (
     DNS_ERROR,
     HTTP_ERROR,
     HTTP_TIMEOUT,

@@ -11,9 +11,9 @@ import threading
 
 from sqlalchemy import Engine
 
-from crawler.db import entries
+from crawler.core.denylist import Denial, DenyList
+from crawler.db import deny_entries
 from crawler.db.listener import EntryListener
-from crawler.denylist import Denial, DenyList
 
 
 class LiveDenyList:
@@ -37,13 +37,13 @@ class LiveDenyList:
         """Read every entry if not loaded yet, and start listening for changes."""
         with self._lock:
             if self._list is None:
-                self._list = DenyList(entries.deny_entries(self.engine))
+                self._list = DenyList(deny_entries.deny_entries(self.engine))
                 self.listener.start()
             return self._list
 
     def reload(self) -> None:
         """Read every entry again, in place, so holders of the list see the new ones."""
-        fresh = entries.deny_entries(self.engine)
+        fresh = deny_entries.deny_entries(self.engine)
         with self._lock:
             if self._list is None:
                 self._list = DenyList(fresh)

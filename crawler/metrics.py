@@ -29,12 +29,12 @@ from scrapy.exceptions import NotConfigured
 
 log = logging.getLogger(__name__)
 
-OUTCOME_PREFIX = "hosts/outcome/"
-DENIED_PREFIX = "blacklist/filtered/"
+OUTCOME_PREFIX = "hostcrawl/hosts/outcome/"
+DENIED_PREFIX = "hostcrawl/blacklist/filtered/"
 SIMPLE_COUNTERS = {
-    "hostcrawl_links_saved": ("hosts/links_saved", "New hostnames saved from pages."),
-    "hostcrawl_blocks": ("traps/blocked", "Trap roots this worker blocked."),
-    "hostcrawl_deferred_blocks": ("traps/deferred", "Blocks deferred by the self-check."),
+    "hostcrawl_links_saved": ("hostcrawl/hosts/links_saved", "New hostnames saved from pages."),
+    "hostcrawl_blocks": ("hostcrawl/traps/blocked", "Trap roots this worker blocked."),
+    "hostcrawl_deferred_blocks": ("hostcrawl/traps/deferred", "Blocks deferred by the self-check."),
 }
 
 
@@ -99,10 +99,10 @@ class PrometheusMetrics:
 
     @classmethod
     def from_crawler(cls, crawler):
-        port = crawler.settings.getint("METRICS_PORT", 0)
+        port = crawler.settings.getint("METRICS_PORT")
         if not port:
             raise NotConfigured("METRICS_PORT is 0")
-        return cls(crawler, port, crawler.settings.get("METRICS_ADDRESS", "127.0.0.1"))
+        return cls(crawler, port, crawler.settings.get("METRICS_ADDRESS"))
 
     def open(self, spider) -> None:
         self.server, _ = start_http_server(self.port, self.address, registry=self.registry)
@@ -116,5 +116,9 @@ class PrometheusMetrics:
     def scheduled(self, request, spider) -> None:
         """A claimed host's first request (not its robots.txt, not a fallback) is a claim."""
         meta = request.meta
-        if meta.get("hostname") and "scheme" in meta and not meta.get("fallback"):
+        if (
+            meta.get("hostcrawl_hostname")
+            and "hostcrawl_scheme" in meta
+            and not meta.get("hostcrawl_fallback")
+        ):
             self.claims += 1

@@ -21,9 +21,9 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
+from crawler.core.hostnames import normalize_or_none
+from crawler.core.outcomes import DNS_NOANSWER, DNS_NXDOMAIN, OK
 from crawler.failures import classify
-from crawler.hostnames import normalize_or_none
-from crawler.outcomes import DNS_NOANSWER, DNS_NXDOMAIN, OK
 from crawler.state import CrawlState
 
 log = logging.getLogger(__name__)
@@ -82,12 +82,12 @@ class BlacklistMiddleware:
         denial = self.state.denylist.denial(hostname) if hostname else None
         if denial is None:
             return
-        self.stats.inc_value("blacklist/filtered")
-        self.stats.inc_value(f"blacklist/filtered/{denial.rule}")
+        self.stats.inc_value("hostcrawl/blacklist/filtered")
+        self.stats.inc_value(f"hostcrawl/blacklist/filtered/{denial.rule}")
         if denial.entry not in self._logged:
             self._logged.add(denial.entry)
-            self.stats.inc_value("blacklist/domains")
-            self.stats.inc_value(f"blacklist/domains/{denial.rule}")
+            self.stats.inc_value("hostcrawl/blacklist/domains")
+            self.stats.inc_value(f"hostcrawl/blacklist/domains/{denial.rule}")
             log.debug("Filtered request to %s: under %s entry %s", hostname, *denial[::-1])
         request.meta["denial"] = denial
         raise IgnoreRequest(f"{hostname} is under {denial.rule} entry {denial.entry}")

@@ -15,18 +15,18 @@ from datetime import timedelta
 from scrapy.exceptions import DropItem
 
 from crawler.batches import Batcher
-from crawler.db import queue, routing
-from crawler.db.queue import Crawled, CrawlResult
-from crawler.db.retry import in_thread_until_up
-from crawler.items import HostItem
-from crawler.links import FilteredLinks
-from crawler.outcomes import (
+from crawler.core.links import FilteredLinks
+from crawler.core.outcomes import (
     DNS_NOANSWER,
     DNS_NXDOMAIN,
     DNS_REFUSED,
     HTTP_TIMEOUT,
     NETWORK_FAILURES,
 )
+from crawler.db import queue, routing
+from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.retry import in_thread_until_up
+from crawler.items import HostItem
 from crawler.state import CrawlState
 from crawler.wildcards import WildcardWatch
 
@@ -43,12 +43,12 @@ class HostWritePipeline:
         self.state = CrawlState.of(crawler)
         self.wildcards = WildcardWatch(crawler, self.state.engine)
         settings = crawler.settings
-        self.recrawl_after = timedelta(seconds=settings.getint("RECRAWL_AFTER", 604800))
-        self.retry = timedelta(seconds=settings.getfloat("OUTAGE_RETRY_AFTER", 15))
+        self.recrawl_after = timedelta(seconds=settings.getint("RECRAWL_AFTER"))
+        self.retry = timedelta(seconds=settings.getfloat("OUTAGE_RETRY_AFTER"))
         # A request that failed this long after the world answered again may have
         # started (and waited out its timeouts) during the outage.
-        timeouts = settings.getfloat("DNS_TIMEOUT", 5) + settings.getfloat("DOWNLOAD_TIMEOUT", 20)
-        self.outage_edge = (settings.getint("RETRY_TIMES", 1) + 1) * timeouts
+        timeouts = settings.getfloat("DNS_TIMEOUT") + settings.getfloat("DOWNLOAD_TIMEOUT")
+        self.outage_edge = (settings.getint("RETRY_TIMES") + 1) * timeouts
         self._finishes = Batcher("finishing hosts", self._finish_many)
 
     @classmethod
@@ -67,8 +67,8 @@ class HostWritePipeline:
             self.wildcards.saw(item.new_hostnames)
             self.state.observe_soon(item.hostname, item.outcome)
         stats = self.crawler.stats
-        stats.inc_value(f"hosts/outcome/{item.outcome}")
-        stats.inc_value("hosts/links_saved", len(item.new_hostnames))
+        stats.inc_value(f"hostcrawl/hosts/outcome/{item.outcome}")
+        stats.inc_value("hostcrawl/hosts/links_saved", len(item.new_hostnames))
         return item
 
     async def _unless_ours(self, item: HostItem) -> None:
@@ -82,7 +82,7 @@ class HostWritePipeline:
         await in_thread_until_up(
             "retrying a host", queue.retry_soon, self.state.engine, [item.hostname], self.retry
         )
-        self.crawler.stats.inc_value("outage/retried")
+        self.crawler.stats.inc_value("hostcrawl/outage/retried")
         raise DropItem(
             f"{item.hostname}: {item.outcome} while {why}; tried again in"
             f" {self.retry.total_seconds():.0f} s",

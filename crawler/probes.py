@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from scrapy.utils.defer import deferred_to_future
 
-from crawler.outcomes import (
+from crawler.core.outcomes import (
     DNS_ALIVE,
     OK,
     TCP_REFUSED,

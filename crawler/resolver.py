@@ -20,7 +20,7 @@ from twisted.names import client, dns
 from twisted.names import error as dns_error
 from zope.interface import implementer
 
-from crawler.outcomes import (
+from crawler.core.outcomes import (
     DNS_ALIVE,
     DNS_NOANSWER,
     DNS_NXDOMAIN,
@@ -146,10 +146,8 @@ class OutcomeResolver:
         return cls(
             reactor,
             parse_nameservers(settings.get("DNS_NAMESERVERS")),
-            settings.getfloat("DNS_TIMEOUT", 5.0),
-            settings.getint("DNSCACHE_SIZE", 100_000)
-            if settings.getbool("DNSCACHE_ENABLED", True)
-            else 0,
+            settings.getfloat("DNS_TIMEOUT"),
+            settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0,
         )
 
     def install_on_reactor(self) -> None:

@@ -23,9 +23,9 @@ from collections.abc import Callable
 from scrapy.utils.defer import deferred_to_future
 from sqlalchemy import Engine
 
+from crawler.core.outcomes import DNS_ALIVE, OK, is_network_failure
 from crawler.db import windows
 from crawler.db.retry import in_thread_until_up
-from crawler.outcomes import DNS_ALIVE, OK, is_network_failure
 from crawler.probes import front_page
 
 log = logging.getLogger(__name__)
@@ -144,8 +144,8 @@ class SelfCheck:
         cost_ms = 1000 * (time.perf_counter() - started)
         asked = self.world.lookups - lookups
         log.info("self-check before blocking %s: %d look-ups, %.0f ms", domain, asked, cost_ms)
-        self.count("traps/selfcheck/lookups", asked)
-        self.count("traps/selfcheck/ms", round(cost_ms))
+        self.count("hostcrawl/traps/selfcheck/lookups", asked)
+        self.count("hostcrawl/traps/selfcheck/ms", round(cost_ms))
         return True
 
     async def _alive_in_sample(self, domain: str) -> str:
@@ -160,6 +160,6 @@ class SelfCheck:
 
     async def _defer(self, domain: str, why: str) -> bool:
         log.warning("block of %s deferred: %s", domain, why)
-        self.count("traps/deferred", 1)
+        self.count("hostcrawl/traps/deferred", 1)
         await in_thread_until_up("deferring a block", windows.defer_block, self.engine, domain, why)
         return False

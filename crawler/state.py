@@ -15,9 +15,9 @@ import socket
 
 from scrapy import signals
 
+from crawler.core.hostnames import is_subdomain
 from crawler.db.engine import get_engine
 from crawler.db.retry import in_thread_until_up
-from crawler.hostnames import is_subdomain
 from crawler.livedenylist import LiveDenyList
 from crawler.resolver import OutcomeResolver
 from crawler.selfcheck import SelfCheck, WorldCheck
@@ -26,14 +26,14 @@ from crawler.trapguard import TrapGuard
 
 def url_templates(settings) -> list[str]:
     """How a host's front page is asked for: the template, then the plain-HTTP fallback."""
-    main = settings.get("HOST_URL_TEMPLATE", "https://{hostname}/")
-    fallback = settings.get("HTTP_FALLBACK_TEMPLATE", "http://{hostname}/")
+    main = settings.get("HOST_URL_TEMPLATE")
+    fallback = settings.get("HTTP_FALLBACK_TEMPLATE")
     use_fallback = main.startswith("https:") and fallback.startswith("http:")
     return [main, fallback] if use_fallback else [main]
 
 
 def canary_hosts(settings) -> list[str]:
-    return [h.strip() for h in settings.get("CANARY_HOSTS", "").split(",") if h.strip()]
+    return [h.strip() for h in settings.get("CANARY_HOSTS").split(",") if h.strip()]
 
 
 class CrawlState:
@@ -55,22 +55,22 @@ class CrawlState:
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
         self.actor = f"crawler {self.worker}"
         self.engine = get_engine()
-        self.denylist = LiveDenyList(self.engine, settings.getfloat("DENYLIST_RELOAD", 60))
+        self.denylist = LiveDenyList(self.engine, settings.getfloat("DENYLIST_RELOAD"))
         self.world = WorldCheck(
             self.engine,
             self.resolver,
             url_templates(settings),
             canary_hosts(settings),
-            timeout=settings.getfloat("DNS_TIMEOUT", 5.0),
+            timeout=settings.getfloat("DNS_TIMEOUT"),
         )
         self.traps = TrapGuard(
             self.engine,
-            settings.getint("TRAP_WINDOW", 50),
+            settings.getint("TRAP_WINDOW"),
             self.actor,
             remember=self.denylist.remember,
             confirm=SelfCheck(self.engine, self.world, self.count).confirm,
         )
-        self.recheck_every = settings.getfloat("TRAP_RECHECK_INTERVAL", 30.0)
+        self.recheck_every = settings.getfloat("TRAP_RECHECK_INTERVAL")
         self._resolver: OutcomeResolver | None = None
         self._background: set[asyncio.Task] = set()
         self._rechecks: asyncio.Task | None = None
@@ -101,7 +101,7 @@ class CrawlState:
         while True:
             await asyncio.sleep(self.recheck_every)
             blocked = await self.traps.recheck_deferred()
-            self.crawler.stats.inc_value("traps/blocked", len(blocked))
+            self.crawler.stats.inc_value("hostcrawl/traps/blocked", len(blocked))
 
     def observe_soon(self, hostname: str, outcome: str) -> None:
         """Feed a subdomain's outcome to its root's window, without holding anyone up."""
@@ -112,7 +112,7 @@ class CrawlState:
 
     async def _observe(self, hostname: str, outcome: str) -> None:
         if await self.traps.observe(hostname, outcome):
-            self.crawler.stats.inc_value("traps/blocked")
+            self.crawler.stats.inc_value("hostcrawl/traps/blocked")
 
     async def close(self, spider) -> None:
         """Let the last window writes (and blocks) land, then stop listening."""
@@ -124,5 +124,5 @@ class CrawlState:
         # A block deferred during an outage that has ended is not left for later.
         with contextlib.suppress(Exception):
             blocked = await asyncio.wait_for(self.traps.recheck_deferred(), 60)
-            self.crawler.stats.inc_value("traps/blocked", len(blocked))
+            self.crawler.stats.inc_value("hostcrawl/traps/blocked", len(blocked))
         self.denylist.stop()

@@ -14,12 +14,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from sqlalchemy import Engine
 
 from crawler.batches import Batcher
-from crawler.db import entries, windows
+from crawler.core.denylist import BLOCKED
+from crawler.core.hostnames import root
+from crawler.core.outcomes import is_network_failure
+from crawler.core.traps import trap_reason
+from crawler.db import deny_entries, windows
 from crawler.db.retry import in_thread_until_up
-from crawler.denylist import BLOCKED
-from crawler.hostnames import root
-from crawler.outcomes import is_network_failure
-from crawler.traps import trap_reason
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class TrapGuard:
     async def _block(self, domain: str, reason: str) -> bool:
         def write() -> bool:
             note = windows.wildcard_note(self.engine, domain)
-            return entries.upsert_blocked(self.engine, domain, reason + note, self.actor)
+            return deny_entries.upsert_blocked(self.engine, domain, reason + note, self.actor)
 
         blocked = await in_thread_until_up(f"blocking {domain}", write)
         await in_thread_until_up("clearing", windows.clear_deferral, self.engine, domain)

@@ -21,10 +21,10 @@ from collections.abc import Iterable
 from scrapy import signals
 from scrapy.utils.defer import deferred_to_future
 
+from crawler.core.hostnames import root
+from crawler.core.outcomes import DNS_ALIVE, DNS_ERROR
 from crawler.db import windows
 from crawler.db.retry import in_thread_until_up
-from crawler.hostnames import root
-from crawler.outcomes import DNS_ALIVE, DNS_ERROR
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +88,9 @@ class WildcardWatch:
         save = windows.save_wildcard_probe
         await in_thread_until_up("saving a wildcard probe", save, engine, domain, name, outcome)
         stats = self.crawler.stats
-        stats.inc_value("wildcards/probed")
+        stats.inc_value("hostcrawl/wildcards/probed")
         if outcome == DNS_ALIVE:
-            stats.inc_value("wildcards/found")
+            stats.inc_value("hostcrawl/wildcards/found")
             log.info("wildcard zone: %s (the random name %s resolves)", domain, name)
 
     async def close(self, spider) -> None:

@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, text
 
 pytest_plugins = ["tests.fakeweb.fixtures"]
 
-TABLES = "audit_log, trap_window, wildcard_probes, queue, hosts, users"
+TABLES = "change_log, trap_window, wildcard_probes, queue, hosts, users"
 
 
 @pytest.fixture(scope="session")

@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
-from crawler.db import entries, queue, windows
+from crawler.core import config
+from crawler.core.denylist import DenyList
+from crawler.core.hostnames import root
+from crawler.core.links import FilteredLinks, filter_links
+from crawler.db import deny_entries, queue, windows
 from crawler.db.queue import Crawled, CrawlResult
-from crawler.denylist import DenyList
-from crawler.hostnames import root
-from crawler.links import FilteredLinks, filter_links
-from crawler.traps import DEFAULT_WINDOW
+
+DEFAULT_WINDOW = config.setting("TRAP_WINDOW").default
 
 
 def finish(
@@ -26,7 +28,7 @@ def finish(
     recrawl_after: timedelta = timedelta(days=7),
 ) -> FilteredLinks:
     """Filter a page's links against the deny entries now, then finish the host."""
-    links = filter_links(hrefs, hostname, DenyList(entries.deny_entries(engine)))
+    links = filter_links(hrefs, hostname, DenyList(deny_entries.deny_entries(engine)))
     links.hostnames.discard(hostname)
     queue.finish_many(engine, [Crawled(hostname, result, links, recrawl_after)])
     return links
@@ -39,7 +41,7 @@ def record_outcomes(
     blocked = {}
     for domain, reason in windows.record_outcomes(engine, outcomes, size).items():
         note = windows.wildcard_note(engine, domain)
-        if entries.upsert_blocked(engine, domain, reason + note, actor):
+        if deny_entries.upsert_blocked(engine, domain, reason + note, actor):
             blocked[domain] = reason
     return blocked
 

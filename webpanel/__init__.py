@@ -56,9 +56,9 @@ def create_app(test_config: dict | None = None) -> Flask:
 
 
 def register_blueprints(app: Flask) -> None:
-    from webpanel import api, audit, auth, blocked, health, hosts, metrics, no_follow, roots
+    from webpanel import api, auth, blocked, change_log, health, hosts, metrics, no_follow, roots
 
-    for module in (auth, health, hosts, roots, no_follow, blocked, audit, api, metrics):
+    for module in (auth, health, hosts, roots, no_follow, blocked, change_log, api, metrics):
         app.register_blueprint(module.bp)
     app.add_url_rule("/favicon.ico", "favicon", favicon)
     csrf.exempt(api.bp)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from flask_login import UserMixin
 
+from crawler.core.passwords import dummy_hash, verify_password
 from crawler.db import accounts
-from crawler.passwords import dummy_hash, verify_password
 
 WRONG = "Wrong username or password."
 SLOW_DOWN = "Too many failed logins: try again in {} s."

@@ -1,23 +1,22 @@
 """/api: JSON for scripts, with a bearer token from `hostcrawl user token NAME`.
 
 No cookies are accepted here, so there is nothing for CSRF to forge: the
-blueprint is CSRF-exempt. Changes go through crawler.db.entries, like the forms'.
+blueprint is CSRF-exempt. Changes go through crawler.db.deny_entries, like the forms'.
 """
 
 from __future__ import annotations
 
 import json
 
-from flask import Blueprint, abort, g, jsonify, request
+from flask import Blueprint, abort, current_app, g, jsonify, request
 
+from crawler.core.denylist import BLOCKED, NO_FOLLOW
+from crawler.core.hostnames import HostnameError, normalize
 from crawler.db import accounts, bulk
-from crawler.db.entries import current_denial
-from crawler.db.pages import entries as entry_pages
+from crawler.db.deny_entries import current_denial
+from crawler.db.pages import deny_lists, paging
 from crawler.db.pages import hosts as host_pages
-from crawler.db.pages import paging
 from crawler.db.pages import roots as root_pages
-from crawler.denylist import BLOCKED, NO_FOLLOW
-from crawler.hostnames import HostnameError, normalize
 from webpanel.core import engine, fetch_page, stats
 from webpanel.extensions import db
 from webpanel.hosts import host_filter
@@ -103,7 +102,7 @@ def results(changes) -> dict:
 def entry_list(rule: str):
     q, match = request.args.get("q", ""), request.args.get("match", paging.PREFIX)
     try:
-        page = fetch_page(entry_pages.entry_page, rule, q, match)
+        page = fetch_page(deny_lists.entry_page, rule, q, match)
     except HostnameError as exc:
         return jsonify(error=f"q: {exc.reason}"), 400
     keys = ("hostname", "note", "blocked_reason", "blocked_at", "took_out", "added_at", "added_by")
@@ -182,7 +181,11 @@ def roots_list():
     except HostnameError as exc:
         return jsonify(error=f"q: {exc.reason}"), 400
     budget = root_budget()
-    return jsonify(roots=[r.as_dict(budget) for r in page.rows], next=page.next, prev=page.prev)
+    return jsonify(
+        roots=[r.as_dict(budget, current_app.config["TRAP_NEAR_BLOCK"]) for r in page.rows],
+        next=page.next,
+        prev=page.prev,
+    )
 
 
 @bp.get("/hosts")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, flash, redirect, render_template, url_for
 
-from crawler.db import entries as entry_store
-from crawler.db.pages import entries as entry_pages
-from crawler.db.pages import paging
-from crawler.denylist import BLOCKED
+from crawler.core.denylist import BLOCKED
+from crawler.db import deny_entries
+from crawler.db.pages import deny_lists, paging
 from webpanel.core import actor, arg, choice, engine, search_page
 from webpanel.extensions import db
 from webpanel.forms import ConfirmForm
@@ -20,8 +19,8 @@ PAGE_SIZE = 25  # each row carries a long reason and its evidence
 def index():
     """Blocked entries (search, keyset pages), each with its reason and trap evidence."""
     q, match = arg("q"), choice("match", paging.MATCHES)
-    page, error = search_page(entry_pages.entry_page, BLOCKED, q, match, size=PAGE_SIZE)
-    evidence = entry_pages.window_evidence(db.session, [row.hostname for row in page.rows])
+    page, error = search_page(deny_lists.entry_page, BLOCKED, q, match, size=PAGE_SIZE)
+    evidence = deny_lists.window_evidence(db.session, [row.hostname for row in page.rows])
     return render_template(
         "blocked/index.html", page=page, q=q, match=match, error=error, evidence=evidence
     )
@@ -30,13 +29,13 @@ def index():
 @bp.route("/<hostname>/unblock", methods=["GET", "POST"])
 def unblock(hostname: str):
     """Lift a block after a confirmation; the hosts it took out come back into routing."""
-    found = entry_pages.entry(db.session, BLOCKED, hostname)
+    found = deny_lists.entry(db.session, BLOCKED, hostname)
     if found is None:
         abort(404)
     form = ConfirmForm()
     if form.validate_on_submit():
-        (change,) = entry_store.unblock(engine(), [hostname], actor(), note=form.note.data)
+        (change,) = deny_entries.unblock(engine(), [hostname], actor(), note=form.note.data)
         flash(change.describe())
         return redirect(url_for("blocked.index"))
-    evidence = entry_pages.window_evidence(db.session, [hostname]).get(hostname)
+    evidence = deny_lists.window_evidence(db.session, [hostname]).get(hostname)
     return render_template("blocked/unblock.html", entry=found, evidence=evidence, form=form)

@@ -9,9 +9,9 @@ from flask import abort, current_app, request, url_for
 from flask_login import current_user
 from sqlalchemy import Engine
 
+from crawler.core.hostnames import HostnameError
 from crawler.db.pages import dashboard as dashboard_page
 from crawler.db.pages import paging
-from crawler.hostnames import HostnameError
 from webpanel.extensions import db
 
 
@@ -21,7 +21,7 @@ def engine() -> Engine:
 
 
 def actor() -> str:
-    """Who the audit log names for this request."""
+    """Who the change log names for this request."""
     return getattr(current_user, "username", None) or "panel"
 
 

@@ -24,9 +24,9 @@ class EmptyForm(FlaskForm):
 
 
 class ConfirmForm(FlaskForm):
-    """The confirmation of a removal or an unblock, with an optional note for the audit log."""
+    """The confirmation of a removal or an unblock, with an optional note for the change log."""
 
-    note = StringField("Note (kept in the audit log)", validators=[Optional(), Length(max=500)])
+    note = StringField("Note (kept in the change log)", validators=[Optional(), Length(max=500)])
     submit = SubmitField("Confirm")
 
 

@@ -14,12 +14,12 @@ from flask import (
     url_for,
 )
 
+from crawler.core.hostnames import HostnameError, normalize
+from crawler.core.outcomes import ALL as OUTCOMES
 from crawler.db import export as host_export
-from crawler.db.entries import current_denial
+from crawler.db.deny_entries import current_denial
 from crawler.db.pages import hosts as host_pages
 from crawler.db.pages import paging
-from crawler.hostnames import HostnameError, normalize
-from crawler.outcomes import ALL as OUTCOMES
 from webpanel.core import arg, choice, engine, search_page, stats
 from webpanel.extensions import db
 

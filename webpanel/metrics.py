@@ -2,7 +2,7 @@
 
 The same cheap figures as the dashboard strip (`pages.dashboard.totals`:
 counted on a small database, the planner's estimates on a big one; the deny
-entries always counted), plus the blocks of the last hour from the audit log
+entries always counted), plus the blocks of the last hour from the change log
 (an index range). prometheus_client writes the exposition format.
 
     hostcrawl_hosts_known                 hosts (deny entries' own rows left out)
@@ -30,7 +30,7 @@ bp = Blueprint("metrics", __name__)
 bp.before_request(authenticate)  # the API's: Authorization: Bearer <token>
 
 BLOCKS_LAST_HOUR = text(
-    "SELECT count(*) FROM audit_log WHERE at > now() - interval '1 hour' AND action = 'block'"
+    "SELECT count(*) FROM change_log WHERE at > now() - interval '1 hour' AND action = 'block'"
 )
 
 

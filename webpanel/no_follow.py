@@ -1,5 +1,5 @@
 """/no_follow: the operators' entries. Add one or paste many (preview, then save),
-remove with a confirmation, CSV export and import. crawler.db.entries does every write."""
+remove with a confirmation, CSV export and import. crawler.db.deny_entries does every write."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ from io import BytesIO
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, send_file, url_for
 
-from crawler.db import bulk
-from crawler.db import entries as entry_store
-from crawler.db.pages import entries as entry_pages
-from crawler.db.pages import paging
-from crawler.denylist import NO_FOLLOW
-from webpanel import entries
+from crawler.core.denylist import NO_FOLLOW
+from crawler.db import bulk, deny_entries
+from crawler.db.pages import deny_lists, paging
+from webpanel import entry_input
 from webpanel.core import actor, arg, choice, engine, search_page
 from webpanel.extensions import db
 from webpanel.forms import ConfirmForm, ImportForm, NoFollowForm
@@ -20,10 +18,10 @@ from webpanel.forms import ConfirmForm, ImportForm, NoFollowForm
 bp = Blueprint("no_follow", __name__, url_prefix="/no_follow")
 
 
-def render_index(form: NoFollowForm, preview: entries.Preview | None = None, status: int = 200):
+def render_index(form: NoFollowForm, preview: entry_input.Preview | None = None, status: int = 200):
     """The list with the add form (and a preview of the form's lines, if any)."""
     q, match = arg("q"), choice("match", paging.MATCHES)
-    page, error = search_page(entry_pages.entry_page, NO_FOLLOW, q, match)
+    page, error = search_page(deny_lists.entry_page, NO_FOLLOW, q, match)
     body = render_template(
         "no_follow/index.html", page=page, q=q, match=match, error=error, form=form, preview=preview
     )
@@ -44,14 +42,14 @@ def add():
     form = NoFollowForm()
     if not form.validate_on_submit():
         return render_index(form, status=400)
-    values = entries.lines(form.entries.data)[: entries.MAX_LINES]
+    values = entry_input.lines(form.entries.data)[: entry_input.MAX_LINES]
     note = form.note.data or None
     if form.save.data:
         changes = bulk.collect(
             bulk.add_no_follow(engine(), values, actor(), note=note, force=form.force.data)
         )
-        return render_template("no_follow/summary.html", summary=entries.Summary(changes))
-    preview = entries.preview(db.session, values, form.force.data)
+        return render_template("no_follow/summary.html", summary=entry_input.Summary(changes))
+    preview = entry_input.preview(db.session, values, form.force.data)
     form.entries.errors = [c.describe_problem() for c in preview.problems]
     status = 400 if preview.problems and not preview.storable else 200
     return render_index(form, preview if preview.storable else None, status)
@@ -60,12 +58,14 @@ def add():
 @bp.route("/<hostname>/remove", methods=["GET", "POST"])
 def remove(hostname: str):
     """Remove an entry after a confirmation; the hosts it took out come back."""
-    found = entry_pages.entry(db.session, NO_FOLLOW, hostname)
+    found = deny_lists.entry(db.session, NO_FOLLOW, hostname)
     if found is None:
         abort(404)
     form = ConfirmForm()
     if form.validate_on_submit():
-        (change,) = entry_store.remove_no_follow(engine(), [hostname], actor(), note=form.note.data)
+        (change,) = deny_entries.remove_no_follow(
+            engine(), [hostname], actor(), note=form.note.data
+        )
         flash(change.describe())
         return redirect(url_for("no_follow.index"))
     return render_template("no_follow/remove.html", entry=found, form=form)
@@ -74,7 +74,7 @@ def remove(hostname: str):
 @bp.get("/export.csv")
 def export():
     """Every entry as CSV (hostname, note); cells a spreadsheet would run are neutralised."""
-    data = entries.export_csv(entry_pages.entries_for_export(db.session, NO_FOLLOW))
+    data = entry_input.export_csv(deny_lists.entries_for_export(db.session, NO_FOLLOW))
     return send_file(
         BytesIO(data), mimetype="text/csv", as_attachment=True, download_name="no_follow.csv"
     )
@@ -88,7 +88,7 @@ def import_csv():
         return render_template("no_follow/import.html", form=form, preview=None)
     data = form.csv_text.data or _read_upload(form)
     try:
-        rows = entries.import_rows(data or "")[: entries.MAX_LINES]
+        rows = entry_input.import_rows(data or "")[: entry_input.MAX_LINES]
     except ValueError as exc:  # e.g. a cell past the csv module's field limit
         form.file.errors = [*form.file.errors, str(exc)]
         return render_template("no_follow/import.html", form=form, preview=None), 400
@@ -96,10 +96,10 @@ def import_csv():
         form.file.errors = [*form.file.errors, "no hostname rows in that file"]
         return render_template("no_follow/import.html", form=form, preview=None), 400
     if form.save.data and form.csv_text.data:
-        summary = entries.Summary(_save_rows(rows, form.force.data))
+        summary = entry_input.Summary(_save_rows(rows, form.force.data))
         return render_template("no_follow/summary.html", summary=summary)
     form.csv_text.data = data
-    preview = entries.preview(
+    preview = entry_input.preview(
         db.session, [v for v, _ in rows], form.force.data, [n for _, n in rows]
     )
     return render_template("no_follow/import.html", form=form, preview=preview)

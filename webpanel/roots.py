@@ -1,20 +1,18 @@
 """/roots: every root's hosts, trap window, budget use and wildcard flag; a root's page.
 
 A wildcard zone is only flagged (blocks stay reserved for the trap rule): its
-page offers one button that puts the root on no_follow, audit-logged like any
+page offers one button that puts the root on no_follow, logged in the change log like any
 other entry.
 """
 
 from __future__ import annotations
 
-import os
+from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
-
-from crawler.db import entries as entry_store
+from crawler.core.hostnames import HostnameError, normalize
+from crawler.db import deny_entries
 from crawler.db.pages import paging
 from crawler.db.pages import roots as root_pages
-from crawler.hostnames import HostnameError, normalize
 from webpanel.core import actor, arg, choice, engine, fetch_page, search_page
 from webpanel.extensions import db
 from webpanel.forms import EmptyForm
@@ -24,8 +22,8 @@ WILDCARD_NOTE = "wildcard zone (a random name under it resolves), from /roots"
 
 
 def root_budget() -> int:
-    """ROOT_BUDGET, as the crawlers of this deployment read it."""
-    return int(os.environ.get("ROOT_BUDGET", 3600))
+    """ROOT_BUDGET, read from the same settings table and environment as the crawlers'."""
+    return current_app.config["ROOT_BUDGET"]
 
 
 def root_filter() -> root_pages.RootFilter:
@@ -49,7 +47,8 @@ def index():
         error=error,
         sorts=root_pages.SORT_LABELS,
         budget=root_budget(),
-        near_block=root_pages.NEAR_BLOCK,
+        near_block=current_app.config["TRAP_NEAR_BLOCK"],
+        window=current_app.config["TRAP_WINDOW"],
         form=EmptyForm(),
     )
 
@@ -62,27 +61,28 @@ def detail(hostname: str):
     if line is None:
         abort(404)
     page = fetch_page(root_pages.subdomain_page, domain)
-    window = root_pages.window(db.session, domain)
+    window = root_pages.window(db.session, domain, current_app.config["TRAP_WINDOW"])
     return render_template(
         "roots/detail.html",
         line=line,
         page=page,
         window=window,
         budget=root_budget(),
+        near_block=current_app.config["TRAP_NEAR_BLOCK"],
         form=EmptyForm(),
     )
 
 
 @bp.post("/<hostname>/no-follow")
 def no_follow(hostname: str):
-    """One click: the root goes on no_follow (audit-logged); crawlers hear at once."""
+    """One click: the root goes on no_follow (logged in the change log); crawlers hear at once."""
     domain = canonical(hostname)
     if root_pages.root_line(db.session, domain) is None:
         abort(404)
     form = EmptyForm()
     if not form.validate_on_submit():
         abort(400)
-    (change,) = entry_store.add_no_follow(engine(), [domain], actor(), note=WILDCARD_NOTE)
+    (change,) = deny_entries.add_no_follow(engine(), [domain], actor(), note=WILDCARD_NOTE)
     flash(change.describe())
     return redirect(url_for("roots.detail", hostname=domain))
 

@@ -8,39 +8,32 @@ import secrets
 from datetime import timedelta
 from pathlib import Path
 
+from crawler.core import config
 from crawler.db.engine import pooled_connect_args
 
 log = logging.getLogger(__name__)
 
-FALSE = {"0", "false", "no", "off"}
 
+def panel_values() -> dict:
+    """The settings a panel reads (crawler/core/config.py), from this process's environment.
 
-def env_flag(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None or not value.strip():
-        return default
-    return value.strip().lower() not in FALSE
-
-
-def env_number(name: str, default: float, minimum: float = 0) -> float:
-    """A number from the environment; a bad value stops the panel with one line naming it."""
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        number = float(value)
-    except ValueError:
-        number = None
-    if number is None or number < minimum:
-        raise RuntimeError(f"{name}={value!r}: expected a number >= {minimum:g}")
-    return number
+    The crawl-wide ones (ROOT_BUDGET, TRAP_WINDOW…) come from the same table and the
+    same environment as the workers', so the panel shows what the crawl does.
+    """
+    return {
+        declared.name: value
+        for declared, value, _source in config.effective(os.environ)
+        if config.PANEL in declared.readers
+    }
 
 
 def defaults() -> dict:
     """Settings before create_app()'s overrides; SECRET_KEY and the URL may be None."""
-    secure = env_flag("SESSION_COOKIE_SECURE", True)
+    values = panel_values()
+    secure = values["SESSION_COOKIE_SECURE"]
     return {
-        "SECRET_KEY": os.environ.get("SECRET_KEY") or None,
+        **values,
+        "SECRET_KEY": values["SECRET_KEY"] or None,
         "SQLALCHEMY_DATABASE_URI": None,  # create_app(): DATABASE_URL, checked, or embedded
         "SQLALCHEMY_ENGINE_OPTIONS": {
             "pool_pre_ping": True,
@@ -57,12 +50,9 @@ def defaults() -> dict:
         # Idle expiry: the cookie is re-signed on each request and refused this long
         # after the last one. Logout, a password change or disabling the account ends
         # every session of that operator at once (the session generation, webpanel.auth).
-        "PERMANENT_SESSION_LIFETIME": timedelta(
-            hours=env_number("PANEL_SESSION_HOURS", 12, minimum=0.01)
-        ),
-        # How many proxies in front of the panel set X-Forwarded-For/-Proto/-Host (0: none,
-        # and the client address is the TCP peer's, which no header can change).
-        "TRUSTED_PROXIES": int(env_number("PANEL_TRUSTED_PROXIES", 0)),
+        "PERMANENT_SESSION_LIFETIME": timedelta(hours=values["PANEL_SESSION_HOURS"]),
+        # The client address is the TCP peer's unless this many proxies are trusted.
+        "TRUSTED_PROXIES": values["PANEL_TRUSTED_PROXIES"],
         "MAX_CONTENT_LENGTH": 5 * 1024 * 1024,
         # Failed logins slow down, never lock: per (account, client address) after
         # LOGIN_FREE_FAILURES, per client address after LOGIN_ADDRESS_FREE_FAILURES, each
@@ -73,10 +63,10 @@ def defaults() -> dict:
         "LOGIN_DELAY_MAX_SECONDS": 900,
         # Argon2 checks at once per process (each is ~64 MiB and most of a core); a
         # login beyond them gets 429 + Retry-After at once instead of queueing.
-        "LOGIN_HASH_SLOTS": int(env_number("PANEL_LOGIN_HASH_SLOTS", 1, minimum=1)),
+        "LOGIN_HASH_SLOTS": values["PANEL_LOGIN_HASH_SLOTS"],
         # The dashboard strip scans the hosts table: each worker recomputes it in the
         # background at most this often (seconds); 0 computes it on every request.
-        "STATS_TTL": float(os.environ.get("PANEL_STATS_TTL", "30")),
+        "STATS_TTL": values["PANEL_STATS_TTL"],
         "PAGE_SIZE": 50,
     }
 

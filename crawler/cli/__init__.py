@@ -1,4 +1,4 @@
-"""The `hostcrawl` command (DESIGN.md 'Interfaces'), one module per group.
+"""The `hostcrawl` command, one module per group.
 
 Every command prints what it stored; bad input goes to stderr with the input
 and the reason, and the exit status is 1 — never a traceback.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from crawler.cli import entries, hosts, prune, schema, seeds, users
+from crawler.cli import deny_commands, hosts, prune, schema, seeds, show_settings, users
 from crawler.cli.common import Hostcrawl
 
 
@@ -19,8 +19,9 @@ def main() -> None:
 
 main.add_command(schema.db)
 main.add_command(seeds.seed)
-main.add_command(entries.no_follow)
-main.add_command(entries.blocked)
+main.add_command(deny_commands.no_follow)
+main.add_command(deny_commands.blocked)
 main.add_command(users.user)
 main.add_command(prune.prune)
 main.add_command(hosts.hosts)
+main.add_command(show_settings.show_settings)

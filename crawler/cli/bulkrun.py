@@ -1,7 +1,7 @@
 """Running a bulk change from the command line: input files, progress, summary, report.
 
 Input: a path or `-` (stdin), gzip recognised by its magic bytes, read line by line
-with crawler.blocklists (plain, CSV, hosts files, Adblock rules). Progress: a tqdm
+with crawler.core.blocklists (plain, CSV, hosts files, Adblock rules). Progress: a tqdm
 bar with rate and ETA on a terminal (tqdm: maintained, shows rate and ETA as it
 is, no dependencies), a line every few seconds elsewhere (a log stays readable).
 At the end a summary; `--report FILE` has every item's result as CSV.
@@ -21,8 +21,8 @@ from typing import IO
 
 import click
 
-from crawler.blocklists import ListItem, Skipped, read_lines
-from crawler.db.entries import EntryChange
+from crawler.core.blocklists import ListItem, Skipped, read_lines
+from crawler.db.deny_entries import EntryChange
 
 GZIP_MAGIC = b"\x1f\x8b"
 EXAMPLES = 3

@@ -8,10 +8,10 @@ from datetime import UTC
 import click
 
 from crawler.cli.common import engine, friendly_errors
+from crawler.core.hostnames import HostnameError
 from crawler.db import export
 from crawler.db.pages.hosts import HostFilter
 from crawler.db.pages.paging import MATCHES, PREFIX
-from crawler.hostnames import HostnameError
 
 
 @click.group()

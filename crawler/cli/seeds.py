@@ -1,6 +1,6 @@
 """`hostcrawl seed`: queue hosts for crawling, a few or a million.
 
-Seeds are crawlable hosts (crawler.hostnames.seed_refusal): no bare public suffix
+Seeds are crawlable hosts (crawler.core.hostnames.seed_refusal): no bare public suffix
 unless --force, no localhost nor loopback/private/link-local address unless
 --allow-private or ALLOW_PRIVATE_HOSTS=1 (a test network on loopback).
 """

@@ -7,8 +7,8 @@ import sys
 import click
 
 from crawler.cli.common import engine, friendly_errors
+from crawler.core.passwords import ROLES
 from crawler.db import accounts
-from crawler.passwords import ROLES
 
 
 @click.group()

@@ -13,7 +13,7 @@ from scrapy.exceptions import UsageError
 from scrapy.utils.log import configure_logging
 from scrapy.utils.reactor import install_reactor
 
-from crawler.hostnames import HostnameError, normalize
+from crawler.core.hostnames import HostnameError, normalize
 
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 
@@ -43,8 +43,8 @@ class Command(ScrapyCommand):
             logging.getLogger(__name__).warning("blocked: %s", ", ".join(progress.blocked))
 
     def audit_options(self, opts: argparse.Namespace):
-        from crawler.audit import AuditOptions
-        from crawler.db.audits import Backoff
+        from crawler.db.dns_audits import Backoff
+        from crawler.dns_audit import AuditOptions
 
         s = self.settings
         if opts.limit is not None and opts.limit < 1:
@@ -56,27 +56,27 @@ class Command(ScrapyCommand):
             except HostnameError as exc:
                 raise UsageError(f"--root: {exc}") from None
         return AuditOptions(
-            concurrency=s.getint("AUDIT_CONCURRENCY", 200),
-            tls=s.getbool("AUDIT_TLS", False),
-            tls_port=s.getint("AUDIT_TLS_PORT", 443),
-            tls_timeout=s.getfloat("AUDIT_TLS_TIMEOUT", 5.0),
+            concurrency=s.getint("AUDIT_CONCURRENCY"),
+            tls=s.getbool("AUDIT_TLS"),
+            tls_port=s.getint("AUDIT_TLS_PORT"),
+            tls_timeout=s.getfloat("AUDIT_TLS_TIMEOUT"),
             limit=opts.limit,
             root=root,
             dry_run=opts.dry_run,
-            lease=timedelta(seconds=s.getint("CLAIM_LEASE", 600)),
+            lease=timedelta(seconds=s.getint("CLAIM_LEASE")),
             backoff=Backoff(
-                timedelta(seconds=s.getint("AUDIT_BACKOFF_BASE", 3600)),
-                timedelta(seconds=s.getint("AUDIT_BACKOFF_MAX", 30 * 86400)),
+                timedelta(seconds=s.getint("AUDIT_BACKOFF_BASE")),
+                timedelta(seconds=s.getint("AUDIT_BACKOFF_MAX")),
             ),
-            window=s.getint("TRAP_WINDOW", 50),
-            progress_every=s.getfloat("AUDIT_PROGRESS_EVERY", 5.0),
+            window=s.getint("TRAP_WINDOW"),
+            progress_every=s.getfloat("AUDIT_PROGRESS_EVERY"),
         )
 
 
 def reactor_run(reactor, settings, options):
     """Run one audit on the asyncio reactor and return its Progress."""
-    from crawler.audit import Audit
     from crawler.db.engine import get_engine
+    from crawler.dns_audit import Audit
     from crawler.resolver import OutcomeResolver
     from crawler.selfcheck import SelfCheck, WorldCheck
     from crawler.state import canary_hosts, url_templates
@@ -88,7 +88,7 @@ def reactor_run(reactor, settings, options):
         lambda: resolver,
         url_templates(settings),
         canary_hosts(settings),
-        timeout=settings.getfloat("DNS_TIMEOUT", 5.0),
+        timeout=settings.getfloat("DNS_TIMEOUT"),
         dns_only=not options.tls,
     )
     confirm = SelfCheck(engine, world).confirm

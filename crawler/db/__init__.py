@@ -4,6 +4,6 @@ engine (where the database is), models (the schema), hostsql (name ranges),
 queue (new hosts, finished hosts), claims (claiming due hosts), entries
 (no_follow and blocked, NOTIFY), routing (rows entries take out and put back),
 windows (trap windows, wildcard probes), audits (the DNS/TLS audit's writes),
-audit_log, accounts (operators), listener (LISTEN for entry changes), retry
+change_log, accounts (operators), listener (LISTEN for entry changes), retry
 (riding out outages), and pages/ (the panel's read queries, one per page).
 """

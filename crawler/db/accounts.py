@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine, case, delete, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 
+from crawler.core.passwords import check_new_user, check_password, check_role, hash_password
 from crawler.db.models import LoginFailure, User
-from crawler.passwords import check_new_user, check_password, check_role, hash_password
 
 ADMIN, VIEWER = "admin", "viewer"
 ANY_ACCOUNT = ""  # login_failures.username of the per-address count

@@ -7,7 +7,7 @@ INSERT/UPDATE ... SELECT over the stage. Each batch is one transaction: a kill
 leaves whole batches only, and a rerun answers "already" for what was written.
 
 Every write locks rows in hostname order, as every bulk write here does. A batch
-of deny entries writes one audit row (its count; the names in audit_items) and
+of deny entries writes one change-log row (its count; the names in change_log_items) and
 reaches running workers: a NOTIFY per name for a small batch, one "reload" for a
 big one. Results come per batch, in input order, as EntryChange.
 """
@@ -21,13 +21,13 @@ from itertools import islice
 
 from sqlalchemy import Connection, Engine, text
 
-from crawler.db.bulk_log import STAGED_NOTES, announce, record_batch
-from crawler.db.entries import FORGET_ENTRY_ONLY_ROWS, SYSTEM, EntryChange
+from crawler.core.denylist import BLOCKED, NO_FOLLOW
+from crawler.core.hostnames import HostnameError, normalize, normalize_entry, root, seed_refusal
+from crawler.db.bulk_change_log import STAGED_NOTES, announce, record_batch
+from crawler.db.deny_entries import FORGET_ENTRY_ONLY_ROWS, SYSTEM, EntryChange
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
 from crawler.db.routing import NEAREST_ENTRY
-from crawler.denylist import BLOCKED, NO_FOLLOW
-from crawler.hostnames import HostnameError, normalize, normalize_entry, root, seed_refusal
 
 BATCH = 20_000
 REPEATED = "repeated in this list"
@@ -304,7 +304,7 @@ def add_no_follow(
 ) -> Iterator[list[EntryChange]]:
     """Add no_follow entries a batch at a time; a blocked entry becomes no_follow.
 
-    The hosts under each new entry leave routing; one audit row per batch.
+    The hosts under each new entry leave routing; one change-log row per batch.
     """
 
     def name_of(value: str) -> str:

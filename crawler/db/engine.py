@@ -19,6 +19,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import NullPool
 
+from crawler.core import config
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 log = logging.getLogger(__name__)
@@ -26,7 +28,7 @@ log = logging.getLogger(__name__)
 
 def var_dir() -> Path:
     """The folder for local state (embedded database, secret key)."""
-    path = Path(os.environ.get("HOSTCRAWL_VAR", PROJECT_ROOT / "var"))
+    path = PROJECT_ROOT / config.from_environment("HOSTCRAWL_VAR", os.environ)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -45,7 +47,7 @@ class DatabaseUrlError(ValueError):
 def database_url() -> str:
     """DATABASE_URL when set (checked, as postgresql+psycopg://); else the embedded server's
     URL (starting it)."""
-    url = os.environ.get("DATABASE_URL")
+    url = config.from_environment("DATABASE_URL", os.environ)
     if url:
         return checked_database_url(url)
     return embedded_server_url(var_dir() / "pg")
@@ -166,7 +168,8 @@ CONNECT_ARGS = {
 def pooled_connect_args() -> dict:
     """DATABASE_POOLED=1: DATABASE_URL goes through a transaction pooler (PgBouncer), where a
     statement psycopg prepared on one server connection is missing on the next: none."""
-    return {"prepare_threshold": None} if os.environ.get("DATABASE_POOLED") == "1" else {}
+    pooled = config.from_environment("DATABASE_POOLED", os.environ)
+    return {"prepare_threshold": None} if pooled else {}
 
 
 @cache

@@ -32,7 +32,7 @@ COLUMNS = (
     Host.last_crawled_at,
 )
 JSONL_BATCH = 5_000
-# A spreadsheet runs a cell starting with one of these as a formula (webpanel.entries too).
+# A spreadsheet runs a cell starting with one of these as a formula (webpanel.entry_input too).
 FORMULA_PATTERN = "^[=+@\t\r-]"
 
 

@@ -20,8 +20,9 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
+from crawler.core import config
+from crawler.db.deny_entries import DENYLIST_CHANNEL
 from crawler.db.engine import CONNECT_ARGS, checked_database_url
-from crawler.db.entries import DENYLIST_CHANNEL
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ MAX_BACKOFF = 30.0
 def conninfo(engine: Engine) -> str:
     """The engine's URL as plain libpq conninfo for a psycopg connection; DATABASE_LISTEN_URL
     if set (LISTEN needs a session of its own: not through a transaction pooler)."""
-    direct = os.environ.get("DATABASE_LISTEN_URL")
+    direct = config.from_environment("DATABASE_LISTEN_URL", os.environ)
     url = make_url(checked_database_url(direct)) if direct else engine.url
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
 

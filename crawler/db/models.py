@@ -219,10 +219,10 @@ class HostHour(Base):
     last_ok: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
 
 
-class AuditEntry(Base):
-    """One change to the deny entries: who, what, when."""
+class ChangeLogEntry(Base):
+    """One change to the deny entries in the operators' change log: who, what, when."""
 
-    __tablename__ = "audit_log"
+    __tablename__ = "change_log"
 
     id: Mapped[int] = mapped_column(primary_key=True)
     at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
@@ -232,21 +232,21 @@ class AuditEntry(Base):
     detail: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
-        Index("ix_audit_log_at", "at"),
-        Index("ix_audit_log_hostname", "hostname"),
+        Index("ix_change_log_at", "at"),
+        Index("ix_change_log_hostname", "hostname"),
     )
 
 
-class AuditItems(Base):
-    """The names of one bulk change, in one row: the audit row holds the batch's count.
+class ChangeLogItems(Base):
+    """The names of one bulk change, in one row: the change-log row holds the batch's count.
 
     Arrays, not a row per name: a batch of 20,000 names costs one row to log.
     """
 
-    __tablename__ = "audit_items"
+    __tablename__ = "change_log_items"
 
-    audit_id: Mapped[int] = mapped_column(
-        ForeignKey("audit_log.id", ondelete="CASCADE"), primary_key=True
+    change_id: Mapped[int] = mapped_column(
+        ForeignKey("change_log.id", ondelete="CASCADE"), primary_key=True
     )
     names: Mapped[list[str]] = mapped_column(ARRAY(Text))
     details: Mapped[list[str | None]] = mapped_column(ARRAY(Text))  # a note or reason each

@@ -17,13 +17,13 @@ from sqlalchemy import Connection, Engine, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import Boolean, Interval
 
+from crawler.core.hostnames import root
+from crawler.core.links import FilteredLinks
+from crawler.core.outcomes import is_network_failure
 from crawler.db import bulk
-from crawler.db.entries import EntryChange
+from crawler.db.deny_entries import EntryChange
 from crawler.db.hostsql import INTS, names_param
 from crawler.db.retry import retry_conflicts
-from crawler.hostnames import root
-from crawler.links import FilteredLinks
-from crawler.outcomes import is_network_failure
 
 
 @dataclass(frozen=True)

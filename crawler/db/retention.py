@@ -1,4 +1,4 @@
-"""What the database forgets (issue 15): old audit rows, old wildcard probes, per-root
+"""What the database forgets (issue 15): old change-log rows, old wildcard probes, per-root
 claim counts past the rolling hour, orphan hosts.
 
 Run by `hostcrawl prune` (from cron or a systemd timer). Deletes go in batches
@@ -20,7 +20,7 @@ DEFAULT_AUDIT_DAYS = 90
 DEFAULT_PROBE_DAYS = 30
 BATCH = 10_000
 
-OLD_AUDIT = "SELECT ctid FROM audit_log WHERE at < now() - make_interval(days => :days)"
+OLD_AUDIT = "SELECT ctid FROM change_log WHERE at < now() - make_interval(days => :days)"
 OLD_PROBES = (
     "SELECT ctid FROM wildcard_probes WHERE checked_at < now() - make_interval(days => :days)"
 )
@@ -35,7 +35,7 @@ ORPHAN_HOSTS = (
     " (SELECT 1 FROM queue q WHERE q.hostname = h.hostname)"
 )
 KINDS = {
-    "audit_log": ("audit_log", OLD_AUDIT),
+    "change_log": ("change_log", OLD_AUDIT),
     "wildcard_probes": ("wildcard_probes", OLD_PROBES),
     "root_claims": ("root_claims", OLD_ROOT_CLAIMS),
     "orphan_hosts": ("hosts", ORPHAN_HOSTS),
@@ -46,7 +46,7 @@ KINDS = {
 class Pruned:
     """Rows deleted (or, in a dry run, that would be) per kind."""
 
-    audit_log: int
+    change_log: int
     wildcard_probes: int
     orphan_hosts: int
     root_claims: int = 0
@@ -58,11 +58,11 @@ def prune(
     probe_days: int = DEFAULT_PROBE_DAYS,
     dry_run: bool = False,
 ) -> Pruned:
-    """Forget audit rows older than audit_days, probes older than probe_days (0: keep
+    """Forget change-log rows older than audit_days, probes older than probe_days (0: keep
     all of that kind), root_claims past two hours and hosts rows without a queue row."""
     run = count if dry_run else delete
     return Pruned(
-        audit_log=run(engine, "audit_log", {"days": audit_days}) if audit_days > 0 else 0,
+        change_log=run(engine, "change_log", {"days": audit_days}) if audit_days > 0 else 0,
         wildcard_probes=run(engine, "wildcard_probes", {"days": probe_days})
         if probe_days > 0
         else 0,

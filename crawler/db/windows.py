@@ -14,11 +14,11 @@ from datetime import datetime
 
 from sqlalchemy import Connection, Engine, text
 
+from crawler.core.hostnames import root
+from crawler.core.outcomes import ALIVE, is_network_failure
+from crawler.core.traps import Observation, trap_reason
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
-from crawler.hostnames import root
-from crawler.outcomes import ALIVE, is_network_failure
-from crawler.traps import DEFAULT_WINDOW, Observation, trap_reason
 
 # The database's clock (one for all workers), one microsecond apart to keep order.
 UPSERT_WINDOW = text(
@@ -50,7 +50,7 @@ READ_WINDOW = text(
 
 @retry_conflicts
 def record_outcomes(
-    engine: Engine, outcomes: Sequence[tuple[str, str]], size: int = DEFAULT_WINDOW
+    engine: Engine, outcomes: Sequence[tuple[str, str]], size: int
 ) -> dict[str, str]:
     """Put subdomains' (hostname, outcome) into their roots' windows, in completion order.
 

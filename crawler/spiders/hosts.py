@@ -19,15 +19,10 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
 
-from crawler.db import claims
-from crawler.db.retry import in_thread_until_up
-from crawler.denylist import Denial
-from crawler.failures import classify
-from crawler.hostnames import root
-from crawler.items import HostItem
-from crawler.links import filter_links
-from crawler.middlewares import OUTCOME_BY_ITEM, request_denied, request_hostname
-from crawler.outcomes import (
+from crawler.core.denylist import Denial
+from crawler.core.hostnames import root
+from crawler.core.links import filter_links
+from crawler.core.outcomes import (
     IGNORED,
     OK,
     TCP_REFUSED,
@@ -36,6 +31,11 @@ from crawler.outcomes import (
     TLS_HANDSHAKE,
     TLS_TIMEOUT,
 )
+from crawler.db import claims
+from crawler.db.retry import in_thread_until_up
+from crawler.failures import classify
+from crawler.items import HostItem
+from crawler.middlewares import OUTCOME_BY_ITEM, request_denied, request_hostname
 from crawler.state import CrawlState
 
 log = logging.getLogger(__name__)
@@ -60,15 +60,15 @@ class HostsSpider(scrapy.Spider):
     def setup(self, crawler) -> None:
         settings = crawler.settings
         self.state = CrawlState.of(crawler)
-        self.url_template = settings.get("HOST_URL_TEMPLATE", "https://{hostname}/")
-        self.fallback_template = settings.get("HTTP_FALLBACK_TEMPLATE", "http://{hostname}/")
-        self.batch = settings.getint("CLAIM_BATCH", 32)
+        self.url_template = settings.get("HOST_URL_TEMPLATE")
+        self.fallback_template = settings.get("HTTP_FALLBACK_TEMPLATE")
+        self.batch = settings.getint("CLAIM_BATCH")
         self.root_limits = claims.RootLimits(
-            settings.getint("ROOT_CONCURRENCY", 2), settings.getint("ROOT_BUDGET", 3600)
+            settings.getint("ROOT_CONCURRENCY"), settings.getint("ROOT_BUDGET")
         )
-        self.lease = timedelta(seconds=settings.getint("CLAIM_LEASE", 600))
-        self.poll_interval = settings.getfloat("CLAIM_POLL_INTERVAL", 2.0)
-        self.close_when_drained = settings.getbool("CLOSE_WHEN_DRAINED", False)
+        self.lease = timedelta(seconds=settings.getint("CLAIM_LEASE"))
+        self.poll_interval = settings.getfloat("CLAIM_POLL_INTERVAL")
+        self.close_when_drained = settings.getbool("CLOSE_WHEN_DRAINED")
         self.in_flight: set[str] = set()
         self._denied: list[HostItem] = []
         self._room = asyncio.Event()
@@ -99,7 +99,9 @@ class HostsSpider(scrapy.Spider):
                 self.root_limits,
             )
             if claimed.over_budget:
-                self.crawler.stats.inc_value("roots/over_budget", len(claimed.over_budget))
+                self.crawler.stats.inc_value(
+                    "hostcrawl/roots/over_budget", len(claimed.over_budget)
+                )
             hosts = claimed.hosts
             if not hosts:
                 if self._denied:
@@ -146,9 +148,9 @@ class HostsSpider(scrapy.Spider):
             errback=self.failed,
             dont_filter=True,
             meta={
-                "hostname": hostname,
-                "scheme": url.partition(":")[0].lower(),
-                "fallback": fallback,
+                "hostcrawl_hostname": hostname,
+                "hostcrawl_scheme": url.partition(":")[0].lower(),
+                "hostcrawl_fallback": fallback,
                 OUTCOME_BY_ITEM: True,
                 # One Scrapy download slot per root: CONCURRENT_REQUESTS_PER_DOMAIN
                 # then applies per root (Downloader.DOWNLOAD_SLOT).
@@ -157,7 +159,7 @@ class HostsSpider(scrapy.Spider):
         )
 
     def parse(self, response: Response):
-        hostname = response.meta["hostname"]
+        hostname = response.meta["hostcrawl_hostname"]
         hrefs, title = page_links(response)
         final_host = request_hostname(response.request)
         if final_host and final_host != hostname:
@@ -165,15 +167,15 @@ class HostsSpider(scrapy.Spider):
         scheme = urlparse_cached(response).scheme
         links = filter_links(hrefs, hostname, self.state.denylist.loaded, page_scheme=scheme)
         links.hostnames.discard(hostname)
-        if response.meta.get("fallback"):
-            self.crawler.stats.inc_value("fallback/answered")
+        if response.meta.get("hostcrawl_fallback"):
+            self.crawler.stats.inc_value("hostcrawl/fallback/answered")
         yield HostItem(
             hostname,
             OK,
             response.status,
             response.url,
             title,
-            response.meta.get("scheme"),
+            response.meta.get("hostcrawl_scheme"),
             hostnames=sorted(links.hostnames),
             links_found=links.found,
             links_filtered=links.filtered,
@@ -185,10 +187,10 @@ class HostsSpider(scrapy.Spider):
         if denial is not None:
             yield denied_item(request, denial)
             return
-        hostname = request.meta["hostname"]
+        hostname = request.meta["hostcrawl_hostname"]
         outcome = classify(failure.value, request_hostname(request) or hostname)
         if self._falls_back(request, outcome):
-            self.crawler.stats.inc_value("fallback/tried")
+            self.crawler.stats.inc_value("hostcrawl/fallback/tried")
             yield self.host_request(hostname, fallback=True)
             return
         yield HostItem(hostname, outcome, final_url=request.url)
@@ -197,15 +199,15 @@ class HostsSpider(scrapy.Spider):
         """Try plain HTTP once when https failed below HTTP at the host itself."""
         return (
             self.fallback_template.startswith("http:")
-            and request.meta.get("scheme") == "https"
-            and not request.meta.get("fallback")
+            and request.meta.get("hostcrawl_scheme") == "https"
+            and not request.meta.get("hostcrawl_fallback")
             and outcome in FALLS_BACK
-            and request_hostname(request) == request.meta["hostname"]
+            and request_hostname(request) == request.meta["hostcrawl_hostname"]
         )
 
     def _request_denied(self, request: scrapy.Request, denial: Denial) -> None:
         """A request was refused as it was scheduled: its claimed host settles from start()."""
-        if request.meta.get("hostname") in self.in_flight:
+        if request.meta.get("hostcrawl_hostname") in self.in_flight:
             self._denied.append(denied_item(request, denial))
             self._room.set()
 
@@ -218,7 +220,7 @@ class HostsSpider(scrapy.Spider):
 
 def denied_item(request: scrapy.Request, denial: Denial) -> HostItem:
     """The item of a claimed host whose request the deny list refused."""
-    hostname = request.meta["hostname"]
+    hostname = request.meta["hostcrawl_hostname"]
     if request_hostname(request) == hostname:
         return HostItem(hostname, IGNORED, final_url=request.url, denied_by=denial.entry)
     # A redirect to a denied host: the claimed host did answer.

@@ -28,7 +28,7 @@ depends_on: str | Sequence[str] | None = None
 
 HOSTNAME = sa.String(length=253, collation="C")
 ROUTABLE = "status_reason IS NULL AND denied_by IS NULL"
-# crawler.outcomes.NETWORK_FAILURES, as of this revision: what a trap window counts.
+# crawler.core.outcomes.NETWORK_FAILURES, as of this revision: what a trap window counts.
 NETWORK_FAILURES = (
     "'DNS_NXDOMAIN','DNS_SERVFAIL','DNS_NOANSWER','DNS_TIMEOUT','DNS_REFUSED','DNS_ERROR',"
     "'TCP_REFUSED','TCP_TIMEOUT','TCP_RESET','TLS_HANDSHAKE','TLS_TIMEOUT'"

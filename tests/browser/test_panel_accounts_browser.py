@@ -19,7 +19,7 @@ if not CHROMIUM.exists():
 
 from playwright.sync_api import Page, expect  # noqa: E402
 
-from crawler.db import entries  # noqa: E402
+from crawler.db import deny_entries  # noqa: E402
 from tests.unit.test_panel_support import PASSWORD, insert_hosts  # noqa: E402
 
 pytest_plugins = ["tests.unit.test_panel_support"]
@@ -73,8 +73,8 @@ def test_a_cookie_replayed_after_logout_is_refused(browser, live_server, page, d
 
 
 def test_a_viewer_reads_but_changes_nothing_an_admin_can(browser, live_server, page, db, viewer):
-    entries.add_no_follow(db, ["gone.test"])
-    entries.upsert_blocked(db, "trap.test", "subdomain generator: 50 of 50 failed")
+    deny_entries.add_no_follow(db, ["gone.test"])
+    deny_entries.upsert_blocked(db, "trap.test", "subdomain generator: 50 of 50 failed")
     log_in(page, "val", "/no_follow")
     expect(page.locator(".who")).to_have_text("val (viewer)")
     expect(page.locator("#entry-list td.host")).to_have_text(["gone.test"])
@@ -87,7 +87,7 @@ def test_a_viewer_reads_but_changes_nothing_an_admin_can(browser, live_server, p
     token = page.locator('input[name="csrf_token"]').first.get_attribute("value")
     answer = page.request.post("/blocked/trap.test/unblock", form={"csrf_token": token})
     assert answer.status == 403 and "viewer" in answer.text()
-    assert entries.deny_entries(db) == [("gone.test", "no_follow"), ("trap.test", "blocked")]
+    assert deny_entries.deny_entries(db) == [("gone.test", "no_follow"), ("trap.test", "blocked")]
 
     admin = browser.new_context(base_url=live_server)
     try:
@@ -98,7 +98,7 @@ def test_a_viewer_reads_but_changes_nothing_an_admin_can(browser, live_server, p
         expect(admin_page.locator(".flashes")).to_contain_text("trap.test: unblocked")
     finally:
         admin.close()
-    assert entries.deny_entries(db) == [("gone.test", "no_follow")]
+    assert deny_entries.deny_entries(db) == [("gone.test", "no_follow")]
 
 
 @pytest.mark.parametrize(
@@ -106,8 +106,10 @@ def test_a_viewer_reads_but_changes_nothing_an_admin_can(browser, live_server, p
 )
 def test_every_page_is_usable_at_420_px(browser, live_server, db, operators, url):
     insert_hosts(db, ["www.a.test", "a-rather-long-hostname-for-a-narrow-screen.example.test"])
-    entries.add_no_follow(db, ["gone.test"], note="a note that is long enough to wrap somewhere")
-    entries.upsert_blocked(db, "trap.test", "subdomain generator: " + "x" * 300)
+    deny_entries.add_no_follow(
+        db, ["gone.test"], note="a note that is long enough to wrap somewhere"
+    )
+    deny_entries.upsert_blocked(db, "trap.test", "subdomain generator: " + "x" * 300)
     context = browser.new_context(base_url=live_server, viewport=NARROW)
     try:
         page = context.new_page()

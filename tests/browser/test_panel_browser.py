@@ -20,7 +20,7 @@ if not CHROMIUM.exists():
 
 from playwright.sync_api import Page, expect  # noqa: E402
 
-from crawler.db import entries
+from crawler.db import deny_entries
 from tests.dbhelpers import record_outcome
 from tests.unit.test_panel_support import PASSWORD, insert_hosts  # noqa: E402
 
@@ -73,7 +73,7 @@ def test_add_a_no_follow_domain_and_its_hosts_leave_the_list(page, db, operators
 
 
 def test_paste_a_list_with_a_bad_line_and_read_the_summary(page, db, operators):
-    entries.add_no_follow(db, ["old.test"])
+    deny_entries.add_no_follow(db, ["old.test"])
     log_in(page, "/no_follow")
     page.get_by_label("Domains, one per line").fill("a.test\nbad..test\nold.test\n*.b.test")
     page.get_by_role("button", name="Preview").click()
@@ -88,18 +88,18 @@ def test_paste_a_list_with_a_bad_line_and_read_the_summary(page, db, operators):
 
 def test_remove_an_entry_with_its_confirmation(page, db, operators):
     insert_hosts(db, ["www.gone.test"])
-    entries.add_no_follow(db, ["gone.test", "stays.test"], note="for now")
+    deny_entries.add_no_follow(db, ["gone.test", "stays.test"], note="for now")
     log_in(page, "/no_follow")
     row = page.locator("#entry-list tr", has_text="gone.test")
     row.get_by_role("link", name="Remove…").click()
     expect(page.get_by_role("heading")).to_have_text("Remove gone.test from no_follow?")
-    page.get_by_label("Note (kept in the audit log)").fill("not a giant after all")
+    page.get_by_label("Note (kept in the change log)").fill("not a giant after all")
     page.get_by_role("button", name="Remove gone.test").click()
     expect(page.locator(".flashes")).to_have_text("gone.test: removed (1 hosts back in routing)")
     expect(page.locator("#entry-list td.host")).to_have_text(["stays.test"])
-    page.get_by_role("link", name="Audit log").first.click()
-    expect(page.locator("#audit tbody tr").first).to_contain_text("no_follow.remove")
-    expect(page.locator("#audit tbody tr").first).to_contain_text("not a giant after all")
+    page.get_by_role("link", name="Change log").first.click()
+    expect(page.locator("#change-log tbody tr").first).to_contain_text("no_follow.remove")
+    expect(page.locator("#change-log tbody tr").first).to_contain_text("not a giant after all")
 
 
 def test_read_a_blocked_reason_and_unblock(page, db, operators):

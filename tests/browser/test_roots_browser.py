@@ -19,7 +19,7 @@ if not CHROMIUM.exists():
 
 from playwright.sync_api import Page, expect  # noqa: E402
 
-from crawler.db import entries, queue, windows  # noqa: E402
+from crawler.db import deny_entries, queue, windows  # noqa: E402
 from crawler.db.queue import Crawled, CrawlResult  # noqa: E402
 from tests.dbhelpers import record_outcomes  # noqa: E402
 from tests.unit.test_panel_support import PASSWORD  # noqa: E402
@@ -62,7 +62,7 @@ def test_a_wildcard_farm_is_flagged_and_one_click_puts_it_on_no_follow(page, db,
     expect(page).to_have_url(re.compile(r"/roots/farm\.test$"))
     expect(page.locator(".flashes")).to_contain_text("farm.test: added")
     expect(page.locator("#root-facts")).to_contain_text("farm.test (no_follow)")
-    assert [e["hostname"] for e in entries.list_entries(db, "no_follow")] == ["farm.test"]
+    assert [e["hostname"] for e in deny_entries.list_entries(db, "no_follow")] == ["farm.test"]
 
     page.get_by_role("link", name="Roots").click()
     farm = page.locator("#roots tr", has=page.get_by_role("link", name="farm.test", exact=True))

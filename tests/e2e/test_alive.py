@@ -12,7 +12,7 @@ from collections import Counter
 
 from sqlalchemy import text
 
-from crawler.db import entries, queue
+from crawler.db import deny_entries, queue
 from tests.e2e.conftest import host_facts, known_hosts, wait_until
 from tests.fakeweb import World
 
@@ -45,12 +45,15 @@ def test_an_http_only_root_is_crawled_over_http_and_never_blocked(db, fakeweb_fa
 
     worker = crawl(web, scheme="https", CLAIM_BATCH=8, RETRY_TIMES=0)
 
-    assert entries.list_entries(db, "blocked") == []
+    assert deny_entries.list_entries(db, "blocked") == []
     assert outcomes_under(db, "campus.test") == {"OK": 60}
     assert all(host_facts(db, n).scheme == "http" for n in names)
     assert host_facts(db, "hub.test").scheme == "https"
     assert {f"found{i:02}.test" for i in range(60)} <= known_hosts(db)  # their links count
-    assert stat(worker, "fallback/tried") >= 60 and stat(worker, "fallback/answered") >= 60
+    assert (
+        stat(worker, "hostcrawl/fallback/tried") >= 60
+        and stat(worker, "hostcrawl/fallback/answered") >= 60
+    )
     # robots.txt was asked for on the scheme that answered.
     assert len(web.fetches(path="/robots.txt", scheme="http", host=names[1])) == 1
 
@@ -66,7 +69,7 @@ def test_a_root_failing_on_both_schemes_is_still_blocked(db, fakeweb_factory, cr
 
     crawl(web, scheme="https", CLAIM_BATCH=8, RETRY_TIMES=0)
 
-    [entry] = entries.list_entries(db, "blocked")
+    [entry] = deny_entries.list_entries(db, "blocked")
     assert entry["hostname"] == "dead.test"
     assert "TCP_REFUSED" in entry["blocked_reason"] and "TCP_RESET" in entry["blocked_reason"]
 
@@ -98,9 +101,9 @@ def crawl_through_an_outage(db, fakeweb_factory, start_crawler, cut, **settings)
     cut(web, False)
     worker.wait()
     # The trap is blocked (after the outage at the latest), and nothing else is.
-    assert [e["hostname"] for e in entries.list_entries(db, "blocked")] == ["trap.test"]
+    assert [e["hostname"] for e in deny_entries.list_entries(db, "blocked")] == ["trap.test"]
     assert outcomes_under(db, "big.test") == {"OK": 220}
-    assert stat(worker, "outage/retried") > 0
+    assert stat(worker, "hostcrawl/outage/retried") > 0
     return worker
 
 

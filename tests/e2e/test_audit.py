@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from crawler.db import entries, queue, windows
+from crawler.db import deny_entries, queue, windows
 from crawler.db.engine import PROJECT_ROOT
 from tests.e2e.conftest import host_facts, wait_until
 from tests.fakeweb import World
@@ -132,7 +132,7 @@ def test_a_trap_is_blocked_by_the_audit_alone(db, fakeweb_factory):
 
     run_audit(web)
 
-    [entry] = entries.list_entries(db, "blocked")
+    [entry] = deny_entries.list_entries(db, "blocked")
     assert entry["hostname"] == "trap.test"
     assert "DNS_NXDOMAIN 50" in entry["blocked_reason"]
     assert re.search(
@@ -156,7 +156,7 @@ def test_wildcard_zone_is_named_in_the_evidence(db, fakeweb_factory):
 
     run_audit(web)
 
-    [entry] = entries.list_entries(db, "blocked")
+    [entry] = deny_entries.list_entries(db, "blocked")
     assert re.search(
         r"wildcard zone: the random name hc-\w+\.junk\.test resolves", entry["blocked_reason"]
     )
@@ -270,5 +270,5 @@ def test_resolver_survives_a_dns_server_that_goes_silent(db, fakeweb_factory, tm
     log.close()
     outcomes = audit_outcomes(db)
     assert all(outcomes[n] in ("DNS_ALIVE", "DNS_TIMEOUT") for n in names)
-    assert entries.list_entries(db, "blocked") == []
+    assert deny_entries.list_entries(db, "blocked") == []
     assert "audited 3000 hosts" in log_path.read_text()

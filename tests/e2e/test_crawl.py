@@ -7,7 +7,7 @@ from collections import Counter
 
 from sqlalchemy import text
 
-from crawler.db import entries, queue
+from crawler.db import deny_entries, queue
 from tests.conftest import insert_stale_row
 from tests.e2e.conftest import claims_held, host_facts, known_hosts, leases_ran_out, wait_until
 from tests.fakeweb import World
@@ -49,7 +49,7 @@ def test_no_follow_links_are_never_saved_nor_fetched(db, fakeweb_factory, crawl)
         world.site(name, links=["http://leak.test/"])
     world.site("notsocial.test")
     web = fakeweb_factory(world)
-    entries.add_no_follow(db, ["social.test"], note="giant platform")
+    deny_entries.add_no_follow(db, ["social.test"], note="giant platform")
     queue.seed(db, ["hub.test"])
 
     crawl(web)
@@ -76,7 +76,7 @@ def test_no_follow_added_while_crawling_reaches_the_worker_within_5s(
     listening = "deny list: listening for changes"
     wait_until(lambda: listening in worker.log(), 60, "the crawler to listen for changes")
 
-    entries.add_no_follow(db, ["late.test"])
+    deny_entries.add_no_follow(db, ["late.test"])
     wait_until(lambda: "deny list: add late.test" in worker.log(), 5, "the NOTIFY to arrive")
     queue.seed(db, ["late-hub.test"])
     wait_until(
@@ -103,7 +103,7 @@ def test_trap_root_is_blocked_after_fifty_failures(db, fakeweb_factory, crawl):
 
     worker = crawl(web, CLAIM_BATCH=8)
 
-    [entry] = entries.list_entries(db, "blocked")
+    [entry] = deny_entries.list_entries(db, "blocked")
     assert entry["hostname"] == "trap.test"
     reason = entry["blocked_reason"]
     assert "subdomain generator" in reason and "last 50 unique subdomains of trap.test" in reason
@@ -125,7 +125,7 @@ def test_trap_root_is_blocked_after_fifty_failures(db, fakeweb_factory, crawl):
             text("SELECT count(*) FROM queue WHERE denied_by = 'trap.test'")
         ).scalar()
     assert out_of_routing >= 300 - len(looked_up)
-    assert "'traps/blocked': 1" in worker.log()
+    assert "'hostcrawl/traps/blocked': 1" in worker.log()
 
 
 def test_a_root_with_live_subdomains_is_never_blocked(db, fakeweb_factory, crawl):
@@ -140,7 +140,7 @@ def test_a_root_with_live_subdomains_is_never_blocked(db, fakeweb_factory, crawl
 
     crawl(web, CLAIM_BATCH=4)
 
-    assert entries.list_entries(db, "blocked") == []
+    assert deny_entries.list_entries(db, "blocked") == []
     outcomes = Counter(host_facts(db, n).outcome for n in names)
     assert outcomes == {"DNS_NXDOMAIN": 195, "OK": 5}
 
@@ -157,14 +157,14 @@ def test_tcp_and_tls_failures_on_both_schemes_count_towards_a_trap(db, fakeweb_f
 
     worker = crawl(web, scheme="https", CLAIM_BATCH=8, RETRY_TIMES=0)
 
-    [entry] = entries.list_entries(db, "blocked")
+    [entry] = deny_entries.list_entries(db, "blocked")
     assert entry["hostname"] == "mixed.test"
     # Each failed on https (refused, reset, broken TLS), then on plain HTTP: the final
     # outcome (the fallback's) is what the window holds.
     for kind in ("TCP_REFUSED", "TCP_RESET"):
         assert kind in entry["blocked_reason"]
-    tried = int(re.search(r"'fallback/tried': (\d+)", worker.log()).group(1))
-    assert tried >= 50 and "'fallback/answered'" not in worker.log()
+    tried = int(re.search(r"'hostcrawl/fallback/tried': (\d+)", worker.log()).group(1))
+    assert tried >= 50 and "'hostcrawl/fallback/answered'" not in worker.log()
 
 
 def test_redirects_to_denied_hosts_are_never_followed(db, fakeweb_factory, crawl):
@@ -176,8 +176,8 @@ def test_redirects_to_denied_hosts_are_never_followed(db, fakeweb_factory, crawl
     for name in ("www.social.test", "x.trapped.test", "fine.test"):
         world.site(name)
     web = fakeweb_factory(world)
-    entries.add_no_follow(db, ["social.test"])
-    entries.upsert_blocked(db, "trapped.test", "test block")
+    deny_entries.add_no_follow(db, ["social.test"])
+    deny_entries.upsert_blocked(db, "trapped.test", "test block")
     queue.seed(db, ["hub.test"])
 
     worker = crawl(web)
@@ -189,9 +189,9 @@ def test_redirects_to_denied_hosts_are_never_followed(db, fakeweb_factory, crawl
     assert (r1.outcome, r1.final_url) == ("OK", f"http://www.social.test:{web.http_port}/")
     assert "fine.test" in known_hosts(db)  # a redirect's target is discovered too
     for stat in (
-        "'blacklist/filtered/no_follow': 1",
-        "'blacklist/filtered/blocked': 1",
-        "'blacklist/domains': 2",
+        "'hostcrawl/blacklist/filtered/no_follow': 1",
+        "'hostcrawl/blacklist/filtered/blocked': 1",
+        "'hostcrawl/blacklist/domains': 2",
     ):
         assert stat in worker.log()
 
@@ -247,7 +247,7 @@ def test_two_workers_share_a_crawl_without_fetching_twice(db, fakeweb_factory, s
     with db.connect() as conn:
         unsettled = conn.execute(text("SELECT count(*) FROM queue WHERE claimed_by IS NOT NULL"))
         assert unsettled.scalar() == 0
-    found = [re.search(r"'hosts/outcome/OK': (\d+)", w.log()) for w in workers]
+    found = [re.search(r"'hostcrawl/hosts/outcome/OK': (\d+)", w.log()) for w in workers]
     shares = [int(f.group(1)) if f else 0 for f in found]
     assert sum(shares) == len(names) and min(shares) > 0, shares
 
@@ -256,7 +256,7 @@ def test_start_requests_to_denied_hosts_leave_routing(db, fakeweb_factory, crawl
     world = World()
     world.site("stale.social.test")
     web = fakeweb_factory(world)
-    entries.add_no_follow(db, ["social.test"])
+    deny_entries.add_no_follow(db, ["social.test"])
     insert_stale_row(db, "stale.social.test", "social.test")  # the claim refuses it
     crawl(web)
     assert not web.fetches(host="stale.social.test", path=None)

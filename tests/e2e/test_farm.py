@@ -153,7 +153,7 @@ def test_a_live_wildcard_farm_neither_hammered_nor_taking_over(db, fakeweb_facto
         held = dict(conn.execute(text("SELECT root, held_until > now() FROM roots")).all())
     assert held[FARM] is True and not any(held[r] for r in ORDINARY)
     logs = "".join(w.log() for w in workers)
-    assert "'roots/over_budget': 1" in logs
+    assert "'hostcrawl/roots/over_budget': 1" in logs
 
     most = most_in_flight_per_root(web)
     print(f"most requests at once per root: {dict(most)}")

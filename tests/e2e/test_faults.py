@@ -8,7 +8,7 @@ import time
 
 from sqlalchemy import text
 
-from crawler.db import accounts, entries, queue
+from crawler.db import accounts, deny_entries, queue
 from tests.e2e.conftest import host_facts, known_hosts, leases_ran_out, wait_until
 from tests.fakeweb import World
 
@@ -159,7 +159,7 @@ def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, sta
             answer = api.post(url, json={"names": [domain], "note": f"round {i}"}, headers=auth)
             assert answer.status_code == 200, answer.get_json()
             changes += answer.get_json()["results"][0]["status"] in ("added", "removed")
-        entries.upsert_blocked(db, "beta.test", f"round {i}")
+        deny_entries.upsert_blocked(db, "beta.test", f"round {i}")
         answer = api.post("/api/blocked/unblock", json={"names": ["beta.test"]}, headers=auth)
         assert answer.json["results"][0]["status"] == "unblocked"
         changes += 2
@@ -184,9 +184,9 @@ def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, sta
     for worker in workers:
         worker.wait()  # no deadlock: both finish
 
-    assert entries.deny_entries(db) == [("gamma.test", "no_follow")]  # no lost update
+    assert deny_entries.deny_entries(db) == [("gamma.test", "no_follow")]  # no lost update
     with db.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM audit_log")).scalar() == changes
+        assert conn.execute(text("SELECT count(*) FROM change_log")).scalar() == changes
     late = [
         r
         for r in web.fetches(path=None)

@@ -25,7 +25,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from crawler.db import entries, queue
+from crawler.db import deny_entries, queue
 from crawler.db.listener import conninfo
 from tests.e2e.conftest import known_hosts, wait_until
 from tests.fakeweb import World
@@ -159,7 +159,7 @@ def test_the_panel_works_through_pgbouncer(db, bouncer, operators):
     from webpanel import create_app
 
     queue.save_hosts(db, ["www.pooled.test", "pooled.test"])
-    entries.add_no_follow(db, ["elsewhere.test"])
+    deny_entries.add_no_follow(db, ["elsewhere.test"])
     options = {"pool_size": 2, "connect_args": {"prepare_threshold": None}}
     app = create_app(panel_config(bouncer.url, SQLALCHEMY_ENGINE_OPTIONS=options))
     client = app.test_client()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from crawler.db import entries, queue
+from crawler.db import deny_entries, queue
 from crawler.db.engine import PROJECT_ROOT
 from tests.fakeweb import World
 
@@ -24,7 +24,7 @@ def test_a_feed_gets_one_line_per_settled_host(db, fakeweb_factory, crawl, tmp_p
     world.host("dead.alpha.test", "refused")
     world.site("links-dead.test", links=["http://dead.alpha.test/"])
     web = fakeweb_factory(world)
-    entries.add_no_follow(db, ["social.test"])
+    deny_entries.add_no_follow(db, ["social.test"])
     queue.seed(db, ["hub.test", "links-dead.test"])
     feed = tmp_path / "found.jsonl"
 
@@ -66,7 +66,7 @@ def test_the_addon_brings_no_follow_and_the_trap_rule_to_any_spider(db, fakeweb_
     world.site("www.social.test")
     world.zone("trap.test", "nxdomain")
     web = fakeweb_factory(world)
-    entries.add_no_follow(db, ["social.test"])
+    deny_entries.add_no_follow(db, ["social.test"])
     site = web.url_template()
     junk = [site.format(hostname=f"junk{i}.trap.test") for i in range(5)]
 
@@ -80,9 +80,9 @@ def test_the_addon_brings_no_follow_and_the_trap_rule_to_any_spider(db, fakeweb_
 
     assert {"url": site.format(hostname="ok.test"), "status": 200} in first
     assert all(i.get("error") == "CannotResolveHostError" for i in first if "trap" in i["url"])
-    [blocked] = entries.list_entries(db, "blocked")
+    [blocked] = deny_entries.list_entries(db, "blocked")
     assert blocked["hostname"] == "trap.test" and "DNS_NXDOMAIN 5" in blocked["blocked_reason"]
     assert later == []  # refused as they were scheduled: never downloaded
-    assert "'blacklist/filtered/no_follow': 1" in log
-    assert "'blacklist/filtered/blocked': 1" in log
+    assert "'hostcrawl/blacklist/filtered/no_follow': 1" in log
+    assert "'hostcrawl/blacklist/filtered/blocked': 1" in log
     assert web.fetch_counts(path=None).get("www.social.test", 0) == 0

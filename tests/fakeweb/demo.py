@@ -39,7 +39,8 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from crawler.db import entries, queue
+from crawler.core import config
+from crawler.db import deny_entries, queue
 
 from .handle import PROJECT_ROOT, FakeWeb
 from .world import World, link_host
@@ -140,7 +141,7 @@ def crawl(web: FakeWeb, log_path: Path) -> tuple[int, str]:
 
 
 def summarize(db, engine, world: World, web: FakeWeb) -> None:
-    from crawler.settings import TRAP_WINDOW
+    TRAP_WINDOW = config.setting("TRAP_WINDOW").default
 
     with engine.connect() as conn:
         known = conn.execute(text("SELECT count(*) FROM hosts")).scalar()
@@ -173,7 +174,7 @@ def summarize(db, engine, world: World, web: FakeWeb) -> None:
     print("\nWhat the crawl found")
     print(f"  hosts discovered: {known} ({len(crawled)} crawled: {by_outcome})")
 
-    blocked = entries.list_entries(db, "blocked")
+    blocked = deny_entries.list_entries(db, "blocked")
     print(f"\n  blocked entries ({len(blocked)}): the trap rule's verdicts")
     for entry in blocked:
         print(f"    {entry['hostname']}  blocked_reason:")
@@ -187,7 +188,7 @@ def summarize(db, engine, world: World, web: FakeWeb) -> None:
     if not blocked:
         print("    none (unexpected: the web ring's trap.test links should have made one)")
 
-    no_follow = entries.list_entries(db, "no_follow")
+    no_follow = deny_entries.list_entries(db, "no_follow")
     print(f"\n  no_follow entries ({len(no_follow)}): excluded by an operator")
     for entry in no_follow:
         print(f"    {entry['hostname']}  note: {entry['note'] or '-'}")
@@ -300,7 +301,7 @@ def main() -> int:
             f" also links to {PLATFORM} (a giant platform) in odd forms; {RING} links to"
             f" {TRAP_LINKS} subdomains of {TRAP} (NXDOMAIN)"
         )
-        for change in entries.add_no_follow(db, [PLATFORM], note=PLATFORM_NOTE):
+        for change in deny_entries.add_no_follow(db, [PLATFORM], note=PLATFORM_NOTE):
             print(f"  no_follow {change.describe()}")
         for change in queue.seed(db, [names[0]]):
             print(f"  seed {change.describe()}")

@@ -1,10 +1,10 @@
-"""crawler.blocklists: the lines of the lists operators have, as names (pure, no database)."""
+"""crawler.core.blocklists: the lines of the lists operators have, as names (pure, no database)."""
 
 from __future__ import annotations
 
 import pytest
 
-from crawler.blocklists import (
+from crawler.core.blocklists import (
     COMMENT,
     COSMETIC,
     EXCEPTION,

@@ -7,7 +7,7 @@ import time
 import pytest
 from sqlalchemy import text
 
-from crawler.db import bulk, bulk_log, entries
+from crawler.db import bulk, bulk_change_log, deny_entries
 from crawler.livedenylist import LiveDenyList
 from tests.unit.test_panel_support import insert_hosts
 
@@ -22,7 +22,7 @@ def rows(db, sql: str, **params) -> list:
 
 
 def test_seed_results_come_in_input_order_with_every_refusal_named(db):
-    entries.add_no_follow(db, ["social.test"])
+    deny_entries.add_no_follow(db, ["social.test"])
     inputs = [
         "a.test",
         "A.test",  # the same name again
@@ -63,7 +63,7 @@ def test_seed_results_come_in_input_order_with_every_refusal_named(db):
 
 
 def test_a_name_given_twice_in_a_batch_shares_its_refusal(db):
-    entries.add_no_follow(db, ["social.test"])
+    deny_entries.add_no_follow(db, ["social.test"])
     changes = bulk.collect(bulk.seed(db, ["x.social.test", "X.Social.test", "ok.test", "OK.test"]))
     assert statuses(changes) == [
         ("x.social.test", "refused"),
@@ -117,8 +117,8 @@ def test_a_failed_batch_leaves_nothing_and_the_batches_before_it_whole(db, monke
 
 def test_no_follow_in_bulk_takes_hosts_out_once_and_logs_one_row(db):
     insert_hosts(db, ["www.a.test", "y.x.a.test", "free.test", "deep.b.test"])
-    entries.upsert_blocked(db, "b.test", "a trap")
-    entries.add_no_follow(db, ["old.test"])
+    deny_entries.upsert_blocked(db, "b.test", "a trap")
+    deny_entries.add_no_follow(db, ["old.test"])
     names = ["a.test", "x.a.test", "b.test", "old.test", "bad..x", "a.test"]
     names += [f"e{i}.test" for i in range(150)]
     changes = bulk.collect(bulk.add_no_follow(db, names, "ann", note="from a list"))
@@ -136,11 +136,11 @@ def test_no_follow_in_bulk_takes_hosts_out_once_and_logs_one_row(db):
     assert denied_by["y.x.a.test"] == "x.a.test"  # the nearest entry of the batch
     assert denied_by["deep.b.test"] == "b.test"
     assert denied_by["free.test"] is None
-    logged = rows(db, "SELECT id, action, detail FROM audit_log WHERE actor = 'ann'")
+    logged = rows(db, "SELECT id, action, detail FROM change_log WHERE actor = 'ann'")
     assert len(logged) == 1
-    audit_id, action, detail = logged[0]
+    change_id, action, detail = logged[0]
     assert (action, detail) == ("no_follow.add", "153 names; from a list")
-    (items,) = rows(db, "SELECT names FROM audit_items WHERE audit_id = :i", i=audit_id)
+    (items,) = rows(db, "SELECT names FROM change_log_items WHERE change_id = :i", i=change_id)
     assert len(items.names) == 153 and "b.test" in items.names
 
 
@@ -149,7 +149,7 @@ def test_a_big_batch_reaches_a_listening_worker_by_one_reload(db):
     worker.load()
     try:
         assert worker.listener.ready.wait(10)
-        names = [f"w{i}.test" for i in range(bulk_log.NOTIFY_EACH_UP_TO + 50)]
+        names = [f"w{i}.test" for i in range(bulk_change_log.NOTIFY_EACH_UP_TO + 50)]
         bulk.collect(bulk.add_no_follow(db, names))
         deadline = time.monotonic() + 5
         while not all(worker.denial(f"x.{n}") for n in names):
@@ -162,7 +162,7 @@ def test_a_big_batch_reaches_a_listening_worker_by_one_reload(db):
 def test_removal_in_bulk_puts_back_what_each_entry_took(db):
     insert_hosts(db, ["www.a.test", "y.x.a.test", "www.b.test"])
     bulk.collect(bulk.add_no_follow(db, ["a.test", "x.a.test"]))
-    entries.upsert_blocked(db, "b.test", "a trap")
+    deny_entries.upsert_blocked(db, "b.test", "a trap")
     removed = bulk.collect(bulk.remove_no_follow(db, ["x.a.test", "nope.test", "b.test"]))
     assert statuses(removed) == [
         ("x.a.test", "removed"),
@@ -174,6 +174,6 @@ def test_removal_in_bulk_puts_back_what_each_entry_took(db):
     unblocked = bulk.collect(bulk.unblock(db, ["b.test"], "ann", note="false positive"))
     assert statuses(unblocked) == [("b.test", "unblocked")]
     assert unblocked[0].message == "1 hosts back in routing"
-    assert rows(db, "SELECT detail FROM audit_log WHERE action = 'unblock'") == [
+    assert rows(db, "SELECT detail FROM change_log WHERE action = 'unblock'") == [
         ("false positive; a trap",)
     ]

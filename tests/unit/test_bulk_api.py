@@ -32,7 +32,7 @@ def test_api_adds_10000_names_in_under_5_seconds_with_a_result_each(app, db, ope
     assert [r["status"] for r in results[-3:]] == ["added", "refused", "already"]
     assert added.json["ok"] is False
     assert count(db, "SELECT count(*) FROM queue WHERE status_reason = 'no_follow'") == 9_998
-    assert count(db, "SELECT count(*) FROM audit_log") == 1  # one batch, one row
+    assert count(db, "SELECT count(*) FROM change_log") == 1  # one batch, one row
 
     removed = api.post("/api/no_follow/remove", json={"names": names[:5_000]}, headers=auth)
     assert {r["status"] for r in removed.json["results"]} == {"removed"}
@@ -52,7 +52,7 @@ def test_api_refuses_a_list_over_the_limit_with_413_json(app, db, operators):
 def test_a_failed_batch_writes_nothing(app, db, operators, monkeypatch):
     auth = give_api_token(db, "bob", "bob-token")
 
-    def broken(conn, *args):  # the audit row fails after the entries were written
+    def broken(conn, *args):  # the change-log row fails after the entries were written
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(bulk, "record_batch", broken)
@@ -68,12 +68,12 @@ def test_a_failed_batch_writes_nothing(app, db, operators, monkeypatch):
 
 
 def test_api_unblock_in_bulk(app, db, operators):
-    from crawler.db import entries
+    from crawler.db import deny_entries
 
     auth = give_api_token(db, "bob", "bob-token")
     insert_hosts(db, ["www.t1.test"])
     for name in ("t1.test", "t2.test"):
-        entries.upsert_blocked(db, name, "a trap")
+        deny_entries.upsert_blocked(db, name, "a trap")
     response = app.test_client().post(
         "/api/blocked/unblock", json={"names": ["t1.test", "t2.test", "t3.test"]}, headers=auth
     )
@@ -87,7 +87,7 @@ def test_paste_of_a_block_list_saves_its_names_in_one_batch(client, db):
     assert saved.status_code == 200
     assert "added 3, already present 0, refused 0" in saved.get_data(as_text=True)
     assert count(db, "SELECT count(*) FROM queue WHERE status_reason = 'no_follow'") == 3
-    assert count(db, "SELECT count(*) FROM audit_log") == 1
+    assert count(db, "SELECT count(*) FROM change_log") == 1
 
 
 def test_csv_import_keeps_each_rows_note_and_links_the_batch_in_the_audit_log(client, db):
@@ -99,10 +99,10 @@ def test_csv_import_keeps_each_rows_note_and_links_the_batch_in_the_audit_log(cl
         notes = dict(
             conn.execute(text("SELECT hostname, note FROM queue WHERE note IS NOT NULL")).all()
         )
-        audit_id = conn.execute(text("SELECT id FROM audit_log")).scalar_one()
+        change_id = conn.execute(text("SELECT id FROM change_log")).scalar_one()
     assert notes == {"x.csv.test": "first", "y.csv.test": "second"}
     log = client.get("/audit").get_data(as_text=True)
-    assert f"/audit/{audit_id}/items" in log
-    items = client.get(f"/audit/{audit_id}/items").get_data(as_text=True)
+    assert f"/audit/{change_id}/items" in log
+    items = client.get(f"/audit/{change_id}/items").get_data(as_text=True)
     assert "x.csv.test" in items and "second" in items
     assert client.get("/audit/999999/items").status_code == 404

@@ -16,7 +16,7 @@ import time
 
 from sqlalchemy import text
 
-from crawler.db import bulk, entries
+from crawler.db import bulk, deny_entries
 from crawler.livedenylist import LiveDenyList
 
 DENY_ENTRIES = [f"deny{j}.test" for j in range(50)]
@@ -52,7 +52,7 @@ def seed_list() -> tuple[list[str], dict[str, int]]:
 
 
 def test_seeding_100k_lines_gives_the_right_counts_summary_and_report(db, tmp_path):
-    entries.add_no_follow(db, DENY_ENTRIES)
+    deny_entries.add_no_follow(db, DENY_ENTRIES)
     lines, expected = seed_list()
     path = tmp_path / "top.csv.gz"
     with gzip.open(path, "wt") as out:  # gzip, recognised by its magic bytes
@@ -161,15 +161,15 @@ def test_a_hosts_file_and_an_adblock_list_of_100k_lines_reach_a_running_worker(d
                 time.sleep(0.05)
         total = count(db, "SELECT count(*) FROM queue WHERE status_reason = 'no_follow'")
         assert total == 2 * (100_000 - 5)
-        assert count(db, "SELECT count(*) FROM audit_log") == 2 * -(-(100_000 - 5) // bulk.BATCH)
+        assert count(db, "SELECT count(*) FROM change_log") == 2 * -(-(100_000 - 5) // bulk.BATCH)
     finally:
         worker.stop()
 
 
 def test_unblock_and_remove_from_files(db, tmp_path):
     for name in ("t1.test", "t2.test"):
-        entries.upsert_blocked(db, name, "a trap")
-    entries.add_no_follow(db, ["n1.test"])
+        deny_entries.upsert_blocked(db, name, "a trap")
+    deny_entries.add_no_follow(db, ["n1.test"])
     blocked = tmp_path / "blocked.txt"
     blocked.write_text("t1.test\n# not this one\nt3.test\n")
     run = hostcrawl("blocked", "unblock", "-f", str(blocked), "--note", "false positives")

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from sqlalchemy import create_engine, text
 
-from crawler.db import claims, entries, queue
+from crawler.db import claims, deny_entries, queue
 
 ROWS = 20_000
 WORKERS = 4
@@ -30,8 +30,8 @@ def test_four_processes_claim_every_row_exactly_once(db, database_url):
     names = [f"h{i}.r{i % 97}.test" for i in range(ROWS)]
     queue.save_hosts(db, names)
     queue.save_hosts(db, ["x.blocked.test", "y.nofollow.test", "dateless.test"])
-    entries.upsert_blocked(db, "blocked.test", "trap")
-    entries.add_no_follow(db, ["nofollow.test"])
+    deny_entries.upsert_blocked(db, "blocked.test", "trap")
+    deny_entries.add_no_follow(db, ["nofollow.test"])
     with db.begin() as conn:
         conn.execute(text("UPDATE queue SET next_claim_at = NULL WHERE hostname = 'dateless.test'"))
 
@@ -61,8 +61,8 @@ def test_expired_lease_makes_a_row_claimable_again(db):
 
 def test_never_routed(db):
     queue.save_hosts(db, ["ok.test", "a.blocked.test", "b.c.nofollow.test", "dateless.test"])
-    entries.upsert_blocked(db, "blocked.test", "trap")
-    entries.add_no_follow(db, ["nofollow.test"])
+    deny_entries.upsert_blocked(db, "blocked.test", "trap")
+    deny_entries.add_no_follow(db, ["nofollow.test"])
     with db.begin() as conn:
         conn.execute(text("UPDATE queue SET next_claim_at = NULL WHERE hostname = 'dateless.test'"))
         conn.execute(

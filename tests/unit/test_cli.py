@@ -8,7 +8,7 @@ import sys
 import pytest
 from sqlalchemy import text
 
-from crawler.db import claims, entries
+from crawler.db import claims, deny_entries
 
 
 def hostcrawl(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
@@ -87,11 +87,11 @@ def test_no_follow_add_list_remove(db):
 def test_no_follow_force_accepts_a_public_suffix(db):
     run = hostcrawl("no-follow", "add", "co.uk", "--force")
     assert run.returncode == 0, run.stderr
-    assert entries.deny_entries(db) == [("co.uk", "no_follow")]
+    assert deny_entries.deny_entries(db) == [("co.uk", "no_follow")]
 
 
 def test_blocked_list_and_unblock(db):
-    entries.upsert_blocked(db, "trap.test", "subdomain generator: 50 of 50 failed")
+    deny_entries.upsert_blocked(db, "trap.test", "subdomain generator: 50 of 50 failed")
     run = hostcrawl("blocked", "list")
     assert run.stdout == "trap.test\tsubdomain generator: 50 of 50 failed\n"
     run = hostcrawl("blocked", "unblock", "TRAP.test")
@@ -123,7 +123,7 @@ def test_a_name_starting_with_a_dash_goes_after_double_dash(db):
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert run.stderr.startswith("error: no such option: -b") and "'--'" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
-    assert entries.deny_entries(db) == []
+    assert deny_entries.deny_entries(db) == []
     run = hostcrawl("no-follow", "add", "a.test", "--", "-bad.test")
     assert "a.test: added" in run.stdout
     assert_refused(run, "error: '-bad.test'")  # now a name, refused for what it is

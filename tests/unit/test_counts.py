@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from crawler.db import entries
+from crawler.db import deny_entries
 from crawler.db.pages import dashboard
 from tests.unit.test_panel_support import insert_hosts
 
@@ -33,7 +33,7 @@ def corpus(db):
         )
         conn.execute(text("UPDATE queue SET next_claim_at = now() + interval '5 days'"))
     insert_hosts(db, [f"h{i}.new.test" for i in range(NEW_HOSTS)])
-    entries.add_no_follow(db, [f"rule{i}.test" for i in range(20)])
+    deny_entries.add_no_follow(db, [f"rule{i}.test" for i in range(20)])
     with db.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("ANALYZE hosts, queue"))
     return db

@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from crawler.db import claims, entries, queue, routing, windows
+from crawler.core.denylist import DenyList
+from crawler.core.outcomes import DNS_NXDOMAIN, OK, TCP_REFUSED
+from crawler.core.traps import Observation, trap_reason
+from crawler.db import claims, deny_entries, queue, routing, windows
 from crawler.db.queue import CrawlResult
-from crawler.denylist import DenyList
 from crawler.livedenylist import LiveDenyList
-from crawler.outcomes import DNS_NXDOMAIN, OK, TCP_REFUSED
-from crawler.traps import Observation, trap_reason
 from tests.conftest import insert_stale_row
 from tests.dbhelpers import finish, record_outcome
 
@@ -42,7 +42,7 @@ def test_save_hosts_is_idempotent_and_due_now(db):
 
 def test_finish_writes_result_links_and_next_date(db):
     queue.save_hosts(db, ["page.test"])
-    entries.add_no_follow(db, ["social.test"])
+    deny_entries.add_no_follow(db, ["social.test"])
     claimed = claims.claim(db, 1, "w1")
     hrefs = ["/about", "http://new.test/", "http://SOCIAL.test:8080/x", "mailto:x@y.test"]
     links = finish(db, claimed[0], CrawlResult(OK, 200, "http://page.test/", "Page"), hrefs)
@@ -77,13 +77,13 @@ def test_finish_failing_half_way_writes_nothing(db, monkeypatch):
 
 def test_no_follow_takes_hosts_out_and_removal_brings_them_back(db):
     queue.save_hosts(db, ["www.social.test", "a.b.social.test", "notsocial.test"])
-    [change] = entries.add_no_follow(db, ["HTTP://Social.TEST:8080/"], note="giant")
+    [change] = deny_entries.add_no_follow(db, ["HTTP://Social.TEST:8080/"], note="giant")
     assert (change.hostname, change.status) == ("social.test", "added")
     assert claim_all(db) == {"notsocial.test"}
     assert queue_row(db, "www.social.test").denied_by == "social.test"
-    [again] = entries.add_no_follow(db, ["social.test"])
+    [again] = deny_entries.add_no_follow(db, ["social.test"])
     assert again.status == "already"
-    [removed] = entries.remove_no_follow(db, ["social.test"])
+    [removed] = deny_entries.remove_no_follow(db, ["social.test"])
     assert removed.status == "removed"
     assert "2 hosts back" in removed.message
     # The restored rows keep their dates, which are due.
@@ -92,27 +92,27 @@ def test_no_follow_takes_hosts_out_and_removal_brings_them_back(db):
 
 def test_removing_an_inner_entry_leaves_hosts_under_the_outer_one(db):
     queue.save_hosts(db, ["x.www.example.test"])
-    entries.add_no_follow(db, ["www.example.test"])
-    entries.add_no_follow(db, ["example.test"])
-    entries.remove_no_follow(db, ["www.example.test"])
+    deny_entries.add_no_follow(db, ["www.example.test"])
+    deny_entries.add_no_follow(db, ["example.test"])
+    deny_entries.remove_no_follow(db, ["www.example.test"])
     assert queue_row(db, "x.www.example.test").denied_by == "example.test"
     assert claim_all(db) == set()
 
 
 def test_claim_skips_host_under_entry_even_if_not_taken_out(db):
-    entries.add_no_follow(db, ["social.test"])
+    deny_entries.add_no_follow(db, ["social.test"])
     insert_stale_row(db, "x.social.test", "social.test")  # the claim must refuse it
     assert claim_all(db) == set()
 
 
 def stored_entries(db) -> DenyList:
     """The deny list as a worker would load it now."""
-    return DenyList(entries.deny_entries(db))
+    return DenyList(deny_entries.deny_entries(db))
 
 
 def test_a_workers_deny_list_loads_once_and_follows_changes(db):
-    entries.add_no_follow(db, ["social.test"])
-    entries.upsert_blocked(db, "trap.test", "test reason")
+    deny_entries.add_no_follow(db, ["social.test"])
+    deny_entries.upsert_blocked(db, "trap.test", "test reason")
     refused, queued = queue.seed(db, ["www.social.test", "fresh.test"])
     assert (refused.status, refused.message) == ("refused", "under no_follow entry social.test")
     assert queued.status == "queued"
@@ -134,30 +134,30 @@ def test_a_workers_deny_list_loads_once_and_follows_changes(db):
 
 def test_upsert_blocked_and_unblock(db):
     queue.save_hosts(db, ["a.trap.test", "b.trap.test", "ok.test"])
-    assert entries.upsert_blocked(db, "trap.test", "test reason") is True
-    assert entries.upsert_blocked(db, "trap.test", "again") is False
+    assert deny_entries.upsert_blocked(db, "trap.test", "test reason") is True
+    assert deny_entries.upsert_blocked(db, "trap.test", "again") is False
     assert stored_entries(db).denial("z.trap.test") == ("trap.test", "blocked")
     assert claim_all(db) == {"ok.test"}
-    [entry] = entries.list_entries(db, "blocked")
+    [entry] = deny_entries.list_entries(db, "blocked")
     assert (entry["hostname"], entry["blocked_reason"]) == ("trap.test", "test reason")
-    [change] = entries.unblock(db, ["trap.test"], note="false positive")
+    [change] = deny_entries.unblock(db, ["trap.test"], note="false positive")
     assert change.status == "unblocked"
-    assert entries.list_entries(db, "blocked") == []
+    assert deny_entries.list_entries(db, "blocked") == []
     assert not stored_entries(db).is_denied("a.trap.test")
     with db.connect() as conn:
-        audit = conn.execute(text("SELECT action, actor, detail FROM audit_log ORDER BY id")).all()
+        audit = conn.execute(text("SELECT action, actor, detail FROM change_log ORDER BY id")).all()
     assert [a.action for a in audit] == ["block", "unblock"]
     assert "false positive" in audit[1].detail and "test reason" in audit[1].detail
 
 
 def test_block_does_not_override_no_follow(db):
-    entries.add_no_follow(db, ["social.test"])
-    assert entries.upsert_blocked(db, "social.test", "trap") is False
+    deny_entries.add_no_follow(db, ["social.test"])
+    assert deny_entries.upsert_blocked(db, "social.test", "trap") is False
     assert queue_row(db, "social.test").status_reason == "no_follow"
 
 
 def test_seed_refuses_bad_and_denied_input(db):
-    entries.add_no_follow(db, ["social.test"])
+    deny_entries.add_no_follow(db, ["social.test"])
     changes = queue.seed(db, ["Example.TEST:8080", "www.social.test", "bad..name", "example.test"])
     assert [c.status for c in changes] == ["queued", "refused", "refused", "already"]
     assert "no_follow entry social.test" in changes[1].message
@@ -198,8 +198,8 @@ def test_trap_reason_is_pure_and_needs_a_full_window():
 
 def test_taking_out_a_row_needs_its_entry_to_stand(db):
     queue.save_hosts(db, ["x.gone.test"])
-    entries.add_no_follow(db, ["gone.test"])
-    entries.remove_no_follow(db, ["gone.test"])
+    deny_entries.add_no_follow(db, ["gone.test"])
+    deny_entries.remove_no_follow(db, ["gone.test"])
     assert claims.claim(db, 10, "w") == ["x.gone.test"]
     routing.take_out_denied(db, "x.gone.test", "gone.test")  # a worker that heard late
     row = queue_row(db, "x.gone.test")
@@ -224,9 +224,9 @@ def test_crawl_is_pending_while_anything_is_due_or_claimed(db):
 def test_a_claimed_host_that_became_an_entry_is_released(db):
     queue.save_hosts(db, ["flip.test"])
     assert claims.claim(db, 10, "w") == ["flip.test"]
-    entries.upsert_blocked(db, "flip.test", "trap")
+    deny_entries.upsert_blocked(db, "flip.test", "trap")
     routing.take_out_denied(db, "flip.test", "flip.test")  # its request was then denied
-    entries.unblock(db, ["flip.test"])
+    deny_entries.unblock(db, ["flip.test"])
     assert queue_row(db, "flip.test").claimed_by is None
     assert not claims.crawl_pending(db)
 
@@ -234,9 +234,9 @@ def test_a_claimed_host_that_became_an_entry_is_released(db):
 def test_a_denied_host_is_due_at_once_when_its_entry_goes(db):
     queue.save_hosts(db, ["x.brief.test"])
     assert claims.claim(db, 10, "w", lease=timedelta(hours=1)) == ["x.brief.test"]
-    entries.add_no_follow(db, ["brief.test"])
+    deny_entries.add_no_follow(db, ["brief.test"])
     routing.take_out_denied(db, "x.brief.test", "brief.test")
-    entries.remove_no_follow(db, ["brief.test"])
+    deny_entries.remove_no_follow(db, ["brief.test"])
     assert claims.claim(db, 10, "w") == ["x.brief.test"]  # not an hour later
 
 

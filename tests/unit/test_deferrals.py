@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
-from crawler.db import entries, windows
+from crawler.db import deny_entries, windows
 from crawler.trapguard import TrapGuard
 from tests.dbhelpers import record_outcomes
 
@@ -57,14 +57,14 @@ def test_a_deferred_block_is_made_when_looked_at_again(db):
     guard = TrapGuard(db, 4, "test", confirm=refuse)
     assert run(guard.observe_many(failures)) == {}
     windows.defer_block(db, "trap.test", WHY)  # what the refusing self-check wrote
-    assert said == ["trap.test"] and entries.list_entries(db, "blocked") == []
+    assert said == ["trap.test"] and deny_entries.list_entries(db, "blocked") == []
 
     async def agree(domain, reason):
         return True
 
     guard.confirm = agree
     assert run(guard.recheck_deferred()) == ["trap.test"]
-    assert [e["hostname"] for e in entries.list_entries(db, "blocked")] == ["trap.test"]
+    assert [e["hostname"] for e in deny_entries.list_entries(db, "blocked")] == ["trap.test"]
     assert windows.deferrals(db) == []
 
 
@@ -73,4 +73,4 @@ def test_a_deferral_whose_window_no_longer_proves_a_trap_is_forgotten(db):
     record_outcomes(db, [("alive.wild.test", "OK")], size=4)
     windows.defer_block(db, "wild.test", WHY)
     assert run(TrapGuard(db, 4, "test").recheck_deferred()) == []
-    assert windows.deferrals(db) == [] and entries.list_entries(db, "blocked") == []
+    assert windows.deferrals(db) == [] and deny_entries.list_entries(db, "blocked") == []

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from crawler.db import entries, export
+from crawler.db import deny_entries, export
 from crawler.db.pages.hosts import HostFilter, host_page
 from tests.unit.test_panel_support import give_api_token, insert_hosts
 
@@ -28,7 +28,7 @@ def world(db):
     insert_hosts(db, [f"h{i:03d}.gamma.test" for i in range(100)], outcome="DNS_NXDOMAIN")
     insert_hosts(db, ["x.hidden.alpha.test", "y.hidden.alpha.test"], outcome="OK")
     insert_hosts(db, ["evil.beta.test"], title='=HYPERLINK("http://x")', outcome="OK")
-    entries.add_no_follow(db, ["hidden.alpha.test"])
+    deny_entries.add_no_follow(db, ["hidden.alpha.test"])
     with db.begin() as conn:
         conn.execute(
             text(

@@ -9,11 +9,11 @@ from datetime import timedelta
 
 from sqlalchemy import create_engine, text
 
-from crawler.db import claims, entries, queue
+from crawler.core.hostnames import root
+from crawler.core.outcomes import OK
+from crawler.db import claims, deny_entries, queue
 from crawler.db.claims import RootLimits
 from crawler.db.queue import Crawled, CrawlResult
-from crawler.hostnames import root
-from crawler.outcomes import OK
 
 
 def roots_of(hosts: list[str]) -> Counter:
@@ -90,7 +90,7 @@ def test_over_budget_a_root_waits_and_nothing_is_lost(db):
 
 def test_polite_claims_keep_deny_entries(db):
     queue.save_hosts(db, ["a.ok.test", "x.denied.test"])
-    entries.add_no_follow(db, ["denied.test"])
+    deny_entries.add_no_follow(db, ["denied.test"])
     queue.save_hosts(db, ["y.denied.test"])  # a stale worker saved it under the entry
     assert claims.claim_polite(db, 10, "w").hosts == ["a.ok.test"]
 
@@ -101,7 +101,7 @@ def test_hosts_saved_under_an_entry_never_starve_the_claims(db):
     take them out of routing under their entry, not lock those roots first forever."""
     stale = [f"x.stale{r}.test" for r in range(8)]
     queue.save_hosts(db, stale)
-    entries.add_no_follow(db, [f"stale{r}.test" for r in range(8)])
+    deny_entries.add_no_follow(db, [f"stale{r}.test" for r in range(8)])
     queue.save_hosts(db, [f"y.stale{r}.test" for r in range(8)])  # after the entry
     queue.save_hosts(db, ["a.fresh.test", "b.fresh.test"])
     with db.begin() as conn:  # the stale names are the oldest due rows
@@ -120,7 +120,7 @@ def test_hosts_saved_under_an_entry_never_starve_the_claims(db):
             text("SELECT hostname, denied_by FROM queue WHERE hostname LIKE 'y.stale%'")
         ).all()
     assert sorted(routed) == [(f"y.stale{r}.test", f"stale{r}.test") for r in range(8)]
-    entries.remove_no_follow(db, ["stale0.test"])  # put back: theirs again, and due
+    deny_entries.remove_no_follow(db, ["stale0.test"])  # put back: theirs again, and due
     assert "y.stale0.test" in claims.claim_polite(db, 10, "w").hosts
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
-from crawler.hostnames import MAX_NAME, HostnameError, normalize
-from crawler.links import filter_links
+from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
+from crawler.core.hostnames import MAX_NAME, HostnameError, normalize
+from crawler.core.links import filter_links
 
 FUZZ = settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck))
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
-from crawler.hostnames import (
+from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
+from crawler.core.hostnames import (
     HostnameError,
     is_public_suffix,
     link_hostname,

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
-from crawler.hostnames import _link_host, link_hostname, normalize
-from crawler.links import NO_HOSTNAME, filter_links
+from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
+from crawler.core.hostnames import _link_host, link_hostname, normalize
+from crawler.core.links import NO_HOSTNAME, filter_links
 
 PAGE = "page.test"
 

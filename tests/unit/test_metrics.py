@@ -12,7 +12,7 @@ from scrapy import Spider
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
-from crawler.db import entries
+from crawler.db import deny_entries
 from crawler.metrics import PrometheusMetrics
 from tests.unit.test_panel_support import give_api_token, insert_hosts
 
@@ -39,8 +39,8 @@ def test_panel_metrics_need_the_api_token(client, anonymous, db):
 def test_panel_metrics_are_the_dashboard_figures(client, db):
     insert_hosts(db, ["a.test", "b.test", "www.c.test"])
     insert_hosts(db, ["ok.test"], outcome="OK")
-    entries.add_no_follow(db, ["c.test", "nf.test"])
-    entries.upsert_blocked(db, "trap.test", "a trap")
+    deny_entries.add_no_follow(db, ["c.test", "nf.test"])
+    deny_entries.upsert_blocked(db, "trap.test", "a trap")
     response = client.get("/metrics", headers=give_api_token(db, "alice", "t0k3n"))
     assert response.status_code == 200
     assert response.content_type == CONTENT_TYPE_LATEST  # Prometheus' text format
@@ -73,12 +73,12 @@ def test_a_worker_serves_its_stats_as_metrics():
     crawler._apply_settings()
     metrics = PrometheusMetrics.from_crawler(crawler)
     stats = crawler.stats
-    stats.inc_value("hosts/outcome/OK", 5)
-    stats.inc_value("hosts/outcome/DNS_NXDOMAIN", 2)
-    stats.inc_value("hosts/links_saved", 17)
-    stats.inc_value("traps/blocked")
-    stats.inc_value("traps/deferred", 3)
-    stats.inc_value("blacklist/filtered/no_follow", 4)
+    stats.inc_value("hostcrawl/hosts/outcome/OK", 5)
+    stats.inc_value("hostcrawl/hosts/outcome/DNS_NXDOMAIN", 2)
+    stats.inc_value("hostcrawl/hosts/links_saved", 17)
+    stats.inc_value("hostcrawl/traps/blocked")
+    stats.inc_value("hostcrawl/traps/deferred", 3)
+    stats.inc_value("hostcrawl/blacklist/filtered/no_follow", 4)
     metrics.claims = 9
     spider = Spider("probe")
     metrics.open(spider)

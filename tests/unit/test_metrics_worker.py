@@ -6,7 +6,7 @@ import urllib.request
 
 from sqlalchemy import text
 
-from crawler.db import entries, queue
+from crawler.db import deny_entries, queue
 from tests.e2e.conftest import CrawlerProcess, crawl_settings, wait_until
 from tests.fakeweb import World
 from tests.unit.test_metrics import free_port, samples
@@ -24,7 +24,7 @@ def test_a_crawling_worker_exposes_its_progress(db, fakeweb_factory, tmp_path):
     world = World(seed=7)
     names = world.graph(40, roots=["metric-a.test", "metric-b.test"], links_per_page=4)
     web = fakeweb_factory(world)
-    entries.add_no_follow(db, ["elsewhere.test", "nowhere.test"])
+    deny_entries.add_no_follow(db, ["elsewhere.test", "nowhere.test"])
     queue.seed(db, [names[0]])
     port = free_port()
     settings = crawl_settings(web, CLOSE_WHEN_DRAINED=0, METRICS_PORT=port)

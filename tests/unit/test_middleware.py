@@ -9,7 +9,7 @@ from scrapy import Request, Spider
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.test import get_crawler
 
-from crawler.db import entries
+from crawler.db import deny_entries
 from crawler.middlewares import AnswerAwareRetryMiddleware, BlacklistMiddleware, request_denied
 from crawler.state import CrawlState
 from tests.unit.test_hostnames import CASES
@@ -31,7 +31,7 @@ def middleware(crawler):
 @pytest.mark.parametrize(("entry", "stored", "url", "denied"), CASES)
 def test_matching_table(db, middleware, entry, stored, url, denied):
     if entry is not None:
-        entries.add_no_follow(db, [entry])
+        deny_entries.add_no_follow(db, [entry])
     request = Request("http://" + url)
     if denied:
         with pytest.raises(IgnoreRequest, match=f"no_follow entry {stored}"):
@@ -41,7 +41,7 @@ def test_matching_table(db, middleware, entry, stored, url, denied):
 
 
 def test_dont_filter_does_not_bypass_but_allow_blocked_does(db, middleware):
-    entries.upsert_blocked(db, "trap.test", "trap")
+    deny_entries.upsert_blocked(db, "trap.test", "trap")
     with pytest.raises(IgnoreRequest):
         middleware.process_request(Request("http://x.trap.test/", dont_filter=True))
     allowed = Request("http://x.trap.test/", meta={"allow_blocked": True})
@@ -49,8 +49,8 @@ def test_dont_filter_does_not_bypass_but_allow_blocked_does(db, middleware):
 
 
 def test_stats_count_requests_and_domains_per_rule(db, middleware, crawler):
-    entries.upsert_blocked(db, "trap.test", "trap")
-    entries.add_no_follow(db, ["social.test"])
+    deny_entries.upsert_blocked(db, "trap.test", "trap")
+    deny_entries.add_no_follow(db, ["social.test"])
     urls = [
         "http://a.trap.test/",
         "http://b.trap.test/",
@@ -61,16 +61,16 @@ def test_stats_count_requests_and_domains_per_rule(db, middleware, crawler):
         with contextlib.suppress(IgnoreRequest):
             middleware.process_request(Request(url))
     stats = crawler.stats.get_stats()
-    assert stats["blacklist/filtered"] == 3
-    assert stats["blacklist/filtered/blocked"] == 2
-    assert stats["blacklist/filtered/no_follow"] == 1
-    assert stats["blacklist/domains"] == 2
-    assert stats["blacklist/domains/blocked"] == 1
+    assert stats["hostcrawl/blacklist/filtered"] == 3
+    assert stats["hostcrawl/blacklist/filtered/blocked"] == 2
+    assert stats["hostcrawl/blacklist/filtered/no_follow"] == 1
+    assert stats["hostcrawl/blacklist/domains"] == 2
+    assert stats["hostcrawl/blacklist/domains/blocked"] == 1
 
 
 def test_scheduling_a_denied_request_raises_and_settles_it(db, middleware, crawler):
-    entries.add_no_follow(db, ["social.test"])
-    request = Request("http://social.test/", meta={"hostname": "social.test"})
+    deny_entries.add_no_follow(db, ["social.test"])
+    request = Request("http://social.test/", meta={"hostcrawl_hostname": "social.test"})
     denied = []
 
     def heard(request, denial):  # a name, not a lambda: signals hold weak references

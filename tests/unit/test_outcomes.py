@@ -21,8 +21,8 @@ from twisted.internet import error as tx
 from twisted.python.failure import Failure
 from twisted.web._newclient import ResponseNeverReceived
 
+from crawler.core.outcomes import is_network_failure
 from crawler.failures import classify
-from crawler.outcomes import is_network_failure
 from crawler.resolver import DNSFailure, Resolution
 
 

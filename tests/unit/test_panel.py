@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 from werkzeug.routing import IntegerConverter
 
-from crawler.db import entries
+from crawler.db import deny_entries
 from crawler.db.models import Base
 from tests.unit.test_panel_support import (
     PASSWORD,
@@ -80,7 +80,7 @@ def test_routes_cover_every_area():
         "no_follow.import_csv",
         "blocked.index",
         "blocked.unblock",
-        "audit.index",
+        "change_log.index",
         "api.check_host",
         "api.no_follow_add",
         "api.api_stats",
@@ -125,8 +125,8 @@ def test_a_database_outage_is_a_503_not_a_500():
 
 @pytest.mark.parametrize(("endpoint", "url"), FORM_POSTS)
 def test_every_post_without_a_csrf_token_is_refused(client, db, endpoint, url):
-    entries.add_no_follow(db, ["gone.test"])
-    entries.upsert_blocked(db, "trap.test", "a trap")
+    deny_entries.add_no_follow(db, ["gone.test"])
+    deny_entries.upsert_blocked(db, "trap.test", "a trap")
     before = (entry_rows(db, "no_follow"), entry_rows(db, "blocked"), audit(db))
     data = {"entries": "new.test", "save": "Save", "note": "x", "submit": "Confirm"}
     data |= {"username": "alice", "password": PASSWORD}
@@ -276,8 +276,8 @@ SCRIPT = "<script>alert('x')</script>"
 
 def test_web_data_renders_escaped(client, db):
     insert_hosts(db, ["evil.test"], title=SCRIPT, outcome="OK", http_status=200)
-    entries.upsert_blocked(db, "trap.test", f"subdomain generator {SCRIPT}")
-    entries.add_no_follow(db, ["noted.test"], note=SCRIPT)
+    deny_entries.upsert_blocked(db, "trap.test", f"subdomain generator {SCRIPT}")
+    deny_entries.add_no_follow(db, ["noted.test"], note=SCRIPT)
     for url in ("/", "/hosts/evil.test", "/blocked", "/blocked/trap.test/unblock", "/no_follow"):
         html = client.get(url).get_data(as_text=True)
         assert "<script>" not in html, url
@@ -290,7 +290,7 @@ def test_web_data_renders_escaped(client, db):
 def test_host_list_and_host_page(client, db):
     insert_hosts(db, ["a.test", "www.a.test", "b.test", "c.under.hidden.test"])
     insert_hosts(db, ["ok.test"], outcome="OK", http_status=203, title="Hello there")
-    entries.add_no_follow(db, ["hidden.test"])
+    deny_entries.add_no_follow(db, ["hidden.test"])
     html = client.get("/").get_data(as_text=True)
     assert shown_hosts(html) == ["a.test", "b.test", "ok.test", "www.a.test"]
     page = client.get("/hosts/ok.test").get_data(as_text=True)
@@ -338,8 +338,8 @@ def test_dashboard_strip(client, db):
     insert_hosts(db, ["a.test", "b.test", "c.test"], outcome="OK")
     insert_hosts(db, ["d.test"], outcome="DNS_NXDOMAIN", last_crawled_at=datetime.now(UTC))
     insert_hosts(db, ["www.social.test", "x.trap.test"])
-    entries.add_no_follow(db, ["social.test"])
-    entries.upsert_blocked(db, "trap.test", "a trap")
+    deny_entries.add_no_follow(db, ["social.test"])
+    deny_entries.upsert_blocked(db, "trap.test", "a trap")
     html = client.get("/").get_data(as_text=True)
     assert '<dd id="stat-blocked">1</dd>' in html
     assert '<dd id="stat-no-follow">1</dd>' in html

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 from werkzeug.routing import IntegerConverter
 
-from crawler.db import accounts, entries
+from crawler.db import accounts, deny_entries
 from tests.unit.test_panel_support import (
     CSRF,
     PASSWORD,
@@ -212,15 +212,15 @@ def viewer(app, db, operators, password_hash):
 def state(engine) -> tuple:
     with engine.connect() as conn:
         queue = conn.execute(text("SELECT hostname, status_reason FROM queue ORDER BY 1")).all()
-        audit = conn.execute(text("SELECT count(*) FROM audit_log")).scalar()
+        audit = conn.execute(text("SELECT count(*) FROM change_log")).scalar()
     return queue, audit
 
 
 @pytest.mark.parametrize(("endpoint", "url", "method"), CHANGES)
 def test_a_viewer_can_change_nothing(app, db, viewer, endpoint, url, method):
     browser, headers = viewer
-    entries.add_no_follow(db, ["gone.test"])
-    entries.upsert_blocked(db, "trap.test", "a trap")
+    deny_entries.add_no_follow(db, ["gone.test"])
+    deny_entries.upsert_blocked(db, "trap.test", "a trap")
     before = state(db)
     if endpoint.startswith("api."):
         names = {"names": ["new.test", "gone.test", "trap.test"]}
@@ -240,8 +240,8 @@ def test_a_viewer_can_change_nothing(app, db, viewer, endpoint, url, method):
 def test_a_viewer_reads_everything(app, db, viewer, endpoint, url):
     browser, headers = viewer
     insert_hosts(db, ["example.org"])
-    entries.add_no_follow(db, ["gone.test"])
-    entries.upsert_blocked(db, "trap.test", "a trap")
+    deny_entries.add_no_follow(db, ["gone.test"])
+    deny_entries.upsert_blocked(db, "trap.test", "a trap")
     if endpoint.startswith("api."):
         response = app.test_client().get(url, headers=headers)
         assert response.status_code in (200, 400), (url, response.status_code)  # 400: no ?name=
@@ -252,8 +252,8 @@ def test_a_viewer_reads_everything(app, db, viewer, endpoint, url):
 
 def test_a_viewer_is_not_offered_what_they_cannot_do(app, db, viewer, client):
     browser, _ = viewer
-    entries.add_no_follow(db, ["gone.test"])
-    entries.upsert_blocked(db, "trap.test", "a trap")
+    deny_entries.add_no_follow(db, ["gone.test"])
+    deny_entries.upsert_blocked(db, "trap.test", "a trap")
     for page, action in [
         ("/no_follow", "Remove…"),
         ("/no_follow", "Preview"),

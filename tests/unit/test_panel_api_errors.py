@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from crawler.db import entries
+from crawler.db import deny_entries
 from tests.unit.test_panel_support import give_api_token, panel_config, post_form
 from webpanel import create_app
 
@@ -66,7 +66,7 @@ def test_a_list_over_the_limit_is_a_json_413(api, db):
     names = [f"n{i}.test" for i in range(10_001)]
     response = client.post("/api/no_follow/add", json={"names": names}, headers=headers)
     assert "10,000" in assert_json_error(response, 413).replace("10000", "10,000")
-    assert entries.deny_entries(db) == []
+    assert deny_entries.deny_entries(db) == []
 
 
 def test_every_http_error_of_the_api_is_json(api, database_url):
@@ -138,4 +138,4 @@ def test_a_csv_cell_over_the_field_limit_is_a_400_naming_the_line(client, db, wh
     assert "line 3: not a hostname,note CSV row (field larger than field limit" in (
         response.get_data(as_text=True)
     )
-    assert entries.deny_entries(db) == []
+    assert deny_entries.deny_entries(db) == []

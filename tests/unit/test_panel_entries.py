@@ -12,8 +12,8 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from crawler.db import entries
-from crawler.db.entries import DENYLIST_CHANNEL
+from crawler.db import deny_entries
+from crawler.db.deny_entries import DENYLIST_CHANNEL
 from crawler.db.listener import conninfo
 from crawler.livedenylist import LiveDenyList
 from tests.dbhelpers import record_outcome
@@ -62,7 +62,7 @@ def test_preview_counts_what_an_entry_would_take_and_stores_nothing(client, db):
 
 
 def test_paste_many_gives_one_summary(client, db):
-    entries.add_no_follow(db, ["old.test"])
+    deny_entries.add_no_follow(db, ["old.test"])
     pasted = "Example.ORG:8080\nbad..test\n\n# a comment\nhttps://*.YouTube.com/x\nold.test\ncom"
     response = post_form(client, "/no_follow", {"entries": pasted, "note": "big", "save": "Save"})
     html = response.get_data(as_text=True)
@@ -76,7 +76,7 @@ def test_paste_many_gives_one_summary(client, db):
         "youtube.com": "big",
     }
     assert ("alice", "no_follow.add", "example.org") in audit(db)  # one row for the batch
-    assert ("alice", "no_follow.add", "youtube.com") not in audit(db)  # its names: audit_items
+    assert ("alice", "no_follow.add", "youtube.com") not in audit(db)  # its names: change_log_items
 
 
 def test_a_bare_public_suffix_needs_confirmation(client, db):
@@ -95,7 +95,7 @@ def test_a_bare_public_suffix_needs_confirmation(client, db):
 
 def test_remove_asks_first_then_puts_hosts_back(client, db):
     insert_hosts(db, ["www.gone.test"])
-    entries.add_no_follow(db, ["gone.test"], note="temporary")
+    deny_entries.add_no_follow(db, ["gone.test"], note="temporary")
     assert routing(db, "www.gone.test").denied_by == "gone.test"
     confirm = client.get("/no_follow/gone.test/remove")
     assert confirm.status_code == 200 and "Remove gone.test" in confirm.get_data(as_text=True)
@@ -111,17 +111,17 @@ def test_remove_asks_first_then_puts_hosts_back(client, db):
 
 def test_no_follow_list_search_and_pages(client, db):
     names = [f"e{i:02}.test" for i in range(7)] + ["www.site.test", "site.test"]
-    entries.add_no_follow(db, names, actor="test")
+    deny_entries.add_no_follow(db, names, actor="test")
     html = client.get("/no_follow?n=3").get_data(as_text=True)
     assert "e00.test" in html and "e03.test" not in html and 'rel="next"' in html
     found = client.get("/no_follow?q=site.test&match=domain").get_data(as_text=True)
     assert "www.site.test" in found and "e00.test" not in found
-    assert "by test" in found  # who added it, from the audit log
+    assert "by test" in found  # who added it, from the change log
 
 
 def test_audit_log_page(client, db):
-    entries.add_no_follow(db, ["a.test"], actor="carol", note="why not")
-    entries.remove_no_follow(db, ["a.test"], actor="dave")
+    deny_entries.add_no_follow(db, ["a.test"], actor="carol", note="why not")
+    deny_entries.remove_no_follow(db, ["a.test"], actor="dave")
     html = client.get("/audit").get_data(as_text=True)
     assert html.index("dave") < html.index("carol")  # newest first
     assert "no_follow.add" in html and "why not" in html
@@ -131,7 +131,7 @@ def test_audit_log_page(client, db):
 
 def test_csv_export_neutralises_formulas(client, db):
     for i, note in enumerate(["=HYPERLINK(1)", "+1", "-1", "@SUM(1)", "plain, with comma"]):
-        entries.add_no_follow(db, [f"n{i}.test"], note=note)
+        deny_entries.add_no_follow(db, [f"n{i}.test"], note=note)
     response = client.get("/no_follow/export.csv")
     assert response.mimetype == "text/csv"
     assert "attachment" in response.headers["Content-Disposition"]
@@ -259,7 +259,7 @@ def test_api(app, db, token):
     assert [e["hostname"] for e in listed["entries"]] == ["social.test"]
     assert listed["entries"][0]["took_out"] == 1
 
-    entries.upsert_blocked(db, "trap.test", "a trap")
+    deny_entries.upsert_blocked(db, "trap.test", "a trap")
     assert api.get("/api/blocked", headers=auth).json["entries"][0]["blocked_reason"] == "a trap"
     unblocked = api.post("/api/blocked/unblock", json={"names": ["trap.test"]}, headers=auth)
     assert unblocked.json["results"][0]["status"] == "unblocked"

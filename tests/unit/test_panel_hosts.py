@@ -11,8 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from sqlalchemy import text
 
-from crawler.db import entries
-from crawler.denylist import BLOCKED, NO_FOLLOW, DenyList
+from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
+from crawler.db import deny_entries
 from tests.unit.test_panel_support import insert_hosts, next_link, shown_hosts
 
 pytest_plugins = ["tests.unit.test_panel_support"]
@@ -63,11 +63,11 @@ class Loaded:
 def loaded(db) -> Loaded:
     """10,000 hosts; what `/` must show."""
     names = corpus(random.Random(8))
-    entries.add_no_follow(db, NO_FOLLOW_BEFORE, note="before")
+    deny_entries.add_no_follow(db, NO_FOLLOW_BEFORE, note="before")
     insert_hosts(db, names)
-    entries.add_no_follow(db, NO_FOLLOW_AFTER, note="after")
+    deny_entries.add_no_follow(db, NO_FOLLOW_AFTER, note="after")
     for entry in BLOCKED_ENTRIES:
-        entries.upsert_blocked(db, entry, f"trap at {entry}")
+        deny_entries.upsert_blocked(db, entry, f"trap at {entry}")
     # Discovery times with many ties, so the sort's hostname tie-break matters.
     base = datetime(2026, 11, 1, tzinfo=UTC)
     with db.begin() as conn:

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from crawler.db import entries
+from crawler.db import deny_entries
 from tests.unit.test_panel_support import give_api_token, insert_hosts, post_form, shown_hosts
 
 pytest_plugins = ["tests.unit.test_panel_support"]
@@ -37,7 +37,7 @@ def repeated_ids(html: str) -> list[str]:
 )
 def test_no_page_repeats_an_html_id(client, db, url):
     insert_hosts(db, ["a.test"])
-    entries.add_no_follow(db, ["gone.test"], note="x")
+    deny_entries.add_no_follow(db, ["gone.test"], note="x")
     response = client.get(url)
     assert response.status_code == 200
     assert repeated_ids(response.get_data(as_text=True)) == []
@@ -79,14 +79,14 @@ def test_a_removed_entrys_own_row_does_not_show_as_a_never_scheduled_host(client
     insert_hosts(db, ["www.giant.test", "seen.test"])
     for name in ("giant.test", "seen.test"):  # one made for the entry, one a known host
         if rule == "no_follow":
-            entries.add_no_follow(db, [name])
+            deny_entries.add_no_follow(db, [name])
         else:
-            entries.upsert_blocked(db, name, "a trap")
+            deny_entries.upsert_blocked(db, name, "a trap")
     for name in ("giant.test", "seen.test"):
         if rule == "no_follow":
-            entries.remove_no_follow(db, [name])
+            deny_entries.remove_no_follow(db, [name])
         else:
-            entries.unblock(db, [name])
+            deny_entries.unblock(db, [name])
     assert shown_hosts(client.get("/").get_data(as_text=True)) == ["seen.test", "www.giant.test"]
     assert client.get("/hosts/giant.test").status_code == 404  # the row went with its entry
     page = client.get("/hosts/seen.test").get_data(as_text=True)
@@ -97,10 +97,10 @@ def test_a_removed_entrys_own_row_does_not_show_as_a_never_scheduled_host(client
 def test_hosts_known_does_not_count_deny_entries(client, db, rule):
     insert_hosts(db, ["a.test", "b.test", "www.big.test"])
     if rule == "no_follow":
-        entries.add_no_follow(db, ["big.test", "other.test"])
+        deny_entries.add_no_follow(db, ["big.test", "other.test"])
     else:
-        entries.upsert_blocked(db, "big.test", "a trap")
-        entries.upsert_blocked(db, "other.test", "a trap")
+        deny_entries.upsert_blocked(db, "big.test", "a trap")
+        deny_entries.upsert_blocked(db, "other.test", "a trap")
     html = client.get("/").get_data(as_text=True)
     known = re.search(r'<dd id="stat-hosts">([^<]+)</dd>', html).group(1)
     assert known == "3"  # a.test, b.test, www.big.test: not the two entries

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import pytest
 from sqlalchemy import text
 
-from crawler.passwords import hash_password
+from crawler.core.passwords import hash_password
 from webpanel import create_app
 
 PASSWORD = "correct horse battery staple"
@@ -91,7 +91,7 @@ def login(client, username: str, password: str, next_url: str | None = None):
 
 def insert_hosts(engine, names: Iterable[str], **columns) -> None:
     """Hosts and queue rows straight in SQL (due now), with optional crawl facts."""
-    from crawler.hostnames import root
+    from crawler.core.hostnames import root
 
     names = sorted(set(names))
     with engine.begin() as conn:
@@ -149,7 +149,7 @@ def entry_rows(engine, rule: str) -> dict[str, str | None]:
 
 def audit(engine) -> list[tuple[str, str, str]]:
     with engine.connect() as conn:
-        rows = conn.execute(text("SELECT actor, action, hostname FROM audit_log ORDER BY id"))
+        rows = conn.execute(text("SELECT actor, action, hostname FROM change_log ORDER BY id"))
         return [tuple(r) for r in rows]
 
 

@@ -1,4 +1,4 @@
-"""Retention: trap windows stay at their size, old audit rows and probes go, no orphan hosts."""
+"""Retention: trap windows keep their size, old change-log rows and probes go, no orphans."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from datetime import timedelta
 
 from sqlalchemy import text
 
-from crawler.db import entries, queue, retention, windows
+from crawler.core.links import FilteredLinks
+from crawler.db import deny_entries, queue, retention, windows
 from crawler.db.queue import Crawled, CrawlResult
-from crawler.links import FilteredLinks
 from tests.unit.test_cli import hostcrawl
 
 ORPHANS = (
@@ -40,7 +40,7 @@ def add_aged(db, audit_days: list[int], probe_days: list[int]) -> None:
         for i, days in enumerate(audit_days):
             conn.execute(
                 text(
-                    "INSERT INTO audit_log (at, actor, action, hostname)"
+                    "INSERT INTO change_log (at, actor, action, hostname)"
                     " VALUES (now() - make_interval(days => :d), 'test', 'block', :h)"
                 ),
                 {"d": days, "h": f"a{i}.test"},
@@ -64,10 +64,10 @@ def ages(db, table: str, column: str) -> list[int]:
 def test_prune_keeps_90_days_of_audit_and_30_of_probes_by_default(db, monkeypatch):
     add_aged(db, audit_days=[1, 30, 89, 91, 200, 400] * 2, probe_days=[2, 29, 31, 90])
     assert retention.prune(db, dry_run=True) == retention.Pruned(6, 2, 0)
-    assert len(ages(db, "audit_log", "at")) == 12  # a dry run deletes nothing
+    assert len(ages(db, "change_log", "at")) == 12  # a dry run deletes nothing
     monkeypatch.setattr(retention, "BATCH", 4)  # several batches
     assert retention.prune(db) == retention.Pruned(6, 2, 0)
-    assert ages(db, "audit_log", "at") == [1, 1, 30, 30, 89, 89]
+    assert ages(db, "change_log", "at") == [1, 1, 30, 30, 89, 89]
     assert ages(db, "wildcard_probes", "checked_at") == [2, 29]
     assert retention.prune(db) == retention.Pruned(0, 0, 0)
 
@@ -82,14 +82,16 @@ def test_the_prune_command_and_its_settings(db, monkeypatch):
     add_aged(db, audit_days=[10, 100], probe_days=[40])
     run = hostcrawl("prune", "--dry-run")
     assert run.returncode == 0, run.stderr
-    assert "audit log: would delete 1 rows (older than 90 days)" in run.stdout
+    assert "change log: would delete 1 rows (older than 90 days)" in run.stdout
     assert "wildcard probes: would delete 1 (older than 30 days)" in run.stdout
-    monkeypatch.setenv("AUDIT_RETENTION_DAYS", "5")
+    monkeypatch.setenv("CHANGE_LOG_RETENTION_DAYS", "5")
     run = hostcrawl("prune", "--probe-days", "0")
-    assert "audit log: deleted 2 rows (older than 5 days)" in run.stdout
+    assert "change log: deleted 2 rows (older than 5 days)" in run.stdout
     assert "wildcard probes: deleted 0 (none: all kept)" in run.stdout
-    assert ages(db, "audit_log", "at") == [] and len(ages(db, "wildcard_probes", "checked_at")) == 1
-    refused = hostcrawl("prune", "--audit-days", "-1")
+    assert (
+        ages(db, "change_log", "at") == [] and len(ages(db, "wildcard_probes", "checked_at")) == 1
+    )
+    refused = hostcrawl("prune", "--change-log-days", "-1")
     assert refused.returncode == 2 and refused.stderr.startswith("error: ")
 
 
@@ -105,10 +107,10 @@ def test_every_writer_keeps_hosts_and_queue_rows_paired(db):
     queue.seed(db, ["seed.test"])
     page = FilteredLinks(hostnames={"new.test", "www.new.test", "a.test"}, found=3)
     queue.finish_many(db, [Crawled("a.test", CrawlResult("OK", 200), page, timedelta(days=1))])
-    entries.add_no_follow(db, ["rule.test", "www.a.test"])
-    entries.upsert_blocked(db, "trap.test", "a trap")
-    entries.remove_no_follow(db, ["rule.test"])  # an entry-only row: goes with its entry
-    entries.unblock(db, ["trap.test"])
+    deny_entries.add_no_follow(db, ["rule.test", "www.a.test"])
+    deny_entries.upsert_blocked(db, "trap.test", "a trap")
+    deny_entries.remove_no_follow(db, ["rule.test"])  # an entry-only row: goes with its entry
+    deny_entries.unblock(db, ["trap.test"])
     windows.record_outcomes(db, [("x.a.test", "DNS_NXDOMAIN")])
     with db.connect() as conn:
         known = set(conn.execute(text("SELECT hostname FROM hosts")).scalars())

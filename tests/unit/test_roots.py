@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
+from crawler.core import config
 from crawler.db import queue, windows
 from crawler.db.pages import roots as root_pages
 from tests.dbhelpers import record_outcomes
 from tests.unit.test_panel_support import give_api_token, post_form
 
 pytest_plugins = ["tests.unit.test_panel_support"]
+NEAR_BLOCK = config.setting("TRAP_NEAR_BLOCK").default
 
 
 def near_block_root(db) -> None:
@@ -25,9 +27,9 @@ def test_a_root_with_45_failures_of_50_is_near_a_block(db):
     with db.connect() as conn:
         page = root_pages.root_page(conn, root_pages.RootFilter(sort="near_block"))
     first = page.rows[0]
-    assert first.root == "trap.test" and first.near_block
+    assert first.root == "trap.test" and first.window_failed >= NEAR_BLOCK
     assert first.window_text == "45 of the last 50 failed"
-    assert not any(r.near_block for r in page.rows[1:])
+    assert not any(r.window_failed >= NEAR_BLOCK for r in page.rows[1:])
     with db.connect() as conn:
         by_hosts = root_pages.root_page(conn, root_pages.RootFilter(sort="hosts"))
     assert [r.root for r in by_hosts.rows] == ["calm.test", "trap.test"]
@@ -55,7 +57,7 @@ def test_a_wildcard_zone_is_flagged_and_one_click_puts_it_on_no_follow(client, d
             text("SELECT status_reason FROM queue WHERE hostname = 'farm.test'")
         ).scalar()
         logged = conn.execute(
-            text("SELECT actor, action FROM audit_log WHERE hostname = 'farm.test'")
+            text("SELECT actor, action FROM change_log WHERE hostname = 'farm.test'")
         ).all()
     assert rule == "no_follow"
     assert logged and logged[0].actor == "alice"

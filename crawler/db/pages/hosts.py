@@ -13,6 +13,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnElement
 
+from crawler.core.hostnames import normalize
 from crawler.db.models import Host, QueueRow
 from crawler.db.pages.paging import (
     DEFAULT_LIMIT,
@@ -26,7 +27,6 @@ from crawler.db.pages.paging import (
     search_condition,
     visible,
 )
-from crawler.hostnames import normalize
 
 # -- hosts (/) ----------------------------------------------------------------------
 

@@ -30,9 +30,9 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
+from crawler.core.hostnames import normalize
 from crawler.db.hostsql import suffix_range
 from crawler.db.models import QueueRow
-from crawler.hostnames import normalize
 
 PREFIX = "prefix"
 DOMAIN = "domain"

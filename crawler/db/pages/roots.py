@@ -13,6 +13,9 @@ from datetime import datetime
 from sqlalchemy import Text, and_, cast, exists, func, select, text
 from sqlalchemy.engine import Row
 
+from crawler.core.hostnames import normalize
+from crawler.core.outcomes import ALIVE
+from crawler.core.traps import Observation
 from crawler.db.hostsql import names_param, suffix_range
 from crawler.db.models import Host, RootRow, WildcardProbe
 from crawler.db.pages.paging import (
@@ -23,12 +26,8 @@ from crawler.db.pages.paging import (
     paginate,
     search_condition,
 )
-from crawler.hostnames import normalize
-from crawler.outcomes import ALIVE
-from crawler.traps import DEFAULT_WINDOW, Observation
 
 # "38 of the last 50 failed": from this many on, a root is near a block (all 50 block it).
-NEAR_BLOCK = 40
 # Due hosts are counted up to this many per root shown ("1,000+").
 DUE_CAP = 1000
 
@@ -105,10 +104,6 @@ class RootLine:
     entry_rule: str | None
 
     @property
-    def near_block(self) -> bool:
-        return self.window_failed >= NEAR_BLOCK
-
-    @property
     def window_text(self) -> str:
         """'38 of the last 50 failed' (or of fewer, while the window fills)."""
         if not self.window_size:
@@ -119,7 +114,7 @@ class RootLine:
     def due_text(self) -> str:
         return f"{self.due:,}+" if self.due >= DUE_CAP else f"{self.due:,}"
 
-    def as_dict(self, budget: int | None = None) -> dict:
+    def as_dict(self, budget: int, near_block: int) -> dict:
         return {
             "root": self.root,
             "hosts": self.hosts,
@@ -128,7 +123,7 @@ class RootLine:
             "crawled_ok": self.crawled_ok,
             "failed": self.failed,
             "window": {"failed": self.window_failed, "size": self.window_size},
-            "near_block": self.near_block,
+            "near_block": self.window_failed >= near_block,
             "claimed_this_hour": self.claimed_hour,
             "budget": budget,
             "held_until": self.held_until.isoformat() if self.held_until else None,
@@ -232,7 +227,7 @@ def subdomain_page(
     return paginate(conn, stmt, SUBDOMAIN_ORDER, after, before, limit)
 
 
-def window(conn, domain: str, size: int = DEFAULT_WINDOW) -> list[Observation]:
+def window(conn, domain: str, size: int) -> list[Observation]:
     """The root's trap window, newest first."""
     rows = conn.execute(
         text(

@@ -1,7 +1,7 @@
 """Deny entries (DESIGN.md §2, §8): blocked and no_follow rows, and NOTIFY to workers.
 
 An entry is a queue row with `status_reason` set. Every change is written with
-its audit row and a pg_notify in one transaction, so every listening worker
+its change-log row and a pg_notify in one transaction, so every listening worker
 hears of it when, and only when, it commits.
 """
 
@@ -14,16 +14,16 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, text
 
-from crawler.db import audit_log, routing
+from crawler.core.denylist import BLOCKED, NO_FOLLOW, Denial, DenyList
+from crawler.core.hostnames import HostnameError, normalize, normalize_entry, root
+from crawler.db import change_log, routing
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
-from crawler.denylist import BLOCKED, NO_FOLLOW, Denial, DenyList
-from crawler.hostnames import HostnameError, normalize, normalize_entry, root
 
 log = logging.getLogger(__name__)
 
 DENYLIST_CHANNEL = "hostcrawl_denylist"
-SYSTEM = "system"  # the audit log's actor when none is named
+SYSTEM = "system"  # the change log's actor when none is named
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def upsert_blocked(engine: Engine, hostname: str, reason: str, actor: str = SYST
             {"hostname": hostname, "reason": reason},
         )
         routing.take_out_under(conn, hostname)
-        audit_log.record(conn, actor, "block", hostname, reason)
+        change_log.record(conn, actor, "block", hostname, reason)
         notify(conn, "add", hostname, BLOCKED)
     log.warning("blocked %s: %s", hostname, reason)
     return True
@@ -132,7 +132,7 @@ def _add_no_follow(
             {"h": hostname, "note": note},
         )
         routing.take_out_under(conn, hostname)
-        audit_log.record(conn, actor, "no_follow.add", hostname, note)
+        change_log.record(conn, actor, "no_follow.add", hostname, note)
         notify(conn, "add", hostname, NO_FOLLOW)
     return EntryChange(value, hostname, "added", "was blocked" if previous else "")
 
@@ -190,7 +190,7 @@ def _remove_entry(
         restored = routing.put_back(conn, hostname)
         conn.execute(FORGET_ENTRY_ONLY_ROWS, {"names": [hostname]})
         detail = "; ".join(filter(None, [note, found.blocked_reason or found.note]))
-        audit_log.record(conn, actor, action, hostname, detail or None)
+        change_log.record(conn, actor, action, hostname, detail or None)
         notify(conn, "remove", hostname, rule)
     status = "unblocked" if rule == BLOCKED else "removed"
     return EntryChange(value, hostname, status, f"{restored} hosts back in routing")

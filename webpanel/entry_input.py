@@ -1,6 +1,6 @@
 """Operator input for deny entries: lines and CSV in, a preview and a summary out.
 
-Normalization and the public-suffix rule are crawler.hostnames'; the counts
+Normalization and the public-suffix rule are crawler.core.hostnames'; the counts
 come from crawler.db.pages; saving is crawler.db.bulk.add_no_follow().
 """
 
@@ -12,10 +12,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from crawler.blocklists import read_lines
-from crawler.db.entries import EntryChange
-from crawler.db.pages import entries as entry_pages
-from crawler.hostnames import HostnameError, normalize, normalize_entry
+from crawler.core.blocklists import read_lines
+from crawler.core.hostnames import HostnameError, normalize, normalize_entry
+from crawler.db.deny_entries import EntryChange
+from crawler.db.pages import deny_lists
 
 # A spreadsheet runs a cell starting with one of these as a formula.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -31,7 +31,7 @@ class Candidate:
     problem: str | None = None
     needs_force: bool = False
     current: str | None = None  # the name's rule today: None, 'no_follow' or 'blocked'
-    exclusion: entry_pages.Exclusion | None = None
+    exclusion: deny_lists.Exclusion | None = None
     note: str | None = None
 
     @property
@@ -47,7 +47,7 @@ class Candidate:
 @dataclass
 class Preview:
     candidates: list[Candidate]
-    total: entry_pages.Exclusion
+    total: deny_lists.Exclusion
 
     @property
     def problems(self) -> list[Candidate]:
@@ -59,8 +59,8 @@ class Preview:
 
 
 def lines(value: str) -> list[str]:
-    """The names of pasted lines (plain, CSV, hosts file or Adblock rules), each once, in
-    order; comments, exceptions, cosmetic rules and regexes are skipped (crawler.blocklists)."""
+    """The names of pasted lines (plain, CSV, hosts file or Adblock rules), each once, in order;
+    comments, exceptions, cosmetic rules and regexes are skipped (crawler.core.blocklists)."""
     return list(dict.fromkeys(item.value for item in read_lines(value.splitlines())))
 
 
@@ -70,8 +70,8 @@ def preview(conn, values: Sequence[str], force: bool, notes: Sequence[str | None
     for candidate, note in zip(candidates, notes, strict=False):
         candidate.note = note
     names = [c.hostname for c in candidates if c.ok]
-    current = entry_pages.entry_rules(conn, names)
-    each, total = entry_pages.exclusion_preview(conn, names)
+    current = deny_lists.entry_rules(conn, names)
+    each, total = deny_lists.exclusion_preview(conn, names)
     for c in candidates:
         if c.ok:
             c.current = current.get(c.hostname)

@@ -1,15 +1,15 @@
-"""The audit log: who changed which entry, when and why (DESIGN.md §8)."""
+"""The change log: who changed which entry, when and why (DESIGN.md §8)."""
 
 from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
 INSERT = text(
-    "INSERT INTO audit_log (actor, action, hostname, detail)"
+    "INSERT INTO change_log (actor, action, hostname, detail)"
     " VALUES (:actor, :action, :hostname, :detail)"
 )
 
 
 def record(conn: Connection, actor: str, action: str, hostname: str, detail: str | None) -> None:
-    """One audit row, in the transaction of the change it describes."""
+    """One change-log row, in the transaction of the change it describes."""
     conn.execute(INSERT, {"actor": actor, "action": action, "hostname": hostname, "detail": detail})

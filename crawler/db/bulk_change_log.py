@@ -1,6 +1,6 @@
-"""A bulk change's trace (crawler.db.bulk): one audit row per batch, and word to workers.
+"""A bulk change's trace (crawler.db.bulk): one change-log row per batch, and word to workers.
 
-The audit row holds the batch's count; its names go to one audit_items row (arrays:
+The change-log row holds the batch's count; its names go to one change_log_items row (arrays:
 a batch of 20,000 names costs one row to log). Listening workers hear of each name
 in a small batch, and get one "reload" for a big one (crawler.db.listener).
 """
@@ -11,22 +11,22 @@ import json
 
 from sqlalchemy import Connection, text
 
-from crawler.db import audit_log
-from crawler.db.entries import DENYLIST_CHANNEL, notify
+from crawler.db import change_log
+from crawler.db.deny_entries import DENYLIST_CHANNEL, notify
 from crawler.db.hostsql import names_param
 
 NOTIFY_EACH_UP_TO = 100  # more names than this: one "reload" instead of a NOTIFY each
 
-AUDIT_ITEMS = text(
-    "INSERT INTO audit_items (audit_id, names, details) VALUES (:id, :names, :details)"
+CHANGE_ITEMS = text(
+    "INSERT INTO change_log_items (change_id, names, details) VALUES (:id, :names, :details)"
 ).bindparams(*names_param("names", "details"))
-AUDIT_STAGED = text(
-    "INSERT INTO audit_items (audit_id, names, details)"
+CHANGE_STAGED = text(
+    "INSERT INTO change_log_items (change_id, names, details)"
     " SELECT :id, array_agg(hostname ORDER BY hostname), array_agg(note ORDER BY hostname)"
     "   FROM bulk_names"
 )
 STAGED_NOTES = object()  # record_batch(): the names are the stage's, each with its note
-LAST_AUDIT_ID = text("SELECT currval(pg_get_serial_sequence('audit_log', 'id'))")
+LAST_CHANGE_ID = text("SELECT currval(pg_get_serial_sequence('change_log', 'id'))")
 
 
 def record_batch(
@@ -37,21 +37,21 @@ def record_batch(
     details: list[str | None] | object,
     note: str | None,
 ) -> None:
-    """One audit row for the batch; its names in one audit_items row when there are several.
+    """One change-log row for the batch; its names in one change_log_items row if several.
 
     A single name reads as it always has: the name, and the note or reason.
     """
     if len(names) == 1:
         detail = "; ".join(filter(None, dict.fromkeys([note, details[0]])))  # type: ignore[index]
-        audit_log.record(conn, actor, action, names[0], detail or None)
+        change_log.record(conn, actor, action, names[0], detail or None)
         return
     summary = f"{len(names)} names" + (f"; {note}" if note else "")
-    audit_log.record(conn, actor, action, min(names), summary)
-    audit_id = conn.execute(LAST_AUDIT_ID).scalar_one()
+    change_log.record(conn, actor, action, min(names), summary)
+    change_id = conn.execute(LAST_CHANGE_ID).scalar_one()
     if details is STAGED_NOTES:  # the stage holds exactly these names, with their notes
-        conn.execute(AUDIT_STAGED, {"id": audit_id})
+        conn.execute(CHANGE_STAGED, {"id": change_id})
     else:
-        conn.execute(AUDIT_ITEMS, {"id": audit_id, "names": names, "details": details})
+        conn.execute(CHANGE_ITEMS, {"id": change_id, "names": names, "details": details})
 
 
 def announce(conn: Connection, change: str, names: list[str], rule: str) -> None:

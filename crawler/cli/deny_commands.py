@@ -11,7 +11,7 @@ import click
 
 from crawler.cli.bulkrun import finish, run_file
 from crawler.cli.common import ACTOR, engine, friendly_errors, report
-from crawler.db import bulk, entries
+from crawler.db import bulk, deny_entries
 
 LIST_FILE = click.Path(dir_okay=False, allow_dash=True)
 REPORT_FILE = click.Path(dir_okay=False)
@@ -35,7 +35,7 @@ def no_follow() -> None:
 @no_follow.command("add")
 @click.argument("domains", nargs=-1)
 @click.option("-f", "--file", "path", type=LIST_FILE, help="A list or block list ('-': stdin).")
-@click.option("--note", help="Why (kept with the entry and in the audit log).")
+@click.option("--note", help="Why (kept with the entry and in the change log).")
 @click.option("--force", is_flag=True, help="Accept a bare public suffix such as 'com'.")
 @click.option("--report", "report_path", type=REPORT_FILE, help="Every line's result as CSV.")
 @friendly_errors
@@ -51,7 +51,7 @@ def no_follow_add(domains: tuple[str, ...], path, note: str | None, force: bool,
 @no_follow.command("remove")
 @click.argument("domains", nargs=-1)
 @click.option("-f", "--file", "path", type=LIST_FILE, help="A list ('-': stdin).")
-@click.option("--note", help="Why (kept in the audit log).")
+@click.option("--note", help="Why (kept in the change log).")
 @click.option("--report", "report_path", type=REPORT_FILE, help="Every line's result as CSV.")
 @friendly_errors
 def no_follow_remove(domains: tuple[str, ...], path, note: str | None, report_path) -> None:
@@ -67,7 +67,7 @@ def no_follow_remove(domains: tuple[str, ...], path, note: str | None, report_pa
 @friendly_errors
 def no_follow_list() -> None:
     """Print every no_follow entry (and its note)."""
-    for entry in entries.list_entries(engine(), "no_follow"):
+    for entry in deny_entries.list_entries(engine(), "no_follow"):
         note = f"\t{entry['note']}" if entry["note"] else ""
         click.echo(f"{entry['hostname']}{note}")
 
@@ -81,14 +81,14 @@ def blocked() -> None:
 @friendly_errors
 def blocked_list() -> None:
     """Print every blocked host and its blocked_reason."""
-    for entry in entries.list_entries(engine(), "blocked"):
+    for entry in deny_entries.list_entries(engine(), "blocked"):
         click.echo(f"{entry['hostname']}\t{entry['blocked_reason']}")
 
 
 @blocked.command("unblock")
 @click.argument("hosts", nargs=-1)
 @click.option("-f", "--file", "path", type=LIST_FILE, help="A list ('-': stdin).")
-@click.option("--note", help="Why (kept in the audit log).")
+@click.option("--note", help="Why (kept in the change log).")
 @click.option("--report", "report_path", type=REPORT_FILE, help="Every line's result as CSV.")
 @friendly_errors
 def blocked_unblock(hosts: tuple[str, ...], path, note: str | None, report_path) -> None:

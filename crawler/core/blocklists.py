@@ -9,7 +9,7 @@ One reader for every format, line by line, so a file may even mix them:
 Lines that cannot be a hostname entry are counted by kind and skipped: comments,
 `@@` exceptions, cosmetic rules (`##`), regular expressions (`/.../`) and rules
 narrowed by a path, options or wildcards (they block less than a whole name).
-Whether a name is valid is not decided here: that is `crawler.hostnames`'.
+Whether a name is valid is not decided here: that is `crawler.core.hostnames`'.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 
+from crawler.core.denylist import BLOCKED, RULES
 from crawler.db.hostsql import suffix_range
-from crawler.db.models import AuditEntry, QueueRow
+from crawler.db.models import ChangeLogEntry, QueueRow
 from crawler.db.pages.paging import (
     DEFAULT_LIMIT,
     ENTRY,
@@ -31,7 +32,6 @@ from crawler.db.pages.paging import (
     paginate,
     search_condition,
 )
-from crawler.denylist import BLOCKED, RULES
 
 # -- deny entries (/no_follow, /blocked) ------------------------------------------------
 
@@ -49,12 +49,12 @@ def entry_statement(rule: str, q: str = "", match: str = PREFIX) -> Select:
         .scalar_subquery()
     )
     added = (
-        select(AuditEntry.at, AuditEntry.actor)
+        select(ChangeLogEntry.at, ChangeLogEntry.actor)
         .where(
-            AuditEntry.hostname == QueueRow.hostname,
-            AuditEntry.action == ("block" if rule == BLOCKED else "no_follow.add"),
+            ChangeLogEntry.hostname == QueueRow.hostname,
+            ChangeLogEntry.action == ("block" if rule == BLOCKED else "no_follow.add"),
         )
-        .order_by(AuditEntry.id.desc())
+        .order_by(ChangeLogEntry.id.desc())
         .limit(1)
         .lateral("added")
     )

@@ -1,4 +1,4 @@
-"""The trap rule (DESIGN.md §5). Pure: the window is read and written elsewhere.
+"""The trap rule. Pure: the window is read and written elsewhere.
 
 A root whose last `size` unique subdomains all failed at DNS, TCP or TLS level
 is a subdomain generator; one live subdomain in the window clears it.
@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from crawler.outcomes import is_network_failure
+from crawler.core.outcomes import is_network_failure
 
-DEFAULT_WINDOW = 50
 SAMPLE_NAMES = 5
 
 
@@ -26,7 +25,7 @@ class Observation:
     seen_at: datetime
 
 
-def trap_reason(root: str, window: Sequence[Observation], size: int = DEFAULT_WINDOW) -> str | None:
+def trap_reason(root: str, window: Sequence[Observation], size: int) -> str | None:
     """The blocked_reason when the window proves `root` a trap, else None.
 
     `window` holds the newest observation per subdomain, newest first; only the

@@ -1,29 +1,31 @@
-"""The names of one bulk change (`/audit/<id>/items`): its audit row counts them,
-one audit_items row holds them as arrays (migration 0008)."""
+"""The names of one bulk change (`/audit/<id>/items`): its change-log row counts them,
+one change_log_items row holds them as arrays (migration 0008)."""
 
 from __future__ import annotations
 
 from sqlalchemy import func, select, true
 
-from crawler.db.models import AuditEntry, AuditItems
+from crawler.db.models import ChangeLogEntry, ChangeLogItems
 from crawler.db.pages.paging import DEFAULT_LIMIT, Order, Page, paginate
 
 ITEMS = (
-    func.unnest(AuditItems.names, AuditItems.details)
+    func.unnest(ChangeLogItems.names, ChangeLogItems.details)
     .table_valued("hostname", "detail")
     .render_derived("items")
 )
 ITEM_ORDER = Order((ITEMS.c.hostname,), ("str",))
 
 
-def audit_row(conn, audit_id: int):
-    """The audit row itself, or None."""
-    return conn.execute(select(AuditEntry).where(AuditEntry.id == audit_id)).scalar_one_or_none()
+def change_row(conn, change_id: int):
+    """The change-log row itself, or None."""
+    return conn.execute(
+        select(ChangeLogEntry).where(ChangeLogEntry.id == change_id)
+    ).scalar_one_or_none()
 
 
 def item_page(
     conn,
-    audit_id: int,
+    change_id: int,
     after: str | None = None,
     before: str | None = None,
     limit: int = DEFAULT_LIMIT,
@@ -31,8 +33,8 @@ def item_page(
     """The batch's names by hostname, with each one's detail (a note, a former reason)."""
     stmt = (
         select(ITEMS.c.hostname, ITEMS.c.detail)
-        .select_from(AuditItems)
+        .select_from(ChangeLogItems)
         .join(ITEMS, true())
-        .where(AuditItems.audit_id == audit_id)
+        .where(ChangeLogItems.change_id == change_id)
     )
     return paginate(conn, stmt, ITEM_ORDER, after, before, limit)

@@ -22,13 +22,14 @@ from datetime import timedelta
 from scrapy.utils.defer import deferred_to_future
 from sqlalchemy import Engine
 
-from crawler.db import audits, claims, queue, windows
-from crawler.db.audits import Backoff
-from crawler.hostnames import is_subdomain, root
-from crawler.outcomes import (
+from crawler.core import config
+from crawler.core.hostnames import is_subdomain, root
+from crawler.core.outcomes import (
     DNS_ALIVE,
     is_network_failure,
 )
+from crawler.db import claims, dns_audits, queue, windows
+from crawler.db.dns_audits import Backoff
 from crawler.probes import handshake
 from crawler.trapguard import Confirm, TrapGuard
 
@@ -37,18 +38,18 @@ ALL_DUE = 10**9
 
 @dataclass
 class AuditOptions:
-    concurrency: int = 200
+    concurrency: int = config.setting("AUDIT_CONCURRENCY").default
     tls: bool = False
-    tls_port: int = 443
-    tls_timeout: float = 5.0
+    tls_port: int = config.setting("AUDIT_TLS_PORT").default
+    tls_timeout: float = config.setting("AUDIT_TLS_TIMEOUT").default
     limit: int | None = None
     root: str | None = None
     dry_run: bool = False
     batch: int = 500
     lease: timedelta = timedelta(minutes=10)
     backoff: Backoff = field(default_factory=Backoff)
-    window: int = 50
-    progress_every: float = 5.0
+    window: int = config.setting("TRAP_WINDOW").default
+    progress_every: float = config.setting("AUDIT_PROGRESS_EVERY").default
 
 
 @dataclass
@@ -190,7 +191,9 @@ class Audit:
     async def _flush(self) -> None:
         batch, self._pending = self._pending, []
         if batch and not self.options.dry_run:
-            await asyncio.to_thread(audits.record_audits, self.engine, batch, self.options.backoff)
+            await asyncio.to_thread(
+                dns_audits.record_audits, self.engine, batch, self.options.backoff
+            )
             self.progress.blocked.update(await self.traps.observe_many(batch))
 
     async def _report(self) -> None:

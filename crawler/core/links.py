@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from crawler.denylist import DenyList
-from crawler.hostnames import link_hostname
+from crawler.core.denylist import DenyList
+from crawler.core.hostnames import link_hostname
 
 NO_HOSTNAME = "no_hostname"
 

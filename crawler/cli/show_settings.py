@@ -1,0 +1,29 @@
+"""`hostcrawl settings`: every setting, its effective value and where it came from."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from crawler.cli.common import friendly_errors
+from crawler.core import config
+
+
+@click.command("settings")
+@click.option("--env-example", is_flag=True, help="Print the settings part of .env.example.")
+@friendly_errors
+def show_settings(env_example: bool) -> None:
+    """Print each setting of crawler/core/config.py: value, source (default or environment),
+    who reads it and what it means. A Scrapy run's `-s` overrides show in its log."""
+    if env_example:
+        click.echo(config.env_example(), nl=False)
+        return
+    rows = [
+        (declared.name, declared.shown(value), source, ",".join(declared.readers), declared.meaning)
+        for declared, value, source in config.effective(os.environ)
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        click.echo("  ".join([*cells, row[4]]).rstrip())

@@ -1,0 +1,339 @@
+"""Every setting of hostcrawl, declared once: its name, default, type and meaning.
+
+The crawler (through the add-on, at the add-on's priority, so `-s` and a
+project's own settings still win), the CLI and the panel read their values
+here, from the same environment; `hostcrawl settings` prints them with where
+each came from, and `.env.example` is written from this table. Pure: the
+environment is passed in, nothing is read here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: Who reads a setting: the crawl (Scrapy workers and `scrapy audit`), the panel, the CLI.
+CRAWL, PANEL, CLI = "crawl", "panel", "cli"
+FALSE_WORDS = frozenset({"0", "false", "no", "off"})
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+PASSWORD_IN_URL = re.compile(r"(://[^:/@]+:)[^@]*@")
+
+
+class SettingError(ValueError):
+    """A value that is not what its setting takes; the message names both."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    kind: type
+    meaning: str
+    readers: tuple[str, ...] = (CRAWL,)
+    minimum: float | None = None
+    secret: bool = False
+    group: str = "crawl"
+
+    def parse(self, raw: str) -> Any:
+        """The value a text (from the environment or `-s`) stands for, or SettingError."""
+        text = raw.strip()
+        if self.kind is str:
+            return text
+        if self.kind is bool:
+            if text.lower() in TRUE_WORDS | FALSE_WORDS:
+                return text.lower() in TRUE_WORDS
+            raise SettingError(f"{self.name}={raw!r}: expected 1 or 0")
+        try:
+            value = self.kind(text)
+        except ValueError:
+            raise SettingError(f"{self.name}={raw!r}: expected {self.kind.__name__}") from None
+        if self.minimum is not None and value < self.minimum:
+            raise SettingError(f"{self.name}={raw!r}: expected a number >= {self.minimum:g}")
+        return value
+
+    def shown(self, value: Any) -> str:
+        """The value as an operator reads it, a secret masked."""
+        if self.secret and value:
+            return "(set)"
+        if self.kind is bool:
+            return "1" if value else "0"
+        return PASSWORD_IN_URL.sub(r"\1***@", str(value))
+
+
+DAY = 86400
+SETTINGS: tuple[Setting, ...] = (
+    # --- what the crawl fetches and how it resolves ---
+    Setting("HOST_URL_TEMPLATE", "https://{hostname}/", str, "the front page URL of a host"),
+    Setting(
+        "HTTP_FALLBACK_TEMPLATE",
+        "http://{hostname}/",
+        str,
+        "tried once when https fails below HTTP (TCP, TLS); empty = off",
+    ),
+    Setting("DNS_NAMESERVERS", "", str, "host:port,... for the resolver; empty = the system's"),
+    Setting("DNS_TIMEOUT", 5.0, float, "seconds a DNS lookup may take", minimum=0.1),
+    # --- the trap rule ---
+    Setting(
+        "TRAP_WINDOW",
+        50,
+        int,
+        "unique subdomains per root that must all fail below HTTP to block it",
+        readers=(CRAWL, PANEL),
+        minimum=1,
+    ),
+    Setting(
+        "TRAP_NEAR_BLOCK",
+        40,
+        int,
+        "failures in a root's window from which /roots marks it near a block",
+        readers=(PANEL,),
+        minimum=1,
+    ),
+    Setting(
+        "CANARY_HOSTS",
+        "",
+        str,
+        "comma list asked before a block; empty = hosts that answered OK in this database",
+    ),
+    Setting(
+        "OUTAGE_RETRY_AFTER",
+        15.0,
+        float,
+        "seconds until a host that failed while no canary answered is tried again",
+        minimum=0,
+    ),
+    Setting(
+        "TRAP_RECHECK_INTERVAL", 30.0, float, "seconds between looks at deferred blocks", minimum=1
+    ),
+    # --- claiming ---
+    Setting("CLAIM_BATCH", 32, int, "hosts claimed at a time", minimum=1),
+    Setting(
+        "CLAIM_LEASE",
+        600,
+        int,
+        "seconds a claim holds before another worker may take the host",
+        minimum=1,
+    ),
+    Setting(
+        "CLAIM_POLL_INTERVAL", 2.0, float, "seconds between claims while nothing is due", minimum=0
+    ),
+    Setting("RECRAWL_AFTER", 7 * DAY, int, "seconds until a crawled host is due again", minimum=0),
+    Setting(
+        "CLOSE_WHEN_DRAINED",
+        False,
+        bool,
+        "1 = stop when nothing is due and no worker holds a claim",
+    ),
+    Setting(
+        "ROOT_CONCURRENCY",
+        2,
+        int,
+        "hosts of one root claimed and unfinished at once, across all workers",
+        minimum=1,
+    ),
+    Setting(
+        "ROOT_BUDGET",
+        3600,
+        int,
+        "hosts of one root claimed per rolling hour, across all workers",
+        readers=(CRAWL, PANEL),
+        minimum=1,
+    ),
+    Setting(
+        "DENYLIST_RELOAD",
+        60.0,
+        float,
+        "seconds between a worker's full deny-list reloads (besides LISTEN/NOTIFY)",
+        minimum=1,
+    ),
+    Setting(
+        "ALLOW_PRIVATE_HOSTS",
+        False,
+        bool,
+        "1 = seeds may be localhost or loopback/private/link-local addresses",
+        readers=(CLI,),
+    ),
+    # --- the DNS/TLS audit (`scrapy audit`) ---
+    Setting("AUDIT_CONCURRENCY", 200, int, "DNS lookups in flight in the audit", minimum=1),
+    Setting("AUDIT_TLS", False, bool, "1 = the audit also does a TLS handshake"),
+    Setting("AUDIT_TLS_PORT", 443, int, "the port of the audit's TLS handshake", minimum=1),
+    Setting("AUDIT_TLS_TIMEOUT", 5.0, float, "seconds the audit's handshake may take", minimum=0.1),
+    Setting(
+        "AUDIT_BACKOFF_BASE",
+        3600,
+        int,
+        "seconds; a host the audit found dead k times in a row waits base * 2^k",
+        minimum=1,
+    ),
+    Setting("AUDIT_BACKOFF_MAX", 30 * DAY, int, "seconds; the longest audit back-off", minimum=1),
+    Setting(
+        "AUDIT_PROGRESS_EVERY",
+        5.0,
+        float,
+        "seconds between the audit's progress lines",
+        minimum=0.1,
+    ),
+    # --- a worker's metrics and log ---
+    Setting("METRICS_PORT", 0, int, "port of a worker's Prometheus /metrics; 0 = off", minimum=0),
+    Setting(
+        "METRICS_ADDRESS",
+        "127.0.0.1",
+        str,
+        "address /metrics listens on (0.0.0.0 in a container)",
+    ),
+    Setting("LOG_LEVEL", "INFO", str, "the crawl's log level"),
+    # --- the panel ---
+    Setting(
+        "SECRET_KEY",
+        "",
+        str,
+        "signs the panel's session cookies; empty = one kept in var/secret_key",
+        readers=(PANEL,),
+        secret=True,
+        group="panel",
+    ),
+    Setting(
+        "SESSION_COOKIE_SECURE",
+        True,
+        bool,
+        "1 = the session cookie goes over HTTPS only (0 only for plain http on loopback)",
+        readers=(PANEL,),
+        group="panel",
+    ),
+    Setting(
+        "PANEL_SESSION_HOURS",
+        12.0,
+        float,
+        "idle hours before a panel session expires",
+        readers=(PANEL,),
+        minimum=0.01,
+        group="panel",
+    ),
+    Setting(
+        "PANEL_TRUSTED_PROXIES",
+        0,
+        int,
+        "proxies in front of the panel that set X-Forwarded-For; 0 = none",
+        readers=(PANEL,),
+        minimum=0,
+        group="panel",
+    ),
+    Setting(
+        "PANEL_LOGIN_HASH_SLOTS",
+        1,
+        int,
+        "password checks at once per panel process",
+        readers=(PANEL,),
+        minimum=1,
+        group="panel",
+    ),
+    Setting(
+        "PANEL_STATS_TTL",
+        30.0,
+        float,
+        "seconds the dashboard's figures are kept before they are recomputed; 0 = always",
+        readers=(PANEL,),
+        minimum=0,
+        group="panel",
+    ),
+    # --- the database ---
+    Setting(
+        "DATABASE_URL",
+        "",
+        str,
+        "postgresql+psycopg://user:pass@host/db; empty = the embedded server under var/",
+        readers=(CRAWL, PANEL, CLI),
+        group="database",
+    ),
+    Setting(
+        "DATABASE_POOLED",
+        False,
+        bool,
+        "1 = DATABASE_URL is PgBouncer in transaction mode (no prepared statements)",
+        readers=(CRAWL, PANEL, CLI),
+        group="database",
+    ),
+    Setting(
+        "DATABASE_LISTEN_URL",
+        "",
+        str,
+        "a direct (unpooled) URL for LISTEN; empty = DATABASE_URL",
+        readers=(CRAWL,),
+        group="database",
+    ),
+    Setting(
+        "HOSTCRAWL_VAR",
+        "var",
+        str,
+        "folder of the embedded server's data and the panel's key, relative to the repo",
+        readers=(CRAWL, PANEL, CLI),
+        group="database",
+    ),
+    # --- retention (`hostcrawl prune`) ---
+    Setting(
+        "CHANGE_LOG_RETENTION_DAYS",
+        90,
+        int,
+        "days of the operators' change log kept; 0 = all",
+        readers=(CLI,),
+        minimum=0,
+        group="retention",
+    ),
+    Setting(
+        "PROBE_RETENTION_DAYS",
+        30,
+        int,
+        "days of wildcard probes kept; 0 = all",
+        readers=(CLI,),
+        minimum=0,
+        group="retention",
+    ),
+)
+BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+def setting(name: str) -> Setting:
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise SettingError(f"{name}: no such setting") from None
+
+
+def from_environment(name: str, environ: Mapping[str, str]) -> Any:
+    """A setting's value: the environment's when set and not empty, else its default."""
+    declared = setting(name)
+    raw = environ.get(name)
+    if raw is None or (not raw.strip() and declared.kind is not str):
+        return declared.default
+    return declared.parse(raw)
+
+
+def effective(environ: Mapping[str, str]) -> Iterator[tuple[Setting, Any, str]]:
+    """Every setting with its value and where it came from: "default" or "environment"."""
+    for declared in SETTINGS:
+        value = from_environment(declared.name, environ)
+        source = "environment" if declared.name in environ else "default"
+        yield declared, value, source
+
+
+ENV_EXAMPLE_MARK = "# === hostcrawl settings: written by `hostcrawl settings --env-example` ==="
+
+
+def env_example() -> str:
+    """`.env.example`'s settings part: every setting at its default, commented out but for
+    the secrets, which a deployment must fill in."""
+    lines = [ENV_EXAMPLE_MARK]
+    group = None
+    for declared in SETTINGS:
+        if declared.group != group:
+            group = declared.group
+            lines += ["", f"# --- {group} " + "-" * (74 - len(group))]
+        readers = ", ".join(declared.readers)
+        lines.append(f"# {declared.meaning} (read by: {readers})")
+        if declared.secret:
+            lines.append(f"{declared.name}=")
+        else:
+            lines.append(f"# {declared.name}={declared.shown(declared.default)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,55 @@
+"""The change log (`/audit`)."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    literal,
+    select,
+    text,
+)
+
+from crawler.db.models import ChangeLogEntry
+from crawler.db.pages.paging import (
+    DEFAULT_LIMIT,
+    PREFIX,
+    Order,
+    Page,
+    paginate,
+    search_condition,
+)
+
+# -- the change log --------------------------------------------------------------------
+
+AUDIT_ORDER = Order((ChangeLogEntry.id,), ("int",), descending=True)
+
+
+def change_page(
+    conn,
+    q: str = "",
+    action: str = "",
+    actor: str = "",
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> Page:
+    """Audit entries, newest first; q is a hostname prefix."""
+    stmt = select(
+        ChangeLogEntry.id,
+        ChangeLogEntry.at,
+        ChangeLogEntry.actor,
+        ChangeLogEntry.action,
+        ChangeLogEntry.hostname,
+        ChangeLogEntry.detail,
+    )
+    searched = search_condition(ChangeLogEntry.hostname, literal(""), q, PREFIX)
+    if searched is not None:
+        stmt = stmt.where(searched)
+    if action:
+        stmt = stmt.where(ChangeLogEntry.action == action)
+    if actor:
+        stmt = stmt.where(ChangeLogEntry.actor == actor)
+    return paginate(conn, stmt, AUDIT_ORDER, after, before, limit)
+
+
+def change_actions(conn) -> list[str]:
+    return list(conn.execute(text("SELECT DISTINCT action FROM change_log ORDER BY 1")).scalars())
