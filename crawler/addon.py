@@ -32,7 +32,7 @@ from crawler.resolver import OutcomeResolver
 
 log = logging.getLogger(__name__)
 
-# DESIGN.md 'Scrapy 2.19 facts': what a crawler of the open web should not run with.
+# docs/design.md, "Scrapy 2.19 facts": what a crawler of the open web should not run with.
 PRODUCTION_DEFAULTS = {
     "REMOTE_CONTROL_ENABLED": False,
     "TELNETCONSOLE_ENABLED": False,

@@ -1,4 +1,4 @@
-"""The DNS/TLS audit (DESIGN.md §7): judge due hosts without downloading a page.
+"""The DNS/TLS audit (docs/design.md, rule 7): judge due hosts without downloading a page.
 
 Hosts are claimed like the crawler claims them (same leases), resolved through
 the crawler's resolver with high concurrency, optionally given a TLS

@@ -1,4 +1,4 @@
-"""A worker's copy of the deny entries, kept current while it crawls (DESIGN.md §3).
+"""A worker's copy of the deny entries, kept current while it crawls (docs/design.md, rule 3).
 
 Loaded once before the first claim, then kept in step by LISTEN/NOTIFY (and
 a periodic full reload). A block made by this worker is added at once, so it

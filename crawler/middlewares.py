@@ -1,4 +1,4 @@
-"""BlacklistMiddleware (DESIGN.md §4): denied hosts never reach the network.
+"""BlacklistMiddleware (docs/design.md, rule 4): denied hosts never reach the network.
 
 It sees every request — start requests, retries and redirects included — both
 when scheduled and before download. `dont_filter` does not bypass it (the

@@ -1,4 +1,4 @@
-"""The item pipeline that writes what the hosts spider settled to Postgres (DESIGN.md §6).
+"""The item pipeline that writes what the hosts spider settled to Postgres (docs/design.md, rule 6).
 
 Each HostItem's result, new hostnames and next date are written by
 `queue.finish_many`, batched with the items of other hosts in one

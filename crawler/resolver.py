@@ -1,4 +1,4 @@
-"""A DNS resolver that knows why a lookup failed (DESIGN.md 'Scrapy facts').
+"""A DNS resolver that knows why a lookup failed (docs/design.md, "Scrapy facts").
 
 Scrapy's built-in resolvers turn NXDOMAIN, SERVFAIL and a timeout alike into
 CannotResolveHostError. This one, on twisted.names, keeps the real kind: the

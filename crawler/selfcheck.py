@@ -1,7 +1,7 @@
 """Before a block, and before a failure is believed: is it the world, or is it us?
 
 Our own resolver or network going away makes every host fail. Two checks keep
-that from blocking an innocent root (DESIGN.md §5) or settling a live host as
+that from blocking an innocent root (docs/design.md, rule 5) or settling a live host as
 dead:
 
 - `WorldCheck`: a few canary hosts (CANARY_HOSTS, or by default hosts that

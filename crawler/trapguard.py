@@ -1,4 +1,4 @@
-"""Outcomes into trap windows, and blocks for the roots they prove traps (DESIGN.md §5).
+"""Outcomes into trap windows, and blocks for the roots they prove traps (docs/design.md, rule 5).
 
 The crawl and the audit both feed it. The window's verdict is the core's
 rule; before a block is written, an optional self-check (crawler.selfcheck)

@@ -1,8 +1,8 @@
-"""Wildcard zones seen from the crawl (issue 12): flag them, never block them.
+"""Wildcard zones seen from the crawl: flag them, never block them.
 
 A root whose random name `hc-<random>.<root>` resolves answers for any name: a
 live wildcard farm can link fresh subdomains forever, and the trap rule
-(DESIGN.md §5) cannot see it because its pages are alive. The DNS audit
+(docs/design.md, rule 5) cannot see it because its pages are alive. The DNS audit
 probes roots with failures; the crawl probes a root once this worker has
 saved WILDCARD_AFTER new subdomains of it. The probe is stored
 (`windows.save_wildcard_probe`) and the Roots page flags the zone; an operator

@@ -1,4 +1,4 @@
-"""The operators' panel (DESIGN.md §8): `webpanel:create_app()`, one blueprint per area.
+"""The operators' panel (docs/design.md, rule 8): `webpanel:create_app()`, one blueprint per area.
 
 Served by gunicorn (`make run`, docker compose). It shares the crawler's
 models, normalize() and DenyList, and makes every change through

@@ -1,4 +1,4 @@
-"""The banner on every page while blocks are deferred (DESIGN.md §5, issue #11).
+"""The banner on every page while blocks are deferred (docs/design.md, rule 5).
 
 A crawler holds a block back when the world does not answer it (its resolver
 or network is down) or the window's names answer again; operators see it

@@ -12,12 +12,13 @@ from crawler.core import config
 
 @click.command("settings")
 @click.option("--env-example", is_flag=True, help="Print the settings part of .env.example.")
+@click.option("--markdown", is_flag=True, help="Print the README's table of settings.")
 @friendly_errors
-def show_settings(env_example: bool) -> None:
+def show_settings(env_example: bool, markdown: bool) -> None:
     """Print each setting of crawler/core/config.py: value, source (default or environment),
     who reads it and what it means. A Scrapy run's `-s` overrides show in its log."""
-    if env_example:
-        click.echo(config.env_example(), nl=False)
+    if env_example or markdown:
+        click.echo(config.env_example() if env_example else markdown_table(), nl=False)
         return
     rows = [
         (declared.name, declared.shown(value), source, ",".join(declared.readers), declared.meaning)
@@ -27,3 +28,14 @@ def show_settings(env_example: bool) -> None:
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
         click.echo("  ".join([*cells, row[4]]).rstrip())
+
+
+def markdown_table() -> str:
+    """The README's table: every setting, its default, who reads it and what it means."""
+    lines = ["| setting | default | read by | meaning |", "|---|---|---|---|"]
+    for declared in config.SETTINGS:
+        default = declared.shown(declared.default) or "(empty)"
+        meaning = declared.meaning.replace("|", "\\|")
+        readers = ", ".join(declared.readers)
+        lines.append(f"| `{declared.name}` | `{default}` | {readers} | {meaning} |")
+    return "\n".join(lines) + "\n"

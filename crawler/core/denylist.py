@@ -1,4 +1,4 @@
-"""The in-memory deny matcher (DESIGN.md §2). Pure: no I/O.
+"""The in-memory deny matcher (docs/design.md, rule 2). Pure: no I/O.
 
 An entry covers itself and every name below it. Matching walks the name's
 parents (at most ~127) with one dict lookup each, so its cost does not grow

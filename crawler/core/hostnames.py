@@ -1,4 +1,4 @@
-"""Hostname rules: the one door every hostname goes through (DESIGN.md §1).
+"""Hostname rules: the one door every hostname goes through (docs/design.md, rule 1).
 
 Pure: no I/O. The Public Suffix List is the snapshot bundled with tldextract.
 
@@ -291,7 +291,7 @@ def parents(hostname: str) -> list[str]:
 
 @lru_cache(maxsize=65536)
 def root(hostname: str) -> str:
-    """The registered domain of a normalized hostname (DESIGN.md 'root').
+    """The registered domain of a normalized hostname (docs/design.md, "root").
 
     A TLD missing from the list follows the PSL's default rule '*', so its last
     label is the suffix. An IP, a single label or a bare suffix is its own root.

@@ -1,4 +1,4 @@
-"""The link filter (DESIGN.md §3): links on a page → hostnames worth saving. Pure."""
+"""The link filter (docs/design.md, rule 3): links on a page → hostnames worth saving. Pure."""
 
 from __future__ import annotations
 

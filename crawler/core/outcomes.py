@@ -1,4 +1,4 @@
-"""Outcome types: what one request to a host came to (DESIGN.md 'outcome'). Pure.
+"""Outcome types: what one request to a host came to (docs/design.md, "outcome"). Pure.
 
 The kinds live here, in the core; the resolver reports them and
 `crawler.failures` tells them from Scrapy's and Twisted's exceptions.

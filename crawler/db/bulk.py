@@ -1,4 +1,4 @@
-"""Bulk writes (issue #14): seeds and deny entries by the hundred thousand.
+"""Bulk writes: seeds and deny entries by the hundred thousand.
 
 Names are normalized, deduplicated and refused in Python with the core's rules,
 then COPYed into a temporary staging table. The deny check is one SQL join of the

@@ -1,4 +1,4 @@
-"""The change log: who changed which entry, when and why (DESIGN.md §8)."""
+"""The change log: who changed which entry, when and why (docs/design.md, rule 8)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Claiming due hosts (DESIGN.md §6): SKIP LOCKED, a lease, never under a deny entry.
+"""Claiming due hosts (docs/design.md, rule 6): SKIP LOCKED, a lease, never under a deny entry.
 
 A claim moves the rows' `next_claim_at` forward by the lease: if the worker
 dies, they come back on their own when it runs out.
 
-The crawl claims politely (`claim_polite`, issue 12): per root, at most
+The crawl claims politely (`claim_polite`): per root, at most
 `concurrency` hosts claimed and unfinished across all workers, at most `budget`
 claimed per rolling hour, and a batch spread over roots. The roots table
 (migration 0006) orders the roots by their oldest due host, so a root with

@@ -1,4 +1,4 @@
-"""Deny entries (DESIGN.md §2, §8): blocked and no_follow rows, and NOTIFY to workers.
+"""Deny entries (docs/design.md, rules 2 and 8): blocked and no_follow rows, and NOTIFY to workers.
 
 An entry is a queue row with `status_reason` set. Every change is written with
 its change-log row and a pg_notify in one transaction, so every listening worker

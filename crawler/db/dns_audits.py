@@ -1,4 +1,4 @@
-"""The DNS/TLS audit's writes (DESIGN.md §7): outcomes and next dates of audited hosts.
+"""The DNS/TLS audit's writes (docs/design.md, rule 7): outcomes and next dates of audited hosts.
 
 A live host stays due for the crawl; a dead one backs off exponentially. The
 outcomes also go into the trap windows, by the caller (crawler.windows).

@@ -1,6 +1,6 @@
 """SQL over hostnames that every query module shares: name ranges and array types.
 
-Hostnames are stored normalized (DESIGN.md §1), so "everything under a name"
+Hostnames are stored normalized (docs/design.md, rule 1), so "everything under a name"
 is a range of reverse(hostname), served by the ix_*_reversed indexes.
 """
 

@@ -63,7 +63,7 @@ class Host(Base):
     links_filtered: Mapped[int | None] = mapped_column(Integer)
     fail_streak: Mapped[int] = mapped_column(Integer, server_default="0")
     crawl_count: Mapped[int] = mapped_column(Integer, server_default="0")
-    # The DNS/TLS audit's latest word on the host (DESIGN.md §7).
+    # The DNS/TLS audit's latest word on the host (docs/design.md, rule 7).
     audited_at: Mapped[datetime | None] = mapped_column(Timestamp)
     audit_outcome: Mapped[str | None] = mapped_column(String(32))
 

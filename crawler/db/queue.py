@@ -1,4 +1,4 @@
-"""The queue's writes (DESIGN.md §3, §6): new hosts in, crawled hosts' results out.
+"""The queue's writes (docs/design.md, rules 3 and 6): new hosts in, crawled hosts' results out.
 
 A crawled host's result, its new links and its next date are written in one
 transaction (`finish_many`), and the claim is released in it: a worker killed

@@ -1,4 +1,4 @@
-"""What the database forgets (issue 15): old change-log rows, old wildcard probes, per-root
+"""What the database forgets: old change-log rows, old wildcard probes, per-root
 claim counts past the rolling hour, orphan hosts.
 
 Run by `hostcrawl prune` (from cron or a systemd timer). Deletes go in batches
@@ -24,7 +24,7 @@ OLD_AUDIT = "SELECT ctid FROM change_log WHERE at < now() - make_interval(days =
 OLD_PROBES = (
     "SELECT ctid FROM wildcard_probes WHERE checked_at < now() - make_interval(days => :days)"
 )
-# The per-root claim counts (issue 12) are read for the last rolling hour only, and a
+# The per-root claim counts are read for the last rolling hour only, and a
 # busy crawl adds a row per root per minute: kept two hours, whatever the settings.
 OLD_ROOT_CLAIMS = "SELECT ctid FROM root_claims WHERE minute < now() - interval '2 hours'"
 # Every writer makes a hosts row and its queue row in one transaction, and the

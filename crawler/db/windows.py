@@ -1,4 +1,4 @@
-"""Trap windows and wildcard probes (DESIGN.md §5), shared by every worker.
+"""Trap windows and wildcard probes (docs/design.md, rule 5), shared by every worker.
 
 Each root's window holds the latest outcome of its last unique subdomains.
 Whether a window proves a trap is the core's rule (`traps.trap_reason`); this

@@ -1,6 +1,6 @@
 """The `hosts` spider: claim due hosts, fetch each front page, yield one item per host.
 
-Claims are lazy (DESIGN.md §6): a batch is claimed only when there is room in
+Claims are lazy (docs/design.md, rule 6): a batch is claimed only when there is room in
 flight, so leases are not spent waiting in the scheduler. Every claimed host
 settles as exactly one HostItem — crawled, failed or denied — which the
 pipeline writes (result, new links and next date in one transaction). A host

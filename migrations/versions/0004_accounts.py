@@ -1,4 +1,4 @@
-"""accounts: accounts and sessions operators can trust (issue 13)
+"""accounts: accounts and sessions operators can trust
 
 Revision ID: 0004
 Revises: 0003

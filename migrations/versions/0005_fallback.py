@@ -1,4 +1,4 @@
-"""fallback: the HTTP fallback and the block self-check (issue 11)
+"""fallback: the HTTP fallback and the block self-check
 
 Revision ID: 0005
 Revises: 0004

@@ -1,4 +1,4 @@
-"""roots: per-root politeness, budgets and wildcard flags (issue 12)
+"""roots: per-root politeness, budgets and wildcard flags
 
 Revision ID: 0006
 Revises: 0005

@@ -1,4 +1,4 @@
-"""churn: table settings for sustained churn (issue 15)
+"""churn: table settings for sustained churn
 
 Revision ID: 0007
 Revises: 0006

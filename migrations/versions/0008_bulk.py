@@ -1,4 +1,4 @@
-"""bulk: bulk seeding, block lists and export (issue 14)
+"""bulk: bulk seeding, block lists and export
 
 Revision ID: 0008
 Revises: 0007

@@ -1,4 +1,4 @@
-"""host_hours: hosts discovered and crawled per hour, kept by triggers (issue 15)
+"""host_hours: hosts discovered and crawled per hour, kept by triggers
 
 Revision ID: 0009
 Revises: 0008

@@ -49,7 +49,7 @@ ENTRY = QueueRow.__table__.alias("d")
 
 
 def visible(hostname: ColumnElement) -> ColumnElement[bool]:
-    """True when neither the name nor any parent of it is a deny entry (DESIGN.md §2).
+    """True when neither the name nor any parent of it is a deny entry (docs/design.md, rule 2).
 
     The exact rule, not only queue.denied_by: a stale worker may have saved a
     host under an entry after the entry took its subtree out of routing.
