@@ -12,16 +12,21 @@ import asyncio
 import contextlib
 import os
 import socket
+from datetime import datetime
 
 from scrapy import signals
 
 from crawler.core.hostnames import is_subdomain
+from crawler.core.outcomes import is_network_failure
 from crawler.db.engine import get_engine
 from crawler.db.retry import in_thread_until_up
 from crawler.livedenylist import LiveDenyList
 from crawler.resolver import OutcomeResolver
 from crawler.selfcheck import SelfCheck, WorldCheck
 from crawler.trapguard import TrapGuard
+
+# A stat: when the world stopped being proven to answer us (None while it answers).
+UNPROVEN_SINCE = "hostcrawl/world/unproven_since"
 
 
 def url_templates(settings) -> list[str]:
@@ -62,6 +67,7 @@ class CrawlState:
             url_templates(settings),
             canary_hosts(settings),
             timeout=settings.getfloat("DNS_TIMEOUT"),
+            on_change=self.world_changed,
         )
         self.traps = TrapGuard(
             self.engine,
@@ -80,6 +86,12 @@ class CrawlState:
     def count(self, key: str, n: int = 1) -> None:
         """A stat, once the crawl has its stats collector."""
         self.crawler.stats.inc_value(key, n)
+
+    def world_changed(self, unproven_since: datetime | None, held_back: int) -> None:
+        """Whether the world is proven to answer us, for the stats (and the metrics)."""
+        stats = self.crawler.stats
+        stats.set_value(UNPROVEN_SINCE, unproven_since)
+        stats.max_value("hostcrawl/world/held_back", held_back)
 
     def resolver(self) -> OutcomeResolver:
         """The reactor's resolver when it is ours (the crawl's cache and failure kinds)."""
@@ -111,6 +123,8 @@ class CrawlState:
             task.add_done_callback(self._background.discard)
 
     async def _observe(self, hostname: str, outcome: str) -> None:
+        if is_network_failure(outcome) and not await self.world.proven():
+            return  # our outage, maybe: not the host's failure (the pipeline retries it)
         if await self.traps.observe(hostname, outcome):
             self.crawler.stats.inc_value("hostcrawl/traps/blocked")
 

@@ -63,7 +63,7 @@ def test_a_deferred_block_is_made_when_looked_at_again(db):
         return True
 
     guard.confirm = agree
-    assert run(guard.recheck_deferred()) == ["trap.test"]
+    assert list(run(guard.recheck_deferred())) == ["trap.test"]
     assert [e["hostname"] for e in deny_entries.list_entries(db, "blocked")] == ["trap.test"]
     assert windows.deferrals(db) == []
 
@@ -72,5 +72,5 @@ def test_a_deferral_whose_window_no_longer_proves_a_trap_is_forgotten(db):
     record_outcomes(db, [(f"n{i}.wild.test", "DNS_NXDOMAIN") for i in range(3)], size=4)
     record_outcomes(db, [("alive.wild.test", "OK")], size=4)
     windows.defer_block(db, "wild.test", WHY)
-    assert run(TrapGuard(db, 4, "test").recheck_deferred()) == []
+    assert run(TrapGuard(db, 4, "test").recheck_deferred()) == {}
     assert windows.deferrals(db) == [] and deny_entries.list_entries(db, "blocked") == []
