@@ -43,7 +43,9 @@ class WorldCheck:
     Proven only when a canary answers: no canary to ask (no host has ever
     answered in this database) is no proof, and neither is a canary that gets
     NXDOMAIN now (our resolver lies). Each change is logged once, with the
-    hosts held back meanwhile, and passed to `on_change` (stats, the panel).
+    hosts held back meanwhile; `on_change(unproven since or None, no canary at
+    all, hosts held back)` hears every unproven check and the return (stats,
+    the panel's banner).
     """
 
     def __init__(
@@ -56,7 +58,7 @@ class WorldCheck:
         keep_healthy: float = 10.0,
         keep_unhealthy: float = 2.0,
         dns_only: bool = False,
-        on_change: Callable[[datetime | None, int], None] = lambda since, held: None,
+        on_change: Callable[[datetime | None, bool, int], None] = lambda *change: None,
     ) -> None:
         self.engine = engine
         self.resolver = resolver
@@ -153,7 +155,7 @@ class WorldCheck:
                     len(self.held),
                 )
                 self.unproven_since = None
-                self.on_change(None, len(self.held))
+                self.on_change(None, False, len(self.held))
             return
         self.last_seen_down = time.monotonic()
         if self.unproven_since is None:
@@ -165,7 +167,7 @@ class WorldCheck:
                 why,
                 len(self.held),
             )
-        self.on_change(self.unproven_since, len(self.held))
+        self.on_change(self.unproven_since, why == NO_CANARY, len(self.held))
 
 
 class SelfCheck:
