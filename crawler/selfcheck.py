@@ -87,8 +87,14 @@ class WorldCheck:
         running = self._running.get(other_than)
         if running is None or running.done():
             running = self._running[other_than] = asyncio.ensure_future(self._check(other_than))
-            running.add_done_callback(lambda _: self._running.pop(other_than, None))
+            running.add_done_callback(self._forget)
         return await asyncio.shield(running)
+
+    def _forget(self, done: asyncio.Task) -> None:
+        """A finished check leaves the table of running ones (not its successor)."""
+        for key, running in list(self._running.items()):
+            if running is done:
+                del self._running[key]
 
     async def proven(self) -> bool:
         return (await self.answers())[0] is True
