@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from datetime import datetime
 
 from scrapy import signals
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 
 # A stat: when the world stopped being proven to answer us (None while it answers).
 UNPROVEN_SINCE = "hostcrawl/world/unproven_since"
+# Seconds between two refreshes of an unchanged silence (the panel forgets stale rows).
+REFRESH_SILENCE = 60
 
 
 def url_templates(settings) -> list[str]:
@@ -85,6 +88,7 @@ class CrawlState:
         self._background: set[asyncio.Task] = set()
         self._rechecks: asyncio.Task | None = None
         self._silence: tuple[datetime | None, bool, int] = (None, False, 0)
+        self._told, self._told_at = self._silence, float("-inf")  # what the panel was told
         self._telling: asyncio.Task | None = None
         crawler.signals.connect(self.open, signal=signals.spider_opened)
         crawler.signals.connect(self.close, signal=signals.spider_closed)
@@ -100,7 +104,9 @@ class CrawlState:
         stats.set_value(UNPROVEN_SINCE, unproven_since)
         stats.max_value("hostcrawl/world/held_back", held)
         self._silence = (unproven_since, never, held)
-        if self._telling is None or self._telling.done():
+        # Unchanged, the row is still refreshed now and then: a silent row is a live worker.
+        due = self._silence != self._told or time.monotonic() - self._told_at > REFRESH_SILENCE
+        if due and (self._telling is None or self._telling.done()):
             self._telling = asyncio.ensure_future(self._tell_the_panel())
 
     async def _tell_the_panel(self) -> None:
@@ -110,8 +116,7 @@ class CrawlState:
             log.exception("could not tell the panel whether the world answers us")
 
     async def _tell_the_panel_until_told(self) -> None:
-        told = None
-        while self._silence != told:
+        while True:
             told = since, never, held = self._silence
             if since is None:
                 await in_thread_until_up("clearing", world_silences.clear, self.engine, self.worker)
@@ -119,6 +124,9 @@ class CrawlState:
                 report = world_silences.report
                 args = (self.engine, self.worker, since, never, held)
                 await in_thread_until_up("reporting the world's silence", report, *args)
+            self._told, self._told_at = told, time.monotonic()
+            if self._silence == told:
+                return
 
     def resolver(self) -> OutcomeResolver:
         """The reactor's resolver when it is ours (the crawl's cache and failure kinds)."""
