@@ -122,6 +122,9 @@ class Audit:
         finally:
             reporter.cancel()
             await self._flush()
+        if not self.options.dry_run:
+            # A block held back for want of proof (no name had resolved yet) gets its look.
+            self.progress.blocked.update(await self.traps.recheck_deferred())
         self.say(self.progress.line())
         return self.progress
 

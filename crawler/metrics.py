@@ -14,6 +14,8 @@ nothing here writes the text format by hand.
     hostcrawl_blocks_total                trap roots this worker blocked
     hostcrawl_deferred_blocks_total       blocks deferred by the self-check
     hostcrawl_denylist_entries            entries in this worker's deny list
+    hostcrawl_world_unproven_since_seconds  when the world stopped being proven to answer
+                                          this worker (Unix time; 0 while a canary answers)
 
 Several workers on one machine need one port each (METRICS_PORT=9410, 9411...).
 """
@@ -73,6 +75,15 @@ class StatsCollector:
             "hostcrawl_denylist_entries",
             "Entries in this worker's deny list.",
             value=self.denylist_size(),
+        )
+        from crawler.state import UNPROVEN_SINCE
+
+        since = stats.get(UNPROVEN_SINCE)
+        yield GaugeMetricFamily(
+            "hostcrawl_world_unproven_since_seconds",
+            "Since when no canary has answered this worker (Unix time; 0 while one does):"
+            " blocks are held and failing hosts tried again, not settled.",
+            value=since.timestamp() if since else 0,
         )
 
     def denylist_size(self) -> int:

@@ -16,13 +16,7 @@ from scrapy.exceptions import DropItem
 
 from crawler.batches import Batcher
 from crawler.core.links import FilteredLinks
-from crawler.core.outcomes import (
-    DNS_NOANSWER,
-    DNS_NXDOMAIN,
-    DNS_REFUSED,
-    HTTP_TIMEOUT,
-    NETWORK_FAILURES,
-)
+from crawler.core.outcomes import HTTP_TIMEOUT, NETWORK_FAILURES
 from crawler.db import queue, routing
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.retry import in_thread_until_up
@@ -30,9 +24,9 @@ from crawler.items import HostItem
 from crawler.state import CrawlState
 from crawler.wildcards import WildcardWatch
 
-# Failures our own outage produces too (a timeout, a reset…); NXDOMAIN, NOANSWER and
-# REFUSED are answers from a DNS server, so they are the host's own.
-OURS_OR_THEIRS = (NETWORK_FAILURES - {DNS_NXDOMAIN, DNS_NOANSWER, DNS_REFUSED}) | {HTTP_TIMEOUT}
+# Failures below HTTP: our own outage produces every one of them (a resolver that lies
+# answers NXDOMAIN), so they are the host's own only while the world answers us.
+BELOW_HTTP = NETWORK_FAILURES | {HTTP_TIMEOUT}
 
 
 class HostWritePipeline:
@@ -61,7 +55,7 @@ class HostWritePipeline:
         if item.denied_by is not None:
             await self._take_out(item)
         else:
-            if item.outcome in OURS_OR_THEIRS:
+            if item.outcome in BELOW_HTTP:
                 await self._unless_ours(item)
             item.new_hostnames = await self._finishes.submit(self._crawled(item))
             self.wildcards.saw(item.new_hostnames)
@@ -72,13 +66,12 @@ class HostWritePipeline:
         return item
 
     async def _unless_ours(self, item: HostItem) -> None:
-        """A failure while the world does not answer us says nothing about the host: it
-        is tried again soon (still claimed, so a draining crawl waits), not settled."""
-        world = self.state.world
-        answering, why = await world.answers()
-        if answering is not False and not world.down_within(self.outage_edge):
+        """A failure while the world is not proven to answer us says nothing about the
+        host: it is tried again soon (still claimed, so a draining crawl waits), not
+        settled, and stays out of the trap window."""
+        why = await self.state.world.holds_back(item.hostname, self.outage_edge)
+        if not why:
             return
-        why = why or "just after our resolver or network came back"
         await in_thread_until_up(
             "retrying a host", queue.retry_soon, self.state.engine, [item.hostname], self.retry
         )

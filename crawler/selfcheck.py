@@ -5,12 +5,13 @@ that from blocking an innocent root (docs/design.md, rule 5) or settling a live 
 dead:
 
 - `WorldCheck`: a few canary hosts (CANARY_HOSTS, or by default hosts that
-  answered OK in the last hour, of other roots first) are asked directly —
-  a fresh DNS lookup, a connection, an HTTP status line. If none answers,
-  the failures are ours.
-- `SelfCheck`: before a block is written, the world must answer, and a sample
-  of the window's names must still fail now. Otherwise the block is deferred
-  (the window stays, the panel shows a banner) and looked at again later.
+  have ever answered OK in this database, newest first) are asked directly —
+  a fresh DNS lookup, a connection, an HTTP status line. Only an answer
+  proves the world answers us; until one does, failures are ours.
+- `SelfCheck`: before a block is written, a canary of another root must
+  answer now, and a sample of the window's names must still fail now.
+  Otherwise the block is deferred (the window stays, the panel shows a
+  banner) and looked at again later.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from scrapy.utils.defer import deferred_to_future
 from sqlalchemy import Engine
 
 from crawler.core.outcomes import DNS_ALIVE, OK, is_network_failure
+from crawler.db import canaries as canary_db
 from crawler.db import windows
 from crawler.db.retry import in_thread_until_up
 from crawler.probes import front_page
@@ -31,10 +34,19 @@ from crawler.probes import front_page
 log = logging.getLogger(__name__)
 
 CANARIES = 3
+NO_CANARY = "no host has answered yet in this database: no canary to prove the world answers us"
 
 
 class WorldCheck:
-    """Does the world still answer us? One check at a time, its answer kept a while."""
+    """Does the world answer us now? One check at a time, its answer kept a while.
+
+    Proven only when a canary answers: no canary to ask (no host has ever
+    answered in this database) is no proof, and neither is a canary that gets
+    NXDOMAIN now (our resolver lies). Each change is logged once, with the
+    hosts held back meanwhile; `on_change(unproven since or None, no canary at
+    all, hosts held back)` hears every unproven check and the return (stats,
+    the panel's banner).
+    """
 
     def __init__(
         self,
@@ -46,6 +58,7 @@ class WorldCheck:
         keep_healthy: float = 10.0,
         keep_unhealthy: float = 2.0,
         dns_only: bool = False,
+        on_change: Callable[[datetime | None, bool, int], None] = lambda *change: None,
     ) -> None:
         self.engine = engine
         self.resolver = resolver
@@ -53,34 +66,64 @@ class WorldCheck:
         self.canary_hosts = list(canary_hosts)
         self.timeout = timeout
         self.dns_only = dns_only
-        self.keep = {True: keep_healthy, False: keep_unhealthy, None: keep_healthy}
+        self.on_change = on_change
+        # Unproven answers are kept briefly: the first host to answer should end them soon.
+        self.keep = {True: keep_healthy, False: keep_unhealthy, None: keep_unhealthy}
         self.lookups = 0
-        self.down_since: float | None = None
+        self.unproven_since: datetime | None = None
         self.last_seen_down = float("-inf")  # monotonic
+        self.held: set[str] = set()  # hosts whose failure was ours, this unproven spell
+        self._asking: set[str] = set()  # hosts whose failure waits for the verdict
         self._last: tuple[float, bool | None, str] | None = None
-        self._running: asyncio.Task | None = None
+        self._running: dict[str, asyncio.Task] = {}
 
-    async def answers(self, other_than: str = "") -> tuple[bool | None, str]:
+    async def answers(self, other_than: str = "", fresh: bool = False) -> tuple[bool | None, str]:
         """(True, '') when a canary answers, (False, why) when none does, (None, why)
-        when there is no canary to ask (a fresh crawl)."""
+        when there is no canary to ask. `fresh`: ask now, whatever answer is kept."""
         now = time.monotonic()
-        if self._last is not None and now - self._last[0] < self.keep[self._last[1]]:
-            return self._last[1], self._last[2]
-        if self._running is None or self._running.done():
-            self._running = asyncio.ensure_future(self._check(other_than))
-        return await asyncio.shield(self._running)
+        last = self._last
+        if not fresh and last is not None and now - last[0] < self.keep[last[1]]:
+            return last[1], last[2]
+        running = self._running.get(other_than)
+        if running is None or running.done():
+            running = self._running[other_than] = asyncio.ensure_future(self._check(other_than))
+            running.add_done_callback(self._forget)
+        return await asyncio.shield(running)
+
+    def _forget(self, done: asyncio.Task) -> None:
+        """A finished check leaves the table of running ones (not its successor)."""
+        for key, running in list(self._running.items()):
+            if running is done:
+                del self._running[key]
+
+    async def proven(self) -> bool:
+        return (await self.answers())[0] is True
+
+    async def holds_back(self, hostname: str, edge: float) -> str:
+        """Why a failure of `hostname` below HTTP is ours, not the host's ('' when it is
+        its own): the world is unproven now, or was in the last `edge` seconds (the
+        request may have started then). A failure held back counts in the logs."""
+        self._asking.add(hostname)
+        try:
+            answering, why = await self.answers()
+        finally:
+            self._asking.discard(hostname)
+        if answering is True and not self.down_within(edge):
+            return ""
+        self.held.add(hostname)
+        return why or "just after our resolver or network came back"
 
     async def _check(self, other_than: str) -> tuple[bool | None, str]:
         canaries = self.canary_hosts or await in_thread_until_up(
             "choosing canaries",
-            windows.recent_ok_hosts,
+            canary_db.answered_hosts,
             self.engine,
             CANARIES,
             other_than,
             self.dns_only,
         )
         if not canaries:
-            verdict: tuple[bool | None, str] = (None, "no canary host answered lately")
+            verdict: tuple[bool | None, str] = (None, NO_CANARY)
         else:
             asked = [self.ask(name) for name in canaries[:CANARIES]]
             outcomes = await asyncio.gather(*asked)
@@ -89,7 +132,7 @@ class WorldCheck:
             else:
                 said = ", ".join(f"{n} {o}" for n, o in zip(canaries, outcomes, strict=False))
                 verdict = (False, f"resolver/network not answering (canaries: {said})")
-        self._note(verdict[0])
+        self._note(*verdict)
         self._last = (time.monotonic(), *verdict)
         return verdict
 
@@ -103,19 +146,34 @@ class WorldCheck:
         return await front_page(self.resolver(), hostname, self.templates, self.timeout)
 
     def down_within(self, seconds: float) -> bool:
-        """Whether the world was seen not answering in the last `seconds` (a request
-        that started then may have failed for our outage, though it answers now)."""
+        """Whether the world was seen unproven in the last `seconds` (a request that
+        started then may have failed for our outage, though it answers now)."""
         return time.monotonic() - self.last_seen_down <= seconds
 
-    def _note(self, answering: bool | None) -> None:
-        if answering is False:
-            self.last_seen_down = time.monotonic()
-        if answering is False and self.down_since is None:
-            self.down_since = time.time()
-            log.warning("the world is not answering us: our resolver or network is down?")
-        elif answering and self.down_since is not None:
-            log.warning("the world answers again after %.0f s", time.time() - self.down_since)
-            self.down_since = None
+    def _note(self, answering: bool | None, why: str) -> None:
+        if answering is True:
+            if self.unproven_since is not None:
+                spell = (datetime.now(UTC) - self.unproven_since).total_seconds()
+                log.warning(
+                    "the world answers again after %.0f s: %d hosts were held back (tried"
+                    " again, not settled); blocks resume",
+                    spell,
+                    len(self.held),
+                )
+                self.unproven_since = None
+                self.on_change(None, False, len(self.held))
+            return
+        self.last_seen_down = time.monotonic()
+        if self.unproven_since is None:
+            self.unproven_since = datetime.now(UTC)
+            self.held = set(self._asking)
+            log.warning(
+                "the world is not answering us (%s): blocks are held, and failures below"
+                " HTTP are tried again, not settled; %d hosts held back",
+                why,
+                len(self.held),
+            )
+        self.on_change(self.unproven_since, why == NO_CANARY, len(self.held))
 
 
 class SelfCheck:
@@ -135,8 +193,9 @@ class SelfCheck:
 
     async def confirm(self, domain: str, reason: str) -> bool:
         started, lookups = time.perf_counter(), self.world.lookups
-        answering, why = await self.world.answers(other_than=domain)
-        if answering is False:
+        # Proof at the moment of the block: a canary of another root answers now.
+        answering, why = await self.world.answers(other_than=domain, fresh=True)
+        if answering is not True:
             return await self._defer(domain, why)
         still_alive = await self._alive_in_sample(domain)
         if still_alive:

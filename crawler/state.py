@@ -10,18 +10,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
+import time
+from datetime import datetime
 
 from scrapy import signals
 
 from crawler.core.hostnames import is_subdomain
+from crawler.core.outcomes import is_network_failure
+from crawler.db import world_silences
 from crawler.db.engine import get_engine
 from crawler.db.retry import in_thread_until_up
 from crawler.livedenylist import LiveDenyList
 from crawler.resolver import OutcomeResolver
 from crawler.selfcheck import SelfCheck, WorldCheck
 from crawler.trapguard import TrapGuard
+
+log = logging.getLogger(__name__)
+
+# A stat: when the world stopped being proven to answer us (None while it answers).
+UNPROVEN_SINCE = "hostcrawl/world/unproven_since"
+# Seconds between two refreshes of an unchanged silence (the panel forgets stale rows).
+REFRESH_SILENCE = 60
 
 
 def url_templates(settings) -> list[str]:
@@ -62,6 +74,7 @@ class CrawlState:
             url_templates(settings),
             canary_hosts(settings),
             timeout=settings.getfloat("DNS_TIMEOUT"),
+            on_change=self.world_changed,
         )
         self.traps = TrapGuard(
             self.engine,
@@ -74,12 +87,46 @@ class CrawlState:
         self._resolver: OutcomeResolver | None = None
         self._background: set[asyncio.Task] = set()
         self._rechecks: asyncio.Task | None = None
+        self._silence: tuple[datetime | None, bool, int] = (None, False, 0)
+        self._told, self._told_at = self._silence, float("-inf")  # what the panel was told
+        self._telling: asyncio.Task | None = None
         crawler.signals.connect(self.open, signal=signals.spider_opened)
         crawler.signals.connect(self.close, signal=signals.spider_closed)
 
     def count(self, key: str, n: int = 1) -> None:
         """A stat, once the crawl has its stats collector."""
         self.crawler.stats.inc_value(key, n)
+
+    def world_changed(self, unproven_since: datetime | None, never: bool, held: int) -> None:
+        """Whether the world is proven to answer us: the stats (and the metrics), and the
+        panel's banner (one write at a time, the latest word wins)."""
+        stats = self.crawler.stats
+        stats.set_value(UNPROVEN_SINCE, unproven_since)
+        stats.max_value("hostcrawl/world/held_back", held)
+        self._silence = (unproven_since, never, held)
+        # Unchanged, the row is still refreshed now and then: a silent row is a live worker.
+        due = self._silence != self._told or time.monotonic() - self._told_at > REFRESH_SILENCE
+        if due and (self._telling is None or self._telling.done()):
+            self._telling = asyncio.ensure_future(self._tell_the_panel())
+
+    async def _tell_the_panel(self) -> None:
+        try:
+            await self._tell_the_panel_until_told()
+        except Exception:  # the banner is a courtesy: never the crawl's failure
+            log.exception("could not tell the panel whether the world answers us")
+
+    async def _tell_the_panel_until_told(self) -> None:
+        while True:
+            told = since, never, held = self._silence
+            if since is None:
+                await in_thread_until_up("clearing", world_silences.clear, self.engine, self.worker)
+            else:
+                report = world_silences.report
+                args = (self.engine, self.worker, since, never, held)
+                await in_thread_until_up("reporting the world's silence", report, *args)
+            self._told, self._told_at = told, time.monotonic()
+            if self._silence == told:
+                return
 
     def resolver(self) -> OutcomeResolver:
         """The reactor's resolver when it is ours (the crawl's cache and failure kinds)."""
@@ -111,6 +158,8 @@ class CrawlState:
             task.add_done_callback(self._background.discard)
 
     async def _observe(self, hostname: str, outcome: str) -> None:
+        if is_network_failure(outcome) and not await self.world.proven():
+            return  # our outage, maybe: not the host's failure (the pipeline retries it)
         if await self.traps.observe(hostname, outcome):
             self.crawler.stats.inc_value("hostcrawl/traps/blocked")
 
@@ -125,4 +174,8 @@ class CrawlState:
         with contextlib.suppress(Exception):
             blocked = await asyncio.wait_for(self.traps.recheck_deferred(), 60)
             self.crawler.stats.inc_value("hostcrawl/traps/blocked", len(blocked))
+        if self._telling is not None:
+            await asyncio.gather(self._telling, return_exceptions=True)
+        with contextlib.suppress(Exception):  # a stopped worker holds nothing back
+            await asyncio.to_thread(world_silences.clear, self.engine, self.worker)
         self.denylist.stop()

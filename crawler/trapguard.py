@@ -85,9 +85,9 @@ class TrapGuard:
                 self._checking.discard(domain)
         return blocked
 
-    async def recheck_deferred(self) -> list[str]:
+    async def recheck_deferred(self) -> dict[str, str]:
         """Look again at every deferred block: block it, or forget it if its window no
-        longer proves a trap. Returns the roots this blocked."""
+        longer proves a trap. Returns {root: reason} for the roots this blocked."""
         deferred = await in_thread_until_up("reading deferrals", windows.deferrals, self.engine)
         proven = {}
         for domain, _ in deferred:
@@ -99,7 +99,7 @@ class TrapGuard:
                 proven[domain] = reason
             else:
                 await in_thread_until_up("clearing", windows.clear_deferral, self.engine, domain)
-        return list(await self.block_proven(proven))
+        return await self.block_proven(proven)
 
     async def _block(self, domain: str, reason: str) -> bool:
         def write() -> bool:

@@ -32,6 +32,11 @@ class Command(ScrapyCommand):
         parser.add_argument("--dry-run", action="store_true", help="claim and write nothing")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from crawler.addon import HostcrawlAddon
+
+        # No crawler is made here, so Scrapy applies no add-on: the crawl's settings come
+        # from the add-on all the same (at its priority, below -s and the project's).
+        HostcrawlAddon.update_settings(None, self.settings)
         options = self.audit_options(opts)
         configure_logging(self.settings)
         install_reactor(ASYNCIO_REACTOR)

@@ -95,7 +95,7 @@ SETTINGS: tuple[Setting, ...] = (
         "CANARY_HOSTS",
         "",
         str,
-        "comma list asked before a block; empty = hosts that answered OK in this database",
+        "comma list asked before a block; empty = hosts that ever answered OK in this database",
     ),
     Setting(
         "OUTAGE_RETRY_AFTER",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import (
+    Boolean,
     CheckConstraint,
     DateTime,
     ForeignKey,
@@ -151,6 +152,20 @@ class TrapDeferral(Base):
     root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
     why: Mapped[str] = mapped_column(Text)
     since: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+    checked_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+
+
+class WorldSilence(Base):
+    """A worker that finds no canary answering it (migration 0012): while its row is
+    fresh, its blocks are held and its failing hosts tried again, not settled."""
+
+    __tablename__ = "world_silences"
+
+    worker: Mapped[str] = mapped_column(Text, primary_key=True)
+    since: Mapped[datetime] = mapped_column(Timestamp)
+    # No host has ever answered in this database: no canary to ask.
+    never_answered: Mapped[bool] = mapped_column(Boolean)
+    held_back: Mapped[int] = mapped_column(Integer)
     checked_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
 
 

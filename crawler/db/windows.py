@@ -114,37 +114,6 @@ def wildcard_note(engine: Engine, domain: str) -> str:
     return f"; not a wildcard zone: the random name {name} gave {outcome}"
 
 
-RECENT_OK = """
-    SELECT hostname FROM {candidates} h
-     WHERE {when} > now() - interval '1 hour' AND {what}
-     ORDER BY root = :root, {when} DESC
-     LIMIT :n
-"""
-# The last few OK hosts of each writer in this hour and the last (host_hours, migration
-# 0009), still OK: a handful of rows, where hosts has no index on last_crawled_at.
-LAST_OK_HOSTS = """(
-    SELECT h.* FROM hosts h WHERE h.hostname IN (
-        SELECT unnest(last_ok) FROM host_hours
-         WHERE hour >= date_trunc('hour', now() - interval '1 hour', 'UTC')))"""
-CRAWLED_OK = text(
-    RECENT_OK.format(candidates=LAST_OK_HOSTS, when="last_crawled_at", what="outcome = 'OK'")
-)
-RESOLVED = text(
-    RECENT_OK.format(candidates="hosts", when="audited_at", what="audit_outcome = 'DNS_ALIVE'")
-)
-
-
-def recent_ok_hosts(
-    engine: Engine, n: int, other_than: str = "", resolved: bool = False
-) -> list[str]:
-    """Hosts whose front page answered in the last hour (or, `resolved`, whose name the
-    audit resolved), newest first, other roots than `other_than` first: the default
-    canaries of the self-check."""
-    with engine.connect() as conn:
-        found = conn.execute(RESOLVED if resolved else CRAWLED_OK, {"n": n, "root": other_than})
-        return list(found.scalars())
-
-
 @retry_conflicts
 def defer_block(engine: Engine, domain: str, why: str) -> None:
     """Remember a held-back block (the first `since` stays while it lasts)."""

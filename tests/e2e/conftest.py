@@ -79,6 +79,9 @@ def crawl_settings(web, scheme: str = "http", **overrides) -> dict:
         "CLAIM_POLL_INTERVAL": 0.2,
         "DNS_TIMEOUT": 1,
         "DOWNLOAD_TIMEOUT": 3,
+        # A failure before any host has answered (no proof the world answers us) is tried
+        # again after this, not settled: test scale, like the timeouts.
+        "OUTAGE_RETRY_AFTER": 1,
         "LOG_LEVEL": "INFO",
     }
     settings.update(overrides)

@@ -151,8 +151,9 @@ def test_wildcard_zone_is_named_in_the_evidence(db, fakeweb_factory):
     names = [f"j{i:02}.junk.test" for i in range(60)]
     for name in names:
         world.host(name, "nxdomain")  # ...but the ones we hold are dead
+    world.host("alive.test")  # a name that resolves: proof that the resolver answers
     web = fakeweb_factory(world)
-    queue.save_hosts(db, names)
+    queue.save_hosts(db, [*names, "alive.test"])
 
     run_audit(web)
 

@@ -70,13 +70,16 @@ def test_the_addon_brings_no_follow_and_the_trap_rule_to_any_spider(db, fakeweb_
     site = web.url_template()
     junk = [site.format(hostname=f"junk{i}.trap.test") for i in range(5)]
 
+    # This spider writes no hosts row, so no host has answered in the database: a block
+    # needs a canary named, asked as the spider's pages are.
+    proof = {"CANARY_HOSTS": "ok.test", "HOST_URL_TEMPLATE": site}
     first, _ = run_addon_spider(
-        web, [site.format(hostname="ok.test"), *junk], tmp_path, TRAP_WINDOW=5
+        web, [site.format(hostname="ok.test"), *junk], tmp_path, TRAP_WINDOW=5, **proof
     )
     again = tmp_path / "again"
     again.mkdir()
     later_urls = [site.format(hostname=name) for name in ("www.social.test", "more.trap.test")]
-    later, log = run_addon_spider(web, later_urls, again, TRAP_WINDOW=5)
+    later, log = run_addon_spider(web, later_urls, again, TRAP_WINDOW=5, **proof)
 
     assert {"url": site.format(hostname="ok.test"), "status": 200} in first
     assert all(i.get("error") == "CannotResolveHostError" for i in first if "trap" in i["url"])

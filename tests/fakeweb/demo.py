@@ -2,9 +2,10 @@
 
 Run as ``python -m tests.fakeweb.demo``. Everything stays on loopback:
 
-1. the default database (DATABASE_URL, else the embedded one under var/),
-   migrated; the previous demo's ``.test`` hosts are forgotten first (``.test``
-   is reserved, RFC 2606: no real host is under it);
+1. a database of its own: an embedded Postgres under var/demo/pg, never the
+   default one (var/pg) nor DATABASE_URL's, so the demo's fake DNS never meets
+   an operator's queue; migrated; the previous demo's ``.test`` hosts are
+   forgotten first (``.test`` is reserved, RFC 2606: no real host is under it);
 2. a fakeweb (DNS + HTTP on 127.0.0.1) serving a world of ~60 ordinary sites
    under three roots linking to each other; pages that also link to the giant
    platform ``social.test`` in odd forms (upper case, trailing dot, port,
@@ -20,6 +21,7 @@ Run as ``python -m tests.fakeweb.demo``. Everything stays on loopback:
    skips this step.
 
 Logs: var/demo/crawl.log, var/demo/fakeweb/ (http.jsonl, dns.jsonl).
+The crawler and the panel it starts get the demo database's URL as DATABASE_URL.
 """
 
 from __future__ import annotations
@@ -63,6 +65,23 @@ TRAP_LINKS = 150
 BIND = os.environ.get("DEMO_BIND", "127.0.0.1:8000")
 CRAWL_TIMEOUT = 120  # seconds: a bound, not a wait
 PANEL_STARTUP = 30  # seconds
+
+
+def demo_dir() -> Path:
+    """var/demo: the demo's database (pg/) and logs; never the operator's data."""
+    from crawler.db.engine import var_dir
+
+    path = var_dir() / "demo"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def demo_database_url() -> str:
+    """The demo's own embedded Postgres (var/demo/pg), started if need be: whatever
+    DATABASE_URL says, the demo never crawls, seeds or blocks in the operator's data."""
+    from crawler.db.engine import embedded_server_url
+
+    return embedded_server_url(demo_dir() / "pg")
 
 
 def build_world(seed: int = 7) -> tuple[World, list[str]]:
@@ -171,7 +190,7 @@ def summarize(db, engine, world: World, web: FakeWeb) -> None:
             )
         }
     by_outcome = ", ".join(f"{k} {v}" for k, v in outcomes.most_common())
-    print("\nWhat the crawl found")
+    print(f"\nWhat the crawl found (in the demo's own database, {demo_dir() / 'pg'})")
     print(f"  hosts discovered: {known} ({len(crawled)} crawled: {by_outcome})")
 
     blocked = deny_entries.list_entries(db, "blocked")
@@ -271,22 +290,25 @@ def main() -> int:
     signal.signal(signal.SIGTERM, interrupt)
     sys.stdout.reconfigure(line_buffering=True)
 
-    from crawler.db.engine import database_url, get_engine, var_dir
+    from crawler.db.engine import get_engine
     from crawler.db.migrate import upgrade_to_head
 
-    os.environ["DATABASE_URL"] = url = database_url()  # the crawler and the panel share it
+    workdir = demo_dir()
+    os.environ["DATABASE_URL"] = url = demo_database_url()  # the crawler and the panel's
     upgrade_to_head()
     engine = get_engine(url)
     print("hostcrawl demo")
-    print(f"  database: {engine.url.render_as_string(hide_password=True)}")
+    print(
+        f"  database: the demo's own, embedded in {workdir / 'pg'}"
+        " (not the default var/pg, nor DATABASE_URL's)"
+    )
     forgotten = forget_previous_demo(engine)
     if forgotten:
         print(f"  forgot the previous demo's {forgotten} .test hosts")
     db = engine
 
-    workdir = var_dir() / "demo"
-    shutil.rmtree(workdir, ignore_errors=True)
-    workdir.mkdir(parents=True)
+    shutil.rmtree(workdir / "fakeweb", ignore_errors=True)
+    (workdir / "crawl.log").unlink(missing_ok=True)
     world, names = build_world()
     web = FakeWeb(world, workdir=workdir / "fakeweb")
     panel = None
@@ -325,7 +347,7 @@ def main() -> int:
         panel = serve_panel(BIND)
         if panel is None:
             return 1
-        print(panel_hint(BIND), flush=True)
+        print(panel_hint(BIND, url), flush=True)
         wait_for_ctrl_c(panel)
         return 0
     except KeyboardInterrupt:
@@ -337,12 +359,13 @@ def main() -> int:
         web.stop()
 
 
-def panel_hint(bind: str) -> str:
+def panel_hint(bind: str, database_url: str = "$DEMO_DATABASE_URL") -> str:
     """What to look at in the panel. The search is a domain search: "name starts with"
-    (the default) finds nothing for ".test"."""
+    (the default) finds nothing for ".test". The operator is made in the demo's database."""
     return (
         f"\nThe panel: http://{bind}/\n"
-        "  1. create an operator, in another terminal:  .venv/bin/hostcrawl user create NAME\n"
+        "  1. create an operator in the demo's database, in another terminal:\n"
+        f"     DATABASE_URL='{database_url}' .venv/bin/hostcrawl user create NAME\n"
         f"  2. log in, then the hosts of one site: http://{bind}/?q={ROOTS[0]}&match=domain\n"
         f"  3. http://{bind}/blocked: {TRAP} with its blocked_reason and its trap window\n"
         f"  4. http://{bind}/no_follow: {PLATFORM} with its note\n"

@@ -31,6 +31,7 @@ class DnsResponder:
         self.world = world
         self.log = log
         self.silent = False  # run-time switch: drop every query
+        self.nxdomain = False  # run-time switch: every name "does not exist" (a lying resolver)
 
     def respond(self, wire: bytes, proto: str) -> bytes | None:
         """Reply to one query message; None means send nothing."""
@@ -43,7 +44,8 @@ class DnsResponder:
         question = query.question[0]
         name = question.name.to_text(omit_final_dot=True)
         rule, origin = self.world.match(name)
-        kind = "silent" if self.silent else rule["kind"]
+        switched = self.silent or self.nxdomain
+        kind = "silent" if self.silent else "nxdomain" if self.nxdomain else rule["kind"]
         self.log.write(
             event="query",
             name=name.lower(),
@@ -52,7 +54,7 @@ class DnsResponder:
             answer=kind,
             address=rule["address"] if kind == "a" else None,
             proto=proto,
-            switched_off=self.silent,
+            switched_off=switched,
         )
         if kind == "silent":
             return None

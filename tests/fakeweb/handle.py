@@ -212,6 +212,11 @@ class FakeWeb:
         """Make the DNS server drop every query (True) or answer again (False)."""
         self.command("dns-silent on" if silent else "dns-silent off")
 
+    def set_dns_nxdomain(self, lying: bool) -> None:
+        """Make the DNS server answer NXDOMAIN to every name (True), as a broken or captive
+        resolver does, or answer from the world again (False)."""
+        self.command("dns-nxdomain on" if lying else "dns-nxdomain off")
+
     def set_network_down(self, down: bool) -> None:
         """Reset every HTTP(S) connection (True), as if our network were gone, or not."""
         self.command("network-down on" if down else "network-down off")
@@ -267,7 +272,7 @@ class FakeWeb:
 
         Keys: t, name (lower case), qname, type, answer (a, nxdomain,
         servfail, refused, noanswer, silent), address, proto (udp/tcp),
-        switched_off (dropped because of set_dns_silent).
+        switched_off (answered by a switch: set_dns_silent or set_dns_nxdomain).
         """
         name = normalize_host(name) if name is not None else None
         return [

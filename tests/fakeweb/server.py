@@ -140,7 +140,8 @@ def make_tls_context(workdir: Path) -> ssl.SSLContext:
 def control_handler(responder: DnsResponder, stop: asyncio.Event):
     """asyncio.start_server callback for the line-based control port.
 
-    Commands: "ping", "dns-silent on|off", "network-down on|off", "stop"; each is
+    Commands: "ping", "dns-silent on|off", "dns-nxdomain on|off", "network-down on|off",
+    "stop"; each is
     answered "ok" once it has taken effect, or "error ...".
     """
 
@@ -153,6 +154,8 @@ def control_handler(responder: DnsResponder, stop: asyncio.Event):
                 responder.silent = True
             elif command == ["dns-silent", "off"]:
                 responder.silent = False
+            elif command in (["dns-nxdomain", "on"], ["dns-nxdomain", "off"]):
+                responder.nxdomain = command[1] == "on"
             elif command in (["network-down", "on"], ["network-down", "off"]):
                 NETWORK.down = command[1] == "on"
             elif command == ["stop"]:

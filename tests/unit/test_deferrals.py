@@ -63,7 +63,7 @@ def test_a_deferred_block_is_made_when_looked_at_again(db):
         return True
 
     guard.confirm = agree
-    assert run(guard.recheck_deferred()) == ["trap.test"]
+    assert list(run(guard.recheck_deferred())) == ["trap.test"]
     assert [e["hostname"] for e in deny_entries.list_entries(db, "blocked")] == ["trap.test"]
     assert windows.deferrals(db) == []
 
@@ -72,5 +72,35 @@ def test_a_deferral_whose_window_no_longer_proves_a_trap_is_forgotten(db):
     record_outcomes(db, [(f"n{i}.wild.test", "DNS_NXDOMAIN") for i in range(3)], size=4)
     record_outcomes(db, [("alive.wild.test", "OK")], size=4)
     windows.defer_block(db, "wild.test", WHY)
-    assert run(TrapGuard(db, 4, "test").recheck_deferred()) == []
+    assert run(TrapGuard(db, 4, "test").recheck_deferred()) == {}
     assert windows.deferrals(db) == [] and deny_entries.list_entries(db, "blocked") == []
+
+
+def test_the_banner_names_a_silent_world_and_a_stale_worker_is_ignored(client, db):
+    from datetime import UTC, datetime
+
+    from sqlalchemy import text
+
+    from crawler.db import world_silences
+
+    since = datetime(2026, 12, 1, 12, 36, 27, tzinfo=UTC)
+    world_silences.report(db, "w1:1", since, never=False, held_back=57)
+    windows.defer_block(db, "trap.test", WHY)
+    html = page_text(client, "/no_follow")
+    assert "No host has answered since 2026-12-01 12:36" in html
+    assert "blocks are held (57 failing hosts tried again, not settled; 1 root waiting)" in html
+    assert "Blocks deferred" not in html  # one banner, the cause first
+    world_silences.clear(db, "w1:1")
+    world_silences.report(db, "w2:2", since, never=True, held_back=1)
+    html = page_text(client, "/")
+    assert "No host has answered yet in this database; blocks are held (1 failing host" in html
+    with db.begin() as conn:  # a worker killed mid-outage, long ago
+        conn.execute(text("UPDATE world_silences SET checked_at = now() - interval '1 hour'"))
+    html = page_text(client, "/")
+    assert "No host has answered" not in html and "Blocks deferred" in html
+    windows.clear_deferral(db, "trap.test")
+
+
+def page_text(client, page: str) -> str:
+    """The page with its whitespace runs made single spaces (the template wraps lines)."""
+    return " ".join(client.get(page).get_data(as_text=True).split())

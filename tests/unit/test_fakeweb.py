@@ -163,6 +163,17 @@ def test_set_dns_silent_toggles_the_whole_server(web):
     assert addresses(ask(web, "a.test")) == ["127.0.0.1"]
 
 
+def test_set_dns_nxdomain_denies_every_name(web):
+    """set_dns_nxdomain(True): every name "does not exist", as a lying resolver says."""
+    web.set_dns_nxdomain(True)
+    try:
+        assert ask(web, "a.test").rcode() == dns.rcode.NXDOMAIN
+        assert web.dns_queries("a.test")[-1]["switched_off"] is True
+    finally:
+        web.set_dns_nxdomain(False)
+    assert addresses(ask(web, "a.test")) == ["127.0.0.1"]
+
+
 # -- HTTP ---------------------------------------------------------------------
 
 

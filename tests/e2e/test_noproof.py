@@ -1,0 +1,135 @@
+"""No proof, no block: a crawl that has never seen the world answer blocks nothing.
+
+Real `scrapy crawl hosts` runs against fakeweb whose resolver is silent, or
+answers NXDOMAIN to every name, from the first second: no host has ever
+answered, so there is no canary, no proof, no block, and no host is settled
+as failed; each is tried again after OUTAGE_RETRY_AFTER.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from sqlalchemy import text
+
+from crawler.db import deny_entries, queue, world_silences
+from tests.e2e.conftest import wait_until
+from tests.fakeweb import World
+from tests.unit.test_metrics import free_port
+from tests.unit.test_metrics_worker import scrape
+
+RETRY_AFTER = 2  # OUTAGE_RETRY_AFTER, seconds
+SUBDOMAINS = 60
+
+
+def quiet_root(root: str = "quiet.test") -> tuple[World, list[str]]:
+    """60 live subdomains of one root."""
+    world = World()
+    names = [f"n{i:02}.{root}" for i in range(SUBDOMAINS)]
+    for name in names:
+        world.site(name)
+    return world, names
+
+
+def start_held_back(db, web, start_crawler, names: list[str], failure: str, **settings):
+    """Seed `names`, start a worker and wait until each one's `failure` was held back;
+    then the worker's /metrics (if METRICS_PORT is set) and the panel's word on the
+    world's silence are read, and the worker is stopped."""
+    queue.seed(db, names)
+    # A held-back host keeps its claim (and its root's slot): every host at once.
+    worker = start_crawler(
+        web,
+        ROOT_CONCURRENCY=SUBDOMAINS,
+        RETRY_TIMES=0,
+        OUTAGE_RETRY_AFTER=RETRY_AFTER,
+        **settings,
+    )
+
+    def every_host_held_back() -> bool:
+        log = worker.log()
+        return all(f"{name}: {failure} while" in log for name in names)
+
+    wait_until(every_host_held_back, 120, f"every host's {failure} to be held back")
+    metrics = scrape(settings["METRICS_PORT"]) if "METRICS_PORT" in settings else {}
+    with db.connect() as conn:
+        silence = world_silences.current(conn)  # what the panel's banner says meanwhile
+    worker.stop()
+    return worker, metrics, silence
+
+
+def assert_nothing_settled(db, root: str) -> None:
+    """Not blocked, no failure in the window, no host settled or put off for long."""
+    assert deny_entries.list_entries(db, "blocked") == []
+    with db.connect() as conn:
+        window = conn.execute(text("SELECT count(*) FROM trap_window WHERE root = :r"), {"r": root})
+        assert window.scalar() == 0
+        rows = conn.execute(
+            text(
+                "SELECT h.outcome, q.next_claim_at <= now() + make_interval(secs => :s) AS soon"
+                " FROM hosts h JOIN queue q USING (hostname) WHERE h.root = :r"
+            ),
+            {"r": root, "s": RETRY_AFTER},
+        ).all()
+    assert len(rows) == SUBDOMAINS
+    assert {r.outcome for r in rows} == {None}
+    assert all(r.soon for r in rows), "a host was put off longer than OUTAGE_RETRY_AFTER"
+
+
+def test_dns_silent_from_the_start_blocks_nothing_and_every_host_is_fetched_after(
+    db, fakeweb_factory, start_crawler, crawl
+):
+    world, names = quiet_root()
+    web = fakeweb_factory(world)
+    web.set_dns_silent(True)
+
+    started = time.time()
+    worker, metrics, silence = start_held_back(
+        db, web, start_crawler, names, "DNS_TIMEOUT", METRICS_PORT=free_port()
+    )
+
+    assert_nothing_settled(db, "quiet.test")
+    assert started <= metrics[("hostcrawl_world_unproven_since_seconds", ())] <= time.time()
+    assert silence.never_answered and silence.held_back >= 1
+    log = worker.log()
+    assert "the world is not answering us (no host has answered yet" in log
+    assert "'hostcrawl/world/unproven_since': datetime" in log
+    web.set_dns_silent(False)
+    worker = crawl(web, ROOT_CONCURRENCY=SUBDOMAINS, OUTAGE_RETRY_AFTER=RETRY_AFTER)
+    with db.connect() as conn:
+        outcomes = conn.execute(
+            text("SELECT outcome FROM hosts WHERE root = 'quiet.test'")
+        ).scalars()
+        assert Counter(outcomes) == {"OK": SUBDOMAINS}
+    assert set(web.fetch_counts()) >= set(names)
+
+
+def test_a_resolver_answering_nxdomain_to_every_name_blocks_nothing(
+    db, fakeweb_factory, start_crawler
+):
+    world, names = quiet_root("lied.test")
+    web = fakeweb_factory(world)
+    web.set_dns_nxdomain(True)
+
+    worker, _, silence = start_held_back(db, web, start_crawler, names, "DNS_NXDOMAIN")
+
+    assert_nothing_settled(db, "lied.test")
+    assert silence.never_answered
+    assert "the world is not answering us (no host has answered yet" in worker.log()
+
+
+def test_a_canary_that_answered_then_gets_nxdomain_with_the_rest_blocks_nothing(
+    db, fakeweb_factory, start_crawler, crawl
+):
+    world, names = quiet_root("lied.test")
+    world.site("hub.test")
+    web = fakeweb_factory(world)
+    queue.seed(db, ["hub.test"])
+    crawl(web)  # hub.test answers: a canary
+    web.set_dns_nxdomain(True)
+
+    worker, _, silence = start_held_back(db, web, start_crawler, names, "DNS_NXDOMAIN")
+
+    assert_nothing_settled(db, "lied.test")
+    assert not silence.never_answered  # hub.test answered once: it is our resolver that lies
+    assert "canaries: hub.test DNS_NXDOMAIN" in worker.log()
