@@ -28,6 +28,7 @@ from crawler.middlewares import (
     FrontPageRobotsTxtMiddleware,
 )
 from crawler.pipelines import HostWritePipeline
+from crawler.pruning import ScheduledPrune
 from crawler.resolver import OutcomeResolver
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ class HostcrawlAddon:
             settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ours, priority)
         settings.set_in_component_priority_dict("ITEM_PIPELINES", HostWritePipeline, 300)
         settings.set_in_component_priority_dict("EXTENSIONS", PrometheusMetrics, 500)
+        settings.set_in_component_priority_dict("EXTENSIONS", ScheduledPrune, 500)
 
     def install_resolver(self) -> None:
         """Make sure the reactor resolves through OutcomeResolver.
