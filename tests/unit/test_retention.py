@@ -13,7 +13,6 @@ from scrapy.utils.test import get_crawler
 from sqlalchemy import event, text
 
 from crawler.addon import HostcrawlAddon
-
 from crawler.core.links import FilteredLinks
 from crawler.db import deny_entries, queue, retention, windows
 from crawler.db.queue import Crawled, CrawlResult
