@@ -45,11 +45,8 @@ def ignore_stop_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
-def start_make_run(
-    web, tmp_path, seeds: str, port: int, inherited_ignored: bool = False
-) -> subprocess.Popen:
-    """`python -m crawler.run` as `make run` starts it, with var/ in tmp_path; with
-    `inherited_ignored`, started with SIGINT and SIGTERM ignored."""
+def start_make_run(web, tmp_path, seeds: str, port: int) -> subprocess.Popen:
+    """`python -m crawler.run` as `make run` starts it, with var/ in tmp_path."""
     seeds_file = tmp_path / "seeds.txt"
     seeds_file.write_text(seeds)
     env = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
@@ -67,24 +64,17 @@ def start_make_run(
         stdout=open(tmp_path / "run.log", "w"),  # noqa: SIM115 (the child owns it)
         stderr=subprocess.STDOUT,
         start_new_session=True,  # as from a terminal: the SIGINT reaches run.py only
-        preexec_fn=ignore_stop_signals if inherited_ignored else None,
     )
 
 
-@pytest.mark.parametrize(
-    ("stop", "inherited_ignored"),
-    [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
-    ids=["SIGINT", "SIGTERM", "SIGINT-ignored-when-started"],
-)
-def test_make_run_crawls_serves_the_panel_and_stops_on_one_signal(
-    fakeweb_factory, tmp_path, stop, inherited_ignored
-):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_make_run_crawls_serves_the_panel_and_stops_on_one_signal(fakeweb_factory, tmp_path, stop):
     world = World(seed=13)
     names = world.graph(30, roots=["alpha.test"])
     web = fakeweb_factory(world)
     port = unused_port()
     seeds = f"# where to start\n{names[0]}\nbad..test\n"
-    run = start_make_run(web, tmp_path, seeds, port, inherited_ignored)
+    run = start_make_run(web, tmp_path, seeds, port)
     try:
         wait_until(lambda: healthz(port) == 200, 120, "the panel to answer")
         wait_until(lambda: len(web.fetch_counts()) == len(names), 120, "every host crawled")
