@@ -20,7 +20,7 @@ DAYS = click.IntRange(min=0)
 SHOWN = {
     "change_log": ("change log rows", "days"),
     "wildcard_probes": ("wildcard probes", "days"),
-    "root_claims": ("per-root claim counts", "hours"),
+    "root_claims": ("per-root claim counts", "minutes"),
     "host_hours": ("hourly host counts", "days"),
     "trap_window": ("trap window outcomes", "days"),
     "trap_deferrals": ("held-back blocks not looked at", "days"),

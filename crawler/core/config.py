@@ -299,12 +299,12 @@ SETTINGS: tuple[Setting, ...] = (
         group="retention",
     ),
     Setting(
-        "ROOT_CLAIMS_RETENTION_HOURS",
-        2,
+        "ROOT_CLAIMS_RETENTION_MINUTES",
+        65,
         int,
-        "hours of per-root claim counts kept (the budget reads the last hour)",
+        "minutes of per-root claim counts kept (the budget reads the last 61)",
         readers=(CRAWL, CLI),
-        minimum=2,
+        minimum=61,
         group="retention",
     ),
     Setting(

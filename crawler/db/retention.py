@@ -2,7 +2,7 @@
 
     change_log (+ change_log_items)   CHANGE_LOG_RETENTION_DAYS (90)
     wildcard_probes                   PROBE_RETENTION_DAYS (30): the root is probed again
-    root_claims                       ROOT_CLAIMS_RETENTION_HOURS (2): the budget reads 1 hour
+    root_claims                       ROOT_CLAIMS_RETENTION_MINUTES (65): the budget reads 61
     host_hours                        HOST_HOURS_RETENTION_DAYS (30): the panel reads 24 hours
     trap_window                       TRAP_WINDOW_RETENTION_DAYS (30): outcomes that old leave
                                       their root's window (each window is also trimmed to
@@ -36,9 +36,7 @@ OLD_CHANGES = "SELECT ctid FROM change_log WHERE at < now() - make_interval(days
 OLD_PROBES = (
     "SELECT ctid FROM wildcard_probes WHERE checked_at < now() - make_interval(days => :keep)"
 )
-OLD_ROOT_CLAIMS = (
-    "SELECT ctid FROM root_claims WHERE minute < now() - make_interval(hours => :keep)"
-)
+OLD_ROOT_CLAIMS = "SELECT ctid FROM root_claims WHERE minute < now() - make_interval(mins => :keep)"
 OLD_HOST_HOURS = "SELECT ctid FROM host_hours WHERE hour < now() - make_interval(days => :keep)"
 OLD_WINDOW_ROWS = (
     "SELECT ctid FROM trap_window WHERE seen_at < now() - make_interval(days => :keep)"
@@ -57,7 +55,7 @@ ORPHAN_HOSTS = (
 KINDS = {
     "change_log": ("change_log", OLD_CHANGES, "CHANGE_LOG_RETENTION_DAYS"),
     "wildcard_probes": ("wildcard_probes", OLD_PROBES, "PROBE_RETENTION_DAYS"),
-    "root_claims": ("root_claims", OLD_ROOT_CLAIMS, "ROOT_CLAIMS_RETENTION_HOURS"),
+    "root_claims": ("root_claims", OLD_ROOT_CLAIMS, "ROOT_CLAIMS_RETENTION_MINUTES"),
     "host_hours": ("host_hours", OLD_HOST_HOURS, "HOST_HOURS_RETENTION_DAYS"),
     "trap_window": ("trap_window", OLD_WINDOW_ROWS, "TRAP_WINDOW_RETENTION_DAYS"),
     "trap_deferrals": ("trap_deferrals", STALE_DEFERRALS, "DEFERRAL_RETENTION_DAYS"),
@@ -67,11 +65,11 @@ KINDS = {
 
 @dataclass(frozen=True)
 class Rules:
-    """How much of each kind is kept (days, or hours for root_claims); 0 = all of it."""
+    """How much of each kind is kept (days, or minutes for root_claims); 0 = all of it."""
 
     change_log: int = config.setting("CHANGE_LOG_RETENTION_DAYS").default
     wildcard_probes: int = config.setting("PROBE_RETENTION_DAYS").default
-    root_claims: int = config.setting("ROOT_CLAIMS_RETENTION_HOURS").default
+    root_claims: int = config.setting("ROOT_CLAIMS_RETENTION_MINUTES").default
     host_hours: int = config.setting("HOST_HOURS_RETENTION_DAYS").default
     trap_window: int = config.setting("TRAP_WINDOW_RETENTION_DAYS").default
     trap_deferrals: int = config.setting("DEFERRAL_RETENTION_DAYS").default

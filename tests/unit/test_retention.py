@@ -144,15 +144,14 @@ def test_prune_deletes_a_hosts_row_left_without_its_queue_row(db):
         assert list(conn.execute(text("SELECT hostname FROM hosts")).scalars()) == ["a.test"]
 
 
-def test_prune_keeps_two_hours_of_per_root_claim_counts(db):
-    """Only the rolling hour is read (the root's budget); older counts go, whatever the
-    retention settings."""
+def test_prune_keeps_65_minutes_of_per_root_claim_counts(db):
+    """Only the rolling hour is read (the root's budget): older counts go by default."""
     with db.begin() as conn:
         conn.execute(
             text(
                 "INSERT INTO root_claims (root, minute, claimed) VALUES"
-                " ('a.test', date_trunc('minute', now()) - interval '3 hours', 5),"
-                " ('a.test', date_trunc('minute', now()) - interval '30 minutes', 7),"
+                " ('a.test', date_trunc('minute', now()) - interval '70 minutes', 5),"
+                " ('a.test', date_trunc('minute', now()) - interval '61 minutes', 7),"
                 " ('b.test', date_trunc('minute', now()) - interval '1 day', 1)"
             )
         )
@@ -231,11 +230,12 @@ def test_each_rule_follows_its_setting(db, monkeypatch):
     assert retention.prune(db, rules, dry_run=True) == retention.Pruned(
         host_hours=1, trap_deferrals=1
     )
-    monkeypatch.setenv("ROOT_CLAIMS_RETENTION_HOURS", "1")  # the budget reads an hour
+    monkeypatch.setenv("ROOT_CLAIMS_RETENTION_MINUTES", "60")  # the budget reads 61
     refused = hostcrawl("prune", "--dry-run")
     assert refused.returncode == 1
     assert (
-        refused.stderr.strip() == "error: ROOT_CLAIMS_RETENTION_HOURS='1': expected a number >= 2"
+        refused.stderr.strip()
+        == "error: ROOT_CLAIMS_RETENTION_MINUTES='60': expected a number >= 61"
     )
 
 
