@@ -6,7 +6,8 @@ installs, in their places: BlacklistMiddleware (no_follow and blocked hosts
 never downloaded; every outcome fed to the trap windows), the retry variant
 that never retries an authoritative NXDOMAIN, the bounded robots.txt
 middleware, the outcome resolver (NXDOMAIN, SERVFAIL, timeout told apart),
-the pipeline that writes HostItems, and the production defaults. A project's
+the pipeline that writes HostItems, the scheduled prune (crawler/pruning.py,
+every PRUNE_INTERVAL), and the production defaults. A project's
 own settings still win over the defaults set here.
 """
 
