@@ -14,9 +14,11 @@ $(INSTALLED): pyproject.toml
 
 install: $(INSTALLED)
 
-## run: migrate, queue seeds.txt and crawl on the embedded database (Ctrl-C stops it)
+## run: migrate, queue seeds.txt and crawl on the embedded database (Ctrl-C stops it);
+## the panel listens on BIND (make run BIND=127.0.0.1:8080)
+BIND ?= 127.0.0.1:8000
 run: install
-	$(BIN)/python -m crawler.run --seeds seeds.txt
+	$(BIN)/python -m crawler.run --seeds seeds.txt --bind $(BIND)
 
 ## test: the whole suite on a throwaway embedded Postgres (or TEST_DATABASE_URL)
 test: install

@@ -6,7 +6,8 @@ installs, in their places: BlacklistMiddleware (no_follow and blocked hosts
 never downloaded; every outcome fed to the trap windows), the retry variant
 that never retries an authoritative NXDOMAIN, the bounded robots.txt
 middleware, the outcome resolver (NXDOMAIN, SERVFAIL, timeout told apart),
-the pipeline that writes HostItems, and the production defaults. A project's
+the pipeline that writes HostItems, the scheduled prune (crawler/pruning.py,
+every PRUNE_INTERVAL), and the production defaults. A project's
 own settings still win over the defaults set here.
 """
 
@@ -28,6 +29,7 @@ from crawler.middlewares import (
     FrontPageRobotsTxtMiddleware,
 )
 from crawler.pipelines import HostWritePipeline
+from crawler.pruning import ScheduledPrune
 from crawler.resolver import OutcomeResolver
 
 log = logging.getLogger(__name__)
@@ -83,6 +85,7 @@ class HostcrawlAddon:
             settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ours, priority)
         settings.set_in_component_priority_dict("ITEM_PIPELINES", HostWritePipeline, 300)
         settings.set_in_component_priority_dict("EXTENSIONS", PrometheusMetrics, 500)
+        settings.set_in_component_priority_dict("EXTENSIONS", ScheduledPrune, 500)
 
     def install_resolver(self) -> None:
         """Make sure the reactor resolves through OutcomeResolver.

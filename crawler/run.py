@@ -34,10 +34,15 @@ def children(bind: str) -> list[list[str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=Path, default=PROJECT_ROOT / "seeds.txt")
-    parser.add_argument("--bind", default="127.0.0.1:8000", help="where the panel listens")
+    parser.add_argument(
+        "--bind", default="127.0.0.1:8000", help="where the panel listens (make run BIND=...)"
+    )
     args = parser.parse_args(argv)
-    # SIGTERM takes Ctrl-C's path: the children stop gracefully and the embedded database
-    # is stopped on the way out (its exit hook runs only on a normal exit).
+    # SIGINT and SIGTERM take Ctrl-C's path: the children stop gracefully and the embedded
+    # database is stopped on the way out (its exit hook runs only on a normal exit). Set
+    # whatever was inherited: a script's background job starts with SIGINT ignored, and an
+    # ignored signal stays ignored in the children too (a handler does not survive exec).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return run(args)

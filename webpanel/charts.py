@@ -20,7 +20,21 @@ LINE = "#1c5fb0"
 TEXT = 'font-size="11" fill="#343a40"'  # presentation attributes, not style=
 TITLE = 'font-size="12" fill="#343a40"'
 WIDTH, HEIGHT = 640, 240
+ROOTS_WIDTH = 480  # the CSS draws each chart at least this wide: text stays >= 11 px
+LABEL_CHARS = 28  # of a root's name beside its bar (the bar's tooltip has it whole)
 LEFT, RIGHT, TOP, BOTTOM = 52, 12, 14, 84
+
+
+def short(value: float) -> str:
+    """An axis label: 950, 1.2k, 2.5M, 1B (a 7-digit count fits the axis)."""
+    for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            return f"{value / size:.2f}".rstrip("0").rstrip(".") + suffix
+    return f"{value:,.0f}"
+
+
+def cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
 def nice_top(peak: int) -> int:
@@ -75,7 +89,7 @@ def time_chart(timeline: Timeline) -> Markup:
     legend = [("line", LINE, "discovered")]
     legend += [("box", COLOURS[g], f"crawled: {OUTCOME_GROUPS[g]}") for g in crawled]
     parts.append(_legend(legend, TOP + plot_h + 44))
-    return _svg(parts, "Hosts discovered and crawled per hour, by outcome")
+    return _svg(parts, "Hosts discovered and crawled per hour, by outcome", "time")
 
 
 def roots_chart(top_roots: Sequence[tuple[str, int]]) -> Markup:
@@ -85,19 +99,19 @@ def roots_chart(top_roots: Sequence[tuple[str, int]]) -> Markup:
     row, label_w, value_w = 22, 190, 70
     height = TOP + row * len(top_roots) + 10
     peak = max(n for _, n in top_roots) or 1
-    bar_w = WIDTH - label_w - value_w - RIGHT
+    bar_w = ROOTS_WIDTH - label_w - value_w - RIGHT
     parts = []
     for i, (domain, n) in enumerate(top_roots):
         y = TOP + i * row
         width = max(1.0, n / peak * bar_w)
         parts.append(
             f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" {TEXT}>'
-            f"{escape(domain)}</text>"
+            f"{escape(cut(domain, LABEL_CHARS))}</text>"
             f'<rect x="{label_w}" y="{y + 3}" width="{width:.1f}" height="{row - 6}"'
             f' fill="{LINE}"><title>{escape(domain)}: {n:,} hosts</title></rect>'
             f'<text x="{label_w + width + 4:.1f}" y="{y + 15}" {TEXT}>{n:,}</text>'
         )
-    return _svg(parts, "The roots with the most hosts", height)
+    return _svg(parts, "The roots with the most hosts", "roots", ROOTS_WIDTH, height)
 
 
 def _axes(top: int, plot_w: float, plot_h: float, title: str) -> str:
@@ -113,7 +127,7 @@ def _axes(top: int, plot_w: float, plot_h: float, title: str) -> str:
         lines.append(
             f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" stroke="#dee2e6"/>'
             f'<text x="{LEFT - 4}" y="{y + 4:.1f}" text-anchor="end" {TEXT}>'
-            f"{value:,.0f}</text>"
+            f"{short(value)}</text>"
         )
     lines.append(
         f'<text transform="translate(12 {TOP + plot_h / 2}) rotate(-90)" text-anchor="middle"'
@@ -140,8 +154,10 @@ def _legend(items: list[tuple[str, str, str]], y: float) -> str:
     return "".join(parts)
 
 
-def _svg(parts: list[str], title: str, height: int = HEIGHT) -> Markup:
+def _svg(
+    parts: list[str], title: str, kind: str, width: int = WIDTH, height: int = HEIGHT
+) -> Markup:
     return Markup(
-        f'<svg viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(title)}"'
-        f' class="plot"><title>{escape(title)}</title>{"".join(parts)}</svg>'
+        f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}"'
+        f' class="plot {kind}"><title>{escape(title)}</title>{"".join(parts)}</svg>'
     )

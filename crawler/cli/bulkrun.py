@@ -22,21 +22,44 @@ from typing import IO
 import click
 
 from crawler.core.blocklists import ListItem, Skipped, read_lines
+from crawler.core.hostnames import shown
 from crawler.db.deny_entries import EntryChange
 
 GZIP_MAGIC = b"\x1f\x8b"
+# A NUL in the first bytes: an executable, an image, an archive; never a list of names.
+TEXT_SNIFF = 8192
 EXAMPLES = 3
 STATUS_ORDER = {"already": 2, "absent": 3, "refused": 4}  # what was done comes first
 QUIET_PROGRESS_EVERY = 5.0  # seconds between progress lines when not on a terminal
 
 
 def open_input(path: str) -> IO[bytes]:
-    """The file's bytes (stdin for '-'), gunzipped when it starts with gzip's magic."""
-    raw = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
-    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
-    if buffered.peek(2)[:2] == GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=buffered)  # type: ignore[return-value]
-    return buffered
+    """The file's bytes (stdin for '-'), gunzipped when it starts with gzip's magic;
+    a missing, unreadable or binary file is a one-line error naming it."""
+    try:
+        raw = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+        buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
+        data = buffered
+        if buffered.peek(2)[:2] == GZIP_MAGIC:
+            data = io.BufferedReader(gzip.GzipFile(fileobj=buffered))  # type: ignore[arg-type]
+        head = data.peek(TEXT_SNIFF)[:TEXT_SNIFF]
+    except (OSError, EOFError) as exc:
+        raise click.ClickException(f"{shown_path(path)}: {reason_of(exc)}") from None
+    if b"\0" in head:
+        data.close()
+        raise click.ClickException(f"{shown_path(path)}: not a text list (binary data)")
+    return data  # type: ignore[return-value]
+
+
+def shown_path(path: str) -> str:
+    return "standard input" if path == "-" else path
+
+
+def reason_of(exc: BaseException) -> str:
+    """Why a file could not be read, in the words of the system (no errno, no path)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    return str(exc) or type(exc).__name__
 
 
 def count_lines(path: str) -> int | None:
@@ -80,7 +103,7 @@ class Summary:
         if skipped.counts:
             out.append(skipped.describe())
         for reason, n in self.reasons.most_common():
-            examples = ", ".join(repr(e) for e in self.examples[reason])
+            examples = ", ".join(shown(e) for e in self.examples[reason])
             out.append(f"refused {n:,}: {reason} (e.g. {examples})")
         return out
 
@@ -126,7 +149,10 @@ def write_report(path: str | None) -> tuple[Callable[[ReportRow], None], Callabl
     """(write one result, close): a CSV of line, input, hostname, status, reason."""
     if path is None:
         return (lambda _row: None), (lambda: None)
-    out = open(path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+    try:
+        out = open(path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        raise click.ClickException(f"report {shown_path(path)}: {reason_of(exc)}") from None
     writer = csv.writer(out)
     writer.writerow(["line", "input", "hostname", "status", "reason"])
 
@@ -162,6 +188,9 @@ def run_file(
                     summary.add(result)
                     write((line, result))
                 progress.update(line if results else progress.done)
+    except (OSError, EOFError) as exc:  # a file cut short, a gzip stream broken midway
+        done = f"; the first {progress.done:,} lines were applied" if progress.done else ""
+        raise click.ClickException(f"{shown_path(path)}: {reason_of(exc)}{done}") from None
     finally:
         progress.close()
         close()

@@ -1,6 +1,13 @@
-"""`hostcrawl prune`: forget what is past its retention (crawler/db/retention.py)."""
+"""`hostcrawl prune`: forget what is past its retention (crawler/db/retention.py).
+
+Workers already prune every PRUNE_INTERVAL seconds; this is for a deployment
+without running workers, a one-off after lowering a setting, or hosts rows left
+without a queue row by a hand-made change (which only this command looks for).
+"""
 
 from __future__ import annotations
+
+import dataclasses
 
 import click
 
@@ -9,38 +16,47 @@ from crawler.core import config
 from crawler.db import retention
 
 DAYS = click.IntRange(min=0)
+# kind: what the report calls it, the unit its setting counts
+SHOWN = {
+    "change_log": ("change log rows", "days"),
+    "wildcard_probes": ("wildcard probes", "days"),
+    "root_claims": ("per-root claim counts", "minutes"),
+    "host_hours": ("hourly host counts", "days"),
+    "trap_window": ("trap window outcomes", "days"),
+    "trap_deferrals": ("held-back blocks not looked at", "days"),
+}
 
 
 @click.command()
 @click.option(
     "--change-log-days",
     type=DAYS,
-    default=config.setting("CHANGE_LOG_RETENTION_DAYS").default,
-    envvar="CHANGE_LOG_RETENTION_DAYS",
-    show_default=True,
-    help="Keep this many days of the change log (0: keep all). Env: CHANGE_LOG_RETENTION_DAYS.",
+    default=None,
+    help="Keep this many days of the change log (0: keep all)."
+    f" Default: CHANGE_LOG_RETENTION_DAYS"
+    f" ({config.setting('CHANGE_LOG_RETENTION_DAYS').default}).",
 )
 @click.option(
     "--probe-days",
     type=DAYS,
-    default=config.setting("PROBE_RETENTION_DAYS").default,
-    envvar="PROBE_RETENTION_DAYS",
-    show_default=True,
+    default=None,
     help="Keep wildcard probes this many days; older roots are probed again (0: keep all)."
-    " Env: PROBE_RETENTION_DAYS.",
+    f" Default: PROBE_RETENTION_DAYS ({config.setting('PROBE_RETENTION_DAYS').default}).",
 )
 @click.option("--dry-run", is_flag=True, help="Count what would go; delete nothing.")
 @friendly_errors
-def prune(change_log_days: int, probe_days: int, dry_run: bool) -> None:
-    """Delete old change-log rows, wildcard probes and per-root claim counts, and hosts rows
-    without a queue row. Run it hourly: the claim counts grow by a row per root a minute."""
-    pruned = retention.prune(engine(), change_log_days, probe_days, dry_run)
+def prune(change_log_days: int | None, probe_days: int | None, dry_run: bool) -> None:
+    """Delete what is past each retention setting (see `hostcrawl settings`, group
+    retention) and hosts rows without a queue row."""
+    rules = retention.Rules.from_environment()
+    if change_log_days is not None:
+        rules = dataclasses.replace(rules, change_log=change_log_days)
+    if probe_days is not None:
+        rules = dataclasses.replace(rules, wildcard_probes=probe_days)
+    pruned = retention.prune(engine(), rules, dry_run)
     verb = "would delete" if dry_run else "deleted"
-    click.echo(f"change log: {verb} {pruned.change_log:,} rows ({older_than(change_log_days)})")
-    click.echo(f"wildcard probes: {verb} {pruned.wildcard_probes:,} ({older_than(probe_days)})")
+    for kind, (what, unit) in SHOWN.items():
+        keep = getattr(rules, kind)
+        kept = f"older than {keep} {unit}" if keep else "none: all kept"
+        click.echo(f"{what}: {verb} {getattr(pruned, kind):,} ({kept})")
     click.echo(f"hosts without a queue row: {verb} {pruned.orphan_hosts:,}")
-    click.echo(f"per-root claim counts older than 2 hours: {verb} {pruned.root_claims:,}")
-
-
-def older_than(days: int) -> str:
-    return f"older than {days} days" if days else "none: all kept"

@@ -1,7 +1,7 @@
 """Lines of the lists operators already have, read as hostnames. Pure: no I/O.
 
 One reader for every format, line by line, so a file may even mix them:
-- plain lists: one name per line, `#` comments (also after a name);
+- plain lists: one name per line (several on a line are all taken), `#` comments;
 - CSV: `rank,domain` (public top-site lists) or `hostname,note` (our own export);
 - hosts files: `0.0.0.0 ads.example.com`, `127.0.0.1 a.example b.example`;
 - Adblock-style rules as Pi-hole and AdGuard Home take them: `||example.com^`.
@@ -143,12 +143,14 @@ def _csv(number: int, line: str) -> ListItem | str:
 
 
 def _plain_or_hosts(number: int, line: str) -> list[ListItem | str]:
-    """A bare name (with an optional `# comment`), or a hosts-file line."""
+    """Bare names (with an optional `# comment`), or a hosts-file line. Every word of a
+    line is an entry: a line of several names keeps them all (each valid or refused on
+    its own), never only the first."""
     line = line.split(" #", 1)[0].split("\t#", 1)[0]
     words = line.split()
     if len(words) > 1 and _is_address(words[0]):
         return [SYSTEM_NAME if w in SYSTEM_NAMES else ListItem(number, w) for w in words[1:]]
-    return [ListItem(number, words[0])] if words else [COMMENT]
+    return [ListItem(number, word) for word in words] if words else [COMMENT]
 
 
 def _is_address(word: str) -> bool:

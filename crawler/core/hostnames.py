@@ -38,13 +38,26 @@ _extract = tldextract.TLDExtract(
 )
 
 
+SHOWN_WIDTH = 80
+
+
+def shown(value: object, width: int = SHOWN_WIDTH) -> str:
+    """An input as a message quotes it: its repr, cut to about `width` characters (a
+    refused 10 MB line must not flood a terminal or a page)."""
+    text = repr(value)
+    if len(text) <= width:
+        return text
+    size = len(value) if isinstance(value, str | bytes) else len(text)
+    return f"{text[: width - 20]}… ({size:,} characters)"
+
+
 class HostnameError(ValueError):
     """Input that cannot be made into a hostname; names the input and the reason."""
 
     def __init__(self, value: object, reason: str) -> None:
         self.value = value
         self.reason = reason
-        super().__init__(f"{value!r}: {reason}")
+        super().__init__(f"{shown(value)}: {reason}")
 
 
 def normalize(value: str) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Engine, text
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, Denial, DenyList
-from crawler.core.hostnames import HostnameError, normalize, normalize_entry, root
+from crawler.core.hostnames import HostnameError, normalize, normalize_entry, root, shown
 from crawler.db import change_log, routing
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
@@ -41,7 +41,7 @@ class EntryChange:
 
     def describe(self) -> str:
         if self.hostname is None:
-            return f"{self.input!r}: {self.message}"
+            return f"{shown(self.input)}: {self.message}"
         stored = self.hostname if self.input == self.hostname else f"{self.input} → {self.hostname}"
         return f"{stored}: {self.status}" + (f" ({self.message})" if self.message else "")
 

@@ -1,32 +1,49 @@
-"""What the database forgets: old change-log rows, old wildcard probes, per-root
-claim counts past the rolling hour, orphan hosts.
+"""What the database forgets: every table that grows with time has a rule here.
 
-Run by `hostcrawl prune` (from cron or a systemd timer). Deletes go in batches
-of BATCH rows, each its own transaction, so a large first prune never holds
-locks (or a snapshot that keeps vacuum from cleaning) for long.
+    change_log (+ change_log_items)   CHANGE_LOG_RETENTION_DAYS (90)
+    wildcard_probes                   PROBE_RETENTION_DAYS (30): the root is probed again
+    root_claims                       ROOT_CLAIMS_RETENTION_MINUTES (65): the budget reads 61
+    host_hours                        HOST_HOURS_RETENTION_DAYS (30): the panel reads 24 hours
+    trap_window                       TRAP_WINDOW_RETENTION_DAYS (30): outcomes that old leave
+                                      their root's window (each window is also trimmed to
+                                      TRAP_WINDOW rows on every write)
+    trap_deferrals                    DEFERRAL_RETENTION_DAYS (7): a held-back block no worker
+                                      has looked at for that long
+    hosts without a queue row         `hostcrawl prune` only (a scan of hosts)
 
-Trap windows need no pruning: `windows.record_outcomes` trims each root's
-window to its size on every write.
+Each worker runs `scheduled` every PRUNE_INTERVAL seconds (crawler/pruning.py);
+`hostcrawl prune` runs `prune` by hand. Deletes go BATCH rows at a time, each
+batch its own short transaction that first takes the retention advisory lock:
+so a large first prune never holds row locks (or a snapshot that keeps vacuum
+from cleaning) for long, and two processes never prune at once. Transaction
+locks, not session ones, so PgBouncer in transaction mode keeps them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, fields
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
-DEFAULT_AUDIT_DAYS = 90
-# A zone's wildcard answer can change; past this the next crawl probes it again.
-DEFAULT_PROBE_DAYS = 30
-BATCH = 10_000
+from crawler.core import config
 
-OLD_AUDIT = "SELECT ctid FROM change_log WHERE at < now() - make_interval(days => :days)"
+BATCH = 1_000
+# pg_advisory locks are one bigint space per database: ours is "hostcrawl retention".
+LOCK_KEY = 0x686F73745F726574
+
+OLD_CHANGES = "SELECT ctid FROM change_log WHERE at < now() - make_interval(days => :keep)"
 OLD_PROBES = (
-    "SELECT ctid FROM wildcard_probes WHERE checked_at < now() - make_interval(days => :days)"
+    "SELECT ctid FROM wildcard_probes WHERE checked_at < now() - make_interval(days => :keep)"
 )
-# The per-root claim counts are read for the last rolling hour only, and a
-# busy crawl adds a row per root per minute: kept two hours, whatever the settings.
-OLD_ROOT_CLAIMS = "SELECT ctid FROM root_claims WHERE minute < now() - interval '2 hours'"
+OLD_ROOT_CLAIMS = "SELECT ctid FROM root_claims WHERE minute < now() - make_interval(mins => :keep)"
+OLD_HOST_HOURS = "SELECT ctid FROM host_hours WHERE hour < now() - make_interval(days => :keep)"
+OLD_WINDOW_ROWS = (
+    "SELECT ctid FROM trap_window WHERE seen_at < now() - make_interval(days => :keep)"
+)
+STALE_DEFERRALS = (
+    "SELECT ctid FROM trap_deferrals WHERE checked_at < now() - make_interval(days => :keep)"
+)
 # Every writer makes a hosts row and its queue row in one transaction, and the
 # queue row goes with its hosts row (ON DELETE CASCADE): a hosts row without
 # one is a leftover of a hand-made change, and nothing shows or routes it.
@@ -34,58 +51,114 @@ ORPHAN_HOSTS = (
     "SELECT h.ctid FROM hosts h WHERE NOT EXISTS"
     " (SELECT 1 FROM queue q WHERE q.hostname = h.hostname)"
 )
+# kind: (table, the rows past retention, the setting that keeps them; None = no setting)
 KINDS = {
-    "change_log": ("change_log", OLD_AUDIT),
-    "wildcard_probes": ("wildcard_probes", OLD_PROBES),
-    "root_claims": ("root_claims", OLD_ROOT_CLAIMS),
-    "orphan_hosts": ("hosts", ORPHAN_HOSTS),
+    "change_log": ("change_log", OLD_CHANGES, "CHANGE_LOG_RETENTION_DAYS"),
+    "wildcard_probes": ("wildcard_probes", OLD_PROBES, "PROBE_RETENTION_DAYS"),
+    "root_claims": ("root_claims", OLD_ROOT_CLAIMS, "ROOT_CLAIMS_RETENTION_MINUTES"),
+    "host_hours": ("host_hours", OLD_HOST_HOURS, "HOST_HOURS_RETENTION_DAYS"),
+    "trap_window": ("trap_window", OLD_WINDOW_ROWS, "TRAP_WINDOW_RETENTION_DAYS"),
+    "trap_deferrals": ("trap_deferrals", STALE_DEFERRALS, "DEFERRAL_RETENTION_DAYS"),
+    "orphan_hosts": ("hosts", ORPHAN_HOSTS, None),
 }
+
+
+@dataclass(frozen=True)
+class Rules:
+    """How much of each kind is kept (days, or minutes for root_claims); 0 = all of it."""
+
+    change_log: int = config.setting("CHANGE_LOG_RETENTION_DAYS").default
+    wildcard_probes: int = config.setting("PROBE_RETENTION_DAYS").default
+    root_claims: int = config.setting("ROOT_CLAIMS_RETENTION_MINUTES").default
+    host_hours: int = config.setting("HOST_HOURS_RETENTION_DAYS").default
+    trap_window: int = config.setting("TRAP_WINDOW_RETENTION_DAYS").default
+    trap_deferrals: int = config.setting("DEFERRAL_RETENTION_DAYS").default
+
+    @classmethod
+    def from_values(cls, value_of) -> Rules:
+        """The rules from a reader of settings by name (the environment, Scrapy's)."""
+        return cls(**{f.name: value_of(KINDS[f.name][2]) for f in fields(cls)})
+
+    @classmethod
+    def from_environment(cls) -> Rules:
+        return cls.from_values(lambda name: config.from_environment(name, os.environ))
 
 
 @dataclass(frozen=True)
 class Pruned:
     """Rows deleted (or, in a dry run, that would be) per kind."""
 
-    change_log: int
-    wildcard_probes: int
-    orphan_hosts: int
+    change_log: int = 0
+    wildcard_probes: int = 0
+    orphan_hosts: int = 0
     root_claims: int = 0
+    host_hours: int = 0
+    trap_window: int = 0
+    trap_deferrals: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(getattr(self, f.name) for f in fields(self))
+
+
+class Busy(Exception):
+    """Another process holds the retention lock: it is pruning now."""
 
 
 def prune(
-    engine: Engine,
-    audit_days: int = DEFAULT_AUDIT_DAYS,
-    probe_days: int = DEFAULT_PROBE_DAYS,
-    dry_run: bool = False,
+    engine: Engine, rules: Rules = Rules(), dry_run: bool = False, orphans: bool = True
 ) -> Pruned:
-    """Forget change-log rows older than audit_days, probes older than probe_days (0: keep
-    all of that kind), root_claims past two hours and hosts rows without a queue row."""
+    """Forget what is past each rule of `rules`, and (`orphans`) hosts rows without a queue
+    row. Waits for a batch of another process to end; never prunes at once with it."""
+    return _prune(engine, rules, dry_run, orphans, wait=True)
+
+
+def scheduled(engine: Engine, rules: Rules) -> Pruned | None:
+    """The schedule's prune: None, deleting nothing, when another process is pruning."""
+    try:
+        return _prune(engine, rules, dry_run=False, orphans=False, wait=False)
+    except Busy:
+        return None
+
+
+def _prune(engine: Engine, rules: Rules, dry_run: bool, orphans: bool, wait: bool) -> Pruned:
     run = count if dry_run else delete
-    return Pruned(
-        change_log=run(engine, "change_log", {"days": audit_days}) if audit_days > 0 else 0,
-        wildcard_probes=run(engine, "wildcard_probes", {"days": probe_days})
-        if probe_days > 0
-        else 0,
-        orphan_hosts=run(engine, "orphan_hosts", {}),
-        root_claims=run(engine, "root_claims", {}),
-    )
+    gone = {
+        kind: run(engine, kind, {"keep": keep}, wait)
+        for kind, keep in ((f.name, getattr(rules, f.name)) for f in fields(rules))
+        if keep > 0
+    }
+    if orphans:
+        gone["orphan_hosts"] = run(engine, "orphan_hosts", {}, wait)
+    return Pruned(**gone)
 
 
-def count(engine: Engine, kind: str, params: dict) -> int:
+def count(engine: Engine, kind: str, params: dict, wait: bool = True) -> int:
     """How many rows of `kind` a prune would delete."""
-    _, rows = KINDS[kind]
+    _, rows, _ = KINDS[kind]
     with engine.connect() as conn:
         return conn.execute(text(f"SELECT count(*) FROM ({rows}) AS r"), params).scalar_one()
 
 
-def delete(engine: Engine, kind: str, params: dict) -> int:
-    """Delete the rows of `kind`, BATCH at a time; how many went."""
-    table, rows = KINDS[kind]
+def delete(engine: Engine, kind: str, params: dict, wait: bool = True) -> int:
+    """Delete the rows of `kind`, BATCH at a time under the retention lock; how many went."""
+    table, rows, _ = KINDS[kind]
     statement = text(f"DELETE FROM {table} WHERE ctid = ANY(ARRAY({rows} LIMIT :batch))")
     total = 0
     while True:
         with engine.begin() as conn:
+            take_lock(conn, wait)
             gone = conn.execute(statement, {**params, "batch": BATCH}).rowcount
         total += gone
         if gone < BATCH:
             return total
+
+
+def take_lock(conn: Connection, wait: bool) -> None:
+    """The retention lock for this transaction; Busy if taken and not `wait`."""
+    if wait:
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LOCK_KEY})
+    elif not conn.execute(
+        text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": LOCK_KEY}
+    ).scalar_one():
+        raise Busy

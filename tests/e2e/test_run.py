@@ -39,6 +39,12 @@ def healthz(port: int) -> int | None:
         return None
 
 
+def ignore_stop_signals() -> None:
+    """What a script's background job (`cmd &`) or a nohup'ed start inherits."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def start_make_run(web, tmp_path, seeds: str, port: int) -> subprocess.Popen:
     """`python -m crawler.run` as `make run` starts it, with var/ in tmp_path."""
     seeds_file = tmp_path / "seeds.txt"
@@ -118,3 +124,42 @@ def test_make_run_with_a_malformed_database_url_is_one_line(tmp_path):
     assert done.returncode == 1
     assert done.stderr.startswith("error: DATABASE_URL: mysql:// is not Postgres; expected ")
     assert len(done.stderr.splitlines()) == 1 and "secret" not in done.stderr
+
+
+# crawler.run with its work replaced by: report how a child sees SIGINT, then wait.
+WAITING_RUN = """
+import signal, subprocess, sys
+from crawler import run
+
+def waiting(args):
+    child = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    print("child handles SIGINT:", subprocess.check_output([sys.executable, "-c", child],
+          text=True).strip(), flush=True)
+    signal.pause()
+
+run.run = waiting
+sys.exit(run.main([]))
+"""
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_make_run_stops_on_a_signal_it_inherited_ignored(stop):
+    """Started as a script's background job (SIGINT and SIGTERM ignored), it still stops,
+    and its children get the signals back too."""
+    started = subprocess.Popen(
+        [sys.executable, "-c", WAITING_RUN],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ignore_stop_signals,
+    )
+    try:
+        assert started.stdout.readline() == "child handles SIGINT: True\n"
+        started.send_signal(stop)
+        assert started.wait(timeout=60) == 130
+        assert started.stderr.read() == "stopped\n"
+    finally:
+        if started.poll() is None:
+            started.kill()
+            started.wait()

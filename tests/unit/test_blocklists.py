@@ -39,6 +39,7 @@ def names(text: str) -> tuple[list[str], Skipped]:
         ("||example.com^$important", ["example.com"]),
         ("||example.com^|", ["example.com"]),
         ("||*.wild.example^", ["*.wild.example"]),  # normalize() drops '*.'
+        ("a.example b.example\tc.example", ["a.example", "b.example", "c.example"]),  # all kept
     ],
 )
 def test_each_format_gives_its_names(line, expected):
@@ -103,3 +104,9 @@ def test_a_quoted_csv_cell_is_read_as_csv():
     assert list(read_lines(['"a.example","note, with comma"'])) == [
         ListItem(1, "a.example", "note, with comma")
     ]
+
+
+def test_a_line_of_many_names_keeps_every_one_with_its_line_number():
+    items = list(read_lines(["first.example", " ".join(f"n{i}.example" for i in range(1000))]))
+    assert len(items) == 1001
+    assert {item.line for item in items[1:]} == {2}

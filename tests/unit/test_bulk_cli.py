@@ -184,3 +184,66 @@ def test_unblock_and_remove_from_files(db, tmp_path):
     assert rules == "t2.test"
     both = hostcrawl("no-follow", "add", "x.test", "-f", str(listed))
     assert both.returncode == 2 and both.stderr.startswith("error: give names or -f FILE")
+
+
+FILE_COMMANDS = [
+    ("seed", "-f"),
+    ("no-follow", "add", "-f"),
+    ("no-follow", "remove", "-f"),
+    ("blocked", "unblock", "-f"),
+]
+
+
+def one_line_error(run: subprocess.CompletedProcess, status: int = 1) -> str:
+    """The one `error: ...` line of a failed command (no traceback)."""
+    assert run.returncode == status, run.stderr
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), run.stderr
+    return lines[0]
+
+
+def test_a_missing_unreadable_or_binary_file_is_one_line(db, tmp_path):
+    missing, folder = tmp_path / "nowhere.txt", tmp_path / "folder"
+    folder.mkdir()
+    binary = tmp_path / "program"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + b"\x00" * 64 + b"strings.example\n" * 10)
+    packed = tmp_path / "program.gz"
+    packed.write_bytes(gzip.compress(binary.read_bytes()))
+    for command in FILE_COMMANDS:
+        error = one_line_error(hostcrawl(*command, str(missing)))
+        assert error == f"error: {missing}: no such file or directory"
+        folder_error = one_line_error(hostcrawl(*command, str(folder)), status=2)  # usage
+        assert f"'{folder}' is a directory" in folder_error
+        for path in (binary, packed):
+            error = one_line_error(hostcrawl(*command, str(path)))
+            assert error == f"error: {path}: not a text list (binary data)"
+    assert count(db, "SELECT count(*) FROM hosts") == 0  # nothing read from the binary
+
+
+def test_an_unwritable_report_is_one_line(db, tmp_path):
+    names = tmp_path / "names.txt"
+    names.write_text("a.test\n")
+    report = tmp_path / "no-such-folder" / "report.csv"
+    error = one_line_error(hostcrawl("seed", "-f", str(names), "--report", str(report)))
+    assert error == f"error: report {report}: no such file or directory"
+
+
+def test_a_refused_huge_line_is_echoed_cut_short(db, tmp_path):
+    path = tmp_path / "huge.txt"
+    path.write_text("ok.test\n" + "x" * 10_000_000 + "\n")
+    run = hostcrawl("seed", "-f", str(path))
+    assert run.returncode == 1
+    refused = [line for line in run.stderr.splitlines() if line.startswith("refused")]
+    assert len(refused) == 1 and "10,000,000 characters" in refused[0], run.stderr
+    assert len(run.stderr) < 1000 and len(run.stdout) < 1000
+    one = one_line_error(hostcrawl("seed", "y" * 300 + ".test"))
+    assert len(one) < 200 and "305 characters" in one
+
+
+def test_a_line_of_several_names_takes_every_name(db, tmp_path):
+    path = tmp_path / "one-line.txt"
+    path.write_text(" ".join(f"n{i}.test" for i in range(20_000)) + "\n")
+    run = hostcrawl("seed", "-f", str(path))
+    assert run.returncode == 0, run.stderr
+    assert "queued 20,000" in run.stdout
+    assert count(db, "SELECT count(*) FROM hosts") == 20_000

@@ -17,6 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from crawler.core import config
+
+config_module = config  # the fixture's inner function is named config
+
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
@@ -297,10 +301,11 @@ def test_env_example_lists_every_passthrough_setting(compose, example):
 
 
 def test_env_example_names_only_variables_compose_uses(compose, example):
+    built_by_compose = {"DATABASE_URL"}  # from POSTGRES_*, pointing at the db service
     unknown = {
         name
         for name in example
-        if name not in all_variables(compose) and not name.startswith("COMPOSE_")
+        if name not in all_variables(compose) | built_by_compose and not name.startswith("COMPOSE_")
     }
     assert not unknown, f"not used by docker-compose.yml: {sorted(unknown)}"
 
@@ -311,7 +316,33 @@ def test_env_example_holds_no_secret(example):
 
 
 def test_env_example_keeps_the_secure_cookie_on(example):
-    assert example["SESSION_COOKIE_SECURE"] == (False, "1")
+    assert example["SESSION_COOKIE_SECURE"][1] == "1"
+
+
+def test_env_example_settings_part_is_written_from_the_settings_module():
+    """Compose's own variables by hand above; below, `hostcrawl settings --env-example`."""
+    text = ENV_EXAMPLE.read_text()
+    hand, mark, generated = text.partition(config.ENV_EXAMPLE_MARK)
+    assert mark, "no generated settings part"
+    assert mark + generated == config.env_example(), "run: hostcrawl settings --env-example"
+    assert "POSTGRES_PASSWORD=" in hand and "WEB_PORT=" in hand
+    assert not {s.name for s in config.SETTINGS} & {m["name"] for m in ENV_LINE.finditer(hand)}
+
+
+# Which services read what: the crawl is the workers, the panel is web, the CLI runs as
+# migrate and as `docker compose run --rm web hostcrawl ...`.
+SERVICES_OF = {
+    config.CRAWL: ["crawler", "crawler-pooled"],
+    config.PANEL: ["web"],
+    config.CLI: ["migrate", "web"],
+}
+
+
+@pytest.mark.parametrize("declared", config.SETTINGS, ids=lambda s: s.name)
+def test_every_setting_reaches_every_service_that_reads_it(services, declared):
+    for reader in declared.readers:
+        for name in SERVICES_OF[reader]:
+            assert declared.name in services[name]["environment"], (name, declared.name)
 
 
 @pytest.mark.parametrize("name", ["SECRET_KEY", "POSTGRES_PASSWORD"])
@@ -363,11 +394,12 @@ def compose_config():
             pytest.fail("no docker-compose: .ci/run installs Debian's docker-compose")
         pytest.skip("no docker-compose and no docker compose plugin on this machine")
 
-    def config(**extra: str) -> subprocess.CompletedProcess:
+    def config(env_file: Path = ENV_EXAMPLE, **extra: str) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOSE_")}
         env = {k: v for k, v in env.items() if k not in ("SECRET_KEY", "POSTGRES_PASSWORD")}
+        env = {k: v for k, v in env.items() if k not in config_module.BY_NAME}
         return subprocess.run(
-            [*command, "--env-file", str(ENV_EXAMPLE), "-f", str(COMPOSE_FILE), "config"],
+            [*command, "--env-file", str(env_file), "-f", str(COMPOSE_FILE), "config"],
             cwd=ROOT,
             env={**env, **extra},
             capture_output=True,
@@ -393,3 +425,40 @@ def test_compose_refuses_to_start_without_a_secret(compose_config, missing):
     result = compose_config(**secrets)
     assert result.returncode != 0
     assert f"set {missing} in .env" in result.stderr
+
+
+def test_compose_passes_the_same_settings_to_the_panel_and_the_workers(compose_config, tmp_path):
+    """An operator's .env: .env.example with a few settings set."""
+    env_file = tmp_path / ".env"
+    settings = "ROOT_BUDGET=1234\nTRAP_WINDOW=7\nCHANGE_LOG_RETENTION_DAYS=45\n"
+    env_file.write_text(ENV_EXAMPLE.read_text() + settings)
+    result = compose_config(env_file, SECRET_KEY="only-for-config", POSTGRES_PASSWORD="x1")
+    assert result.returncode == 0, result.stderr
+    resolved = yaml.safe_load(result.stdout)["services"]
+    for name in ("web", "crawler", "crawler-pooled"):
+        env = resolved[name]["environment"]
+        assert (env["ROOT_BUDGET"], env["TRAP_WINDOW"]) == ("1234", "7"), name
+    for name in ("web", "migrate", "crawler"):
+        assert resolved[name]["environment"]["CHANGE_LOG_RETENTION_DAYS"] == "45", name
+    assert resolved["crawler"]["environment"]["HTTP_FALLBACK_TEMPLATE"] is None  # its default
+
+
+def test_prometheus_scrapes_every_worker_on_its_metrics_port(compose_config):
+    """The workers' /metrics listen on the container's interface at METRICS_PORT, and the
+    scrape example (docker/prometheus.yml, the metrics profile) asks for that port."""
+    result = compose_config(SECRET_KEY="only-for-config", POSTGRES_PASSWORD="only4config")
+    assert result.returncode == 0, result.stderr
+    resolved = yaml.safe_load(result.stdout)["services"]
+    crawler = resolved["crawler"]
+    port = crawler["environment"]["METRICS_PORT"]
+    assert crawler["environment"]["METRICS_ADDRESS"] == "0.0.0.0"
+    assert [str(p) for p in crawler["expose"]] == [port]
+    assert "ports" not in crawler  # scalable: reached on the compose network only
+    mounts = [
+        m if isinstance(m, str) else f"{m['source']}:{m['target']}"
+        for m in resolved["prometheus"]["volumes"]
+    ]
+    source = next(m.split(":")[0] for m in mounts if "/etc/prometheus/prometheus.yml" in m)
+    scrape = yaml.safe_load(Path(source).read_text())
+    targets = [sd for job in scrape["scrape_configs"] for sd in job.get("dns_sd_configs", [])]
+    assert any("crawler" in sd["names"] and str(sd["port"]) == port for sd in targets), targets

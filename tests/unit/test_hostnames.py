@@ -16,6 +16,7 @@ from crawler.core.hostnames import (
     parents,
     root,
     seed_refusal,
+    shown,
 )
 
 # DESIGN.md §2, verbatim: entry → (stored entry, URLs it denies).
@@ -112,7 +113,14 @@ def test_normalize_refuses_with_reason(value, reason):
         normalize(value)
     assert info.value.value == value
     assert reason in info.value.reason
-    assert repr(value) in str(info.value)
+    assert shown(value) in str(info.value)  # cut to about 80 characters when longer
+    assert len(str(info.value)) < 80 + len(info.value.reason) + 4
+
+
+def test_a_refused_value_is_quoted_whole_up_to_80_characters_then_cut():
+    assert shown("a" * 70 + ".test") == repr("a" * 70 + ".test")
+    long = shown("x" * 10_000_000)
+    assert len(long) < 90 and long.endswith("… (10,000,000 characters)")
 
 
 def test_punycode_of_a_name_browsers_reach_is_a_hostname():

@@ -56,7 +56,7 @@ def test_preview_counts_what_an_entry_would_take_and_stores_nothing(client, db):
     html = response.get_data(as_text=True)
     assert response.status_code == 200
     assert "Would exclude 3 known hosts, 2 queued" in html
-    assert "<td>ex.test</td>" in html  # what it would be stored as
+    assert '<td data-label="stored as">ex.test</td>' in html  # what it would be stored as
     assert 'value="Save 1 entry"' in html
     assert entry_rows(db, "no_follow") == {}
 

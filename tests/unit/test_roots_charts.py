@@ -68,3 +68,17 @@ def test_the_dashboard_shows_both_charts(client, db):
     crawl_some(db)
     html = client.get("/").get_data(as_text=True)
     assert html.count("<svg") >= 2 and "The roots with the most hosts" in html
+
+
+def test_axis_labels_shorten_large_numbers():
+    from webpanel.charts import short
+
+    assert [short(n) for n in (0, 950, 1_200, 250_000, 1_250_000, 5_000_000, 2e9)] == [
+        "0",
+        "950",
+        "1.2k",
+        "250k",
+        "1.25M",
+        "5M",
+        "2B",
+    ]

@@ -20,7 +20,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from crawler.core.denylist import BLOCKED, RULES
 from crawler.db.hostsql import suffix_range
-from crawler.db.models import ChangeLogEntry, QueueRow
+from crawler.db.models import ChangeLogEntry, ChangeLogItems, QueueRow
 from crawler.db.pages.paging import (
     DEFAULT_LIMIT,
     ENTRY,
@@ -48,13 +48,24 @@ def entry_statement(rule: str, q: str = "", match: str = PREFIX) -> Select:
         .where(ENTRY.c.denied_by == QueueRow.hostname)
         .scalar_subquery()
     )
+    action = "block" if rule == BLOCKED else "no_follow.add"
+    # A change of one name logs it in change_log.hostname; a batch logs its first name
+    # there and every name in change_log_items: either way the latest one says when.
+    alone = (
+        select(ChangeLogEntry.id, ChangeLogEntry.at, ChangeLogEntry.actor)
+        .where(ChangeLogEntry.hostname == QueueRow.hostname, ChangeLogEntry.action == action)
+        .correlate(QueueRow)
+    )
+    in_batch = (
+        select(ChangeLogEntry.id, ChangeLogEntry.at, ChangeLogEntry.actor)
+        .join(ChangeLogItems, ChangeLogItems.change_id == ChangeLogEntry.id)
+        .where(ChangeLogEntry.action == action, QueueRow.hostname == any_(ChangeLogItems.names))
+        .correlate(QueueRow)
+    )
+    changes = alone.union_all(in_batch).subquery("changes")
     added = (
-        select(ChangeLogEntry.at, ChangeLogEntry.actor)
-        .where(
-            ChangeLogEntry.hostname == QueueRow.hostname,
-            ChangeLogEntry.action == ("block" if rule == BLOCKED else "no_follow.add"),
-        )
-        .order_by(ChangeLogEntry.id.desc())
+        select(changes.c.at, changes.c.actor)
+        .order_by(changes.c.id.desc())
         .limit(1)
         .lateral("added")
     )
