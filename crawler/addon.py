@@ -88,16 +88,15 @@ class HostcrawlAddon:
         settings.set_in_component_priority_dict("EXTENSIONS", ScheduledPrune, 500)
 
     def install_resolver(self) -> None:
-        """Make sure the reactor resolves through OutcomeResolver.
+        """Make the reactor resolve through an OutcomeResolver made from this crawl's settings.
 
-        Only CrawlerProcess installs TWISTED_DNS_RESOLVER, from its own settings,
-        before any spider's: a spider run by CrawlerRunner, or one that asks for
-        this add-on in its custom_settings, would otherwise keep the default.
+        Only CrawlerProcess installs TWISTED_DNS_RESOLVER, and from its own settings,
+        before the add-ons apply theirs: without DNS_NAMESERVERS or DNS_TIMEOUT from
+        the environment. A spider run by CrawlerRunner, or one that asks for this
+        add-on in its custom_settings, would otherwise keep the default resolver.
         """
         from twisted.internet import reactor
 
-        if isinstance(reactor.resolver, OutcomeResolver):
-            return
         OutcomeResolver.from_crawler(self.crawler, reactor).install_on_reactor()
         log.info("hostcrawl: DNS through OutcomeResolver")
 
