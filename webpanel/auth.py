@@ -22,7 +22,7 @@ from flask_login import current_user, login_user, logout_user
 from sqlalchemy import text
 
 from crawler.db import accounts
-from webpanel.accounts import HashSlots, authenticate, load_operator
+from webpanel.accounts import PasswordChecks, authenticate, load_operator
 from webpanel.extensions import db, login_manager
 from webpanel.forms import EmptyForm, LoginForm
 from webpanel.security import safe_next
@@ -40,19 +40,21 @@ def login_policy() -> accounts.LoginPolicy:
     return accounts.LoginPolicy(
         free_failures=config["LOGIN_FREE_FAILURES"],
         address_free_failures=config["LOGIN_ADDRESS_FREE_FAILURES"],
+        account_free_failures=config["LOGIN_ACCOUNT_FREE_FAILURES"],
         delay=config["LOGIN_DELAY_SECONDS"],
         max_delay=config["LOGIN_DELAY_MAX_SECONDS"],
     )
 
 
-def hash_slots() -> HashSlots:
-    """This process's bound on Argon2 checks, one per app (setdefault is atomic: threads
+def password_checks() -> PasswordChecks:
+    """This process's queue of password checks, one per app, made at the first login
+    (in the worker, after gevent has patched threading; setdefault is atomic: requests
     racing on the first login all get the same one)."""
-    slots = current_app.extensions.get("hostcrawl.hash_slots")
-    if slots is None:
-        fresh = HashSlots(current_app.config["LOGIN_HASH_SLOTS"])
-        slots = current_app.extensions.setdefault("hostcrawl.hash_slots", fresh)
-    return slots
+    checks = current_app.extensions.get("hostcrawl.password_checks")
+    if checks is None:
+        fresh = PasswordChecks(current_app.config["LOGIN_HASH_SLOTS"])
+        checks = current_app.extensions.setdefault("hostcrawl.password_checks", fresh)
+    return checks
 
 
 def client_address() -> str:
@@ -77,7 +79,7 @@ def login():
             form.password.data,
             client_address(),
             login_policy(),
-            hash_slots(),
+            password_checks(),
         )
         if result.operator is not None:
             session.clear()  # no session fixation: a fresh session for the operator

@@ -1,0 +1,153 @@
+"""Password checks: queued fairly per client address, run on low-priority threads.
+
+An Argon2 check costs about 64 MiB and most of a core on purpose, so a process
+runs only PANEL_LOGIN_HASH_SLOTS of them at once. The logins waiting for one
+are served round-robin by client address: a flood from one address waits
+behind itself, and a login from any other address waits for at most one check
+per address ahead of it. An address may have only PER_ADDRESS logins waiting
+or being checked in a process; more are refused at once, at no cost to anyone
+else.
+
+The checks run on threads of their own at a lower CPU priority (nice), so the
+pages and /healthz keep the processor while a storm of logins is checked. Under
+gevent (gunicorn.conf.py) they run on gevent's pool of real threads: Argon2
+releases the GIL, and the event loop keeps serving requests meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+
+PER_ADDRESS = 2  # logins of one address waiting or being checked, per process
+CAPACITY = 500  # logins waiting per process, all addresses together
+MAX_WAIT = 30.0  # seconds a login waits for its check before it is told to come back
+CHECK_NICENESS = 10  # how much lower than the pages' the checks' CPU priority is
+
+
+@dataclass(eq=False)
+class _Ticket:
+    address: str
+    granted: bool = False
+
+
+class FairQueue:
+    """At most `slots` holders at once; waiters are admitted round-robin by address."""
+
+    def __init__(
+        self, slots: int, per_address: int = PER_ADDRESS, capacity: int = CAPACITY
+    ) -> None:
+        self._cond = threading.Condition()
+        self._free = slots
+        self._per_address = per_address
+        self._capacity = capacity
+        self._waiting: dict[str, deque[_Ticket]] = {}  # insertion order: whose turn is next
+        self._count: dict[str, int] = {}  # per address: waiting + holding
+        self._total_waiting = 0
+
+    @contextmanager
+    def turn(self, address: str, timeout: float = MAX_WAIT) -> Iterator[bool]:
+        """True inside once this address's turn has come (held until the block ends);
+        False at once when the address has too many logins here already or the queue
+        is full, or after `timeout` seconds of waiting."""
+        ticket = self._enter(address)
+        granted = ticket is not None and self._wait(ticket, timeout)
+        try:
+            yield granted
+        finally:
+            if granted:
+                self._leave(address)
+
+    def _enter(self, address: str) -> _Ticket | None:
+        with self._cond:
+            if self._count.get(address, 0) >= self._per_address:
+                return None
+            if self._total_waiting >= self._capacity:
+                return None
+            ticket = _Ticket(address)
+            self._waiting.setdefault(address, deque()).append(ticket)
+            self._count[address] = self._count.get(address, 0) + 1
+            self._total_waiting += 1
+            self._grant()
+            return ticket
+
+    def _wait(self, ticket: _Ticket, timeout: float) -> bool:
+        with self._cond:
+            if self._cond.wait_for(lambda: ticket.granted, timeout):
+                return True
+            queue = self._waiting[ticket.address]  # still waiting: leave the queue
+            queue.remove(ticket)
+            if not queue:
+                del self._waiting[ticket.address]
+            self._total_waiting -= 1
+            self._release(ticket.address)
+            return False
+
+    def _leave(self, address: str) -> None:
+        with self._cond:
+            self._free += 1
+            self._release(address)
+            self._grant()
+
+    def _release(self, address: str) -> None:
+        self._count[address] -= 1
+        if not self._count[address]:
+            del self._count[address]
+
+    def _grant(self) -> None:
+        """Hand free slots out, one address at a time, in turn (the lock is held)."""
+        granted = False
+        while self._free and self._waiting:
+            address = next(iter(self._waiting))
+            queue = self._waiting.pop(address)
+            queue.popleft().granted = True
+            if queue:
+                self._waiting[address] = queue  # back of the line
+            self._free -= 1
+            self._total_waiting -= 1
+            granted = True
+        if granted:
+            self._cond.notify_all()
+
+
+def lower_priority() -> None:
+    """Lower this thread's CPU priority (Linux: nice is per thread, inherited by the
+    threads Argon2 starts); raising it back would need privileges, so only threads
+    that do nothing else call this."""
+    # Not Linux, or not allowed: the checks run at the normal priority.
+    with suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), CHECK_NICENESS)
+
+
+class CheckRunner:
+    """Runs password checks on `size` threads of their own, at a lower CPU priority."""
+
+    def __init__(self, size: int) -> None:
+        if under_gevent():
+            from gevent.threadpool import ThreadPool
+
+            pool = ThreadPool(size)
+            self._run = lambda fn, args: pool.apply(_low, (fn, *args))
+        else:
+            executor = ThreadPoolExecutor(size, "password-check", initializer=lower_priority)
+            self._run = lambda fn, args: executor.submit(fn, *args).result()
+
+    def run(self, fn: Callable, *args):
+        return self._run(fn, args)
+
+
+def _low(fn: Callable, *args):
+    lower_priority()
+    return fn(*args)
+
+
+def under_gevent() -> bool:
+    """True in a gunicorn gevent worker (threading is then gevent's)."""
+    monkey = sys.modules.get("gevent.monkey")
+    return monkey is not None and monkey.is_module_patched("threading")
