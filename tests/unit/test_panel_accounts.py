@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import text
 from werkzeug.routing import IntegerConverter
 
+from crawler.core.config import SettingError
 from crawler.db import accounts, deny_entries
 from tests.unit.test_panel_support import (
     PASSWORD,
@@ -117,7 +118,7 @@ def test_panel_session_hours_comes_from_the_environment(monkeypatch, database_ur
     monkeypatch.setenv("PANEL_SESSION_HOURS", "2")
     assert create_app(panel_config(database_url)).permanent_session_lifetime == timedelta(hours=2)
     monkeypatch.setenv("PANEL_SESSION_HOURS", "soon")
-    with pytest.raises(RuntimeError, match="PANEL_SESSION_HOURS"):
+    with pytest.raises(SettingError, match="PANEL_SESSION_HOURS"):
         create_app(panel_config(database_url))
 
 
@@ -312,5 +313,7 @@ def test_the_client_address_comes_from_x_forwarded_for_only_behind_trusted_proxi
     forwarded = {"X-Forwarded-For": "198.51.100.99"}
     attempt(app, "alice", "wrong password!", "127.0.0.1", headers=forwarded)
     with db.connect() as conn:
-        addresses = conn.execute(text("SELECT DISTINCT address FROM login_failures")).scalars()
+        addresses = conn.execute(
+            text("SELECT DISTINCT address FROM login_failures WHERE address <> '*'")
+        ).scalars()
         assert list(addresses) == [counted_for]
