@@ -1,7 +1,8 @@
 """/login and /logout: Flask-Login sessions for operators made with `hostcrawl user create`.
 
 A session is a signed cookie that expires PANEL_SESSION_HOURS after its last
-use; the server ends it early through the operator's session generation
+use and PANEL_SESSION_MAX_HOURS after its login (webpanel.security); the server
+ends it early through the operator's session generation
 (webpanel.accounts.Operator.get_id): logout, a new password or disabling the
 account raise it, and every cookie made before stops working.
 """
@@ -25,7 +26,7 @@ from crawler.db import accounts
 from webpanel.accounts import PasswordChecks, authenticate, load_operator
 from webpanel.extensions import db, login_manager
 from webpanel.forms import EmptyForm, LoginForm
-from webpanel.security import safe_next
+from webpanel.security import safe_next, start_session
 
 bp = Blueprint("auth", __name__)
 
@@ -85,6 +86,7 @@ def login():
             session.clear()  # no session fixation: a fresh session for the operator
             session.permanent = True  # expires PANEL_SESSION_HOURS after its last use
             login_user(result.operator)
+            start_session()  # and PANEL_SESSION_MAX_HOURS after now, however used
             return redirect(target)
         form.password.errors.append(result.message)
         if result.retry_after:

@@ -51,6 +51,11 @@ def new_api_token(engine: Engine, username: str) -> str:
     return token
 
 
+def revoke_api_token(engine: Engine, username: str) -> None:
+    """`hostcrawl user token --revoke`: the operator's API token stops working for good."""
+    _change(engine, username, api_token_hash=None)
+
+
 def user_by_id(conn, user_id: int):
     """(id, username, role, session_generation) of an enabled operator, or None."""
     return conn.execute(
@@ -110,17 +115,20 @@ def list_users(engine: Engine) -> list:
 
 
 def set_disabled(engine: Engine, username: str, disabled: bool) -> None:
-    """Disable (every session and the API token stop at once) or enable an operator."""
+    """Disable (every session ends and the API token is revoked: enabling the operator
+    again brings neither back) or enable an operator."""
     if disabled:
-        _change(engine, username, disabled_at=func.now(), end_sessions=True)
+        _change(engine, username, disabled_at=func.now(), api_token_hash=None, end_sessions=True)
     else:
         _change(engine, username, disabled_at=None)
 
 
 def set_password(engine: Engine, username: str, password: str) -> None:
-    """A new password; every session of the operator ends."""
+    """A new password; every session of the operator ends and their API token is revoked
+    (whoever had the old password may have made one)."""
     check_password(username, password)
-    _change(engine, username, password_hash=hash_password(password), end_sessions=True)
+    new_hash = hash_password(password)
+    _change(engine, username, password_hash=new_hash, api_token_hash=None, end_sessions=True)
 
 
 def set_role(engine: Engine, username: str, role: str) -> None:

@@ -8,6 +8,7 @@ in by writing the Flask-Login session instead of posting the form.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 
 import pytest
@@ -16,6 +17,7 @@ from sqlalchemy import text
 from crawler.core.passwords import hash_password
 from webpanel import accounts as panel_accounts
 from webpanel import create_app
+from webpanel.security import LOGGED_IN_AT
 
 PASSWORD = "correct horse battery staple"
 SECRET = "test-secret-key-" * 4
@@ -63,6 +65,7 @@ def client(app, operators):
     with client.session_transaction() as session:
         session["_user_id"] = f"{operators['alice']}.1"  # id.session generation
         session["_fresh"] = True
+        session[LOGGED_IN_AT] = int(time.time())
     return client
 
 
