@@ -22,12 +22,14 @@ from crawler.core.inputs import unstorable
 from webpanel import banners, security, settings
 from webpanel.core import StatsCache, page_url
 from webpanel.extensions import csrf, db, login_manager
+from webpanel.login_queue import under_gevent
 
 log = logging.getLogger(__name__)
 
 
 def create_app(test_config: dict | None = None) -> Flask:
     """Build the panel; `test_config` overrides settings (tests, benchmarks)."""
+    require_cooperative_driver()
     app = Flask(__name__)
     app.config.from_mapping(settings.defaults())
     if test_config:
@@ -54,6 +56,21 @@ def create_app(test_config: dict | None = None) -> Flask:
     register_templates(app)
     banners.init_app(app)
     return app
+
+
+def require_cooperative_driver() -> None:
+    """Under gevent (gunicorn.conf.py), psycopg must wait for the database through the
+    patched standard library, else one query stalls every request of the worker. psycopg
+    picks its wait when first imported: that must happen after gevent's patching."""
+    if not under_gevent():
+        return
+    from psycopg import waiting
+
+    if waiting.wait is getattr(waiting, "wait_c", None):
+        raise RuntimeError(
+            "psycopg was imported before gevent patched the standard library: do not"
+            " import the panel in gunicorn.conf.py nor preload it (preload_app)"
+        )
 
 
 def register_blueprints(app: Flask) -> None:

@@ -17,11 +17,12 @@ from flask_login import UserMixin
 
 from crawler.core.passwords import dummy_hash, verify_password
 from crawler.db import accounts
-from webpanel.login_queue import CheckRunner, FairQueue
+from webpanel.login_queue import FULL, GRANTED, CheckRunner, FairQueue
 
 WRONG = "Wrong username or password."
 SLOW_DOWN = "Too many failed logins: try again in {} s."
-BUSY = "Logins from your address are already waiting: try again in a moment."
+CROWDED = "Logins from your address are already waiting: try again in a moment."
+BUSY = "The panel is busy checking other logins: try again in a moment."
 
 
 class Operator(UserMixin):
@@ -70,19 +71,21 @@ def authenticate(
     """Check a password; a failure is counted for (username, address), address and username.
 
     The slow-down is asked before the queue and again once this login's turn has
-    come (the address's earlier logins may have failed meanwhile).
+    come (the address's earlier logins may have failed meanwhile). An address with
+    no failed login goes in the queue's first lane.
     """
-    refused = throttled(session, username, address, policy)
-    if refused is not None:
-        return refused
-    with checks.queue.turn(address) as turn:
-        if not turn:
-            return LoginResult(None, BUSY, retry_after=1)
-        refused = throttled(session, username, address, policy)
-        if refused is not None:
-            return refused
+    wait = accounts.login_wait(session, username, address, policy)
+    session.rollback()  # no connection held while the login waits for its turn
+    if wait.seconds > 0:
+        return throttled(wait)
+    with checks.queue.turn(address, first=not wait.address_failed) as turn:
+        if turn != GRANTED:
+            return LoginResult(None, CROWDED if turn == FULL else BUSY, retry_after=1)
+        wait = accounts.login_wait(session, username, address, policy)
         row = accounts.user_for_login(session, username)
         session.rollback()  # no transaction held across the Argon2 check
+        if wait.seconds > 0:
+            return throttled(wait)
         usable = row is not None and not row.disabled
         good = checks.runner.run(
             verify_password, row.password_hash if usable else dummy_hash(), password
@@ -96,13 +99,9 @@ def authenticate(
     return LoginResult(None, WRONG)
 
 
-def throttled(session, username: str, address: str, policy) -> LoginResult | None:
-    """The 429 answer while failed logins slow this one down, else None."""
-    wait = accounts.login_wait(session, username, address, policy)
-    session.rollback()
-    if wait <= 0:
-        return None
-    seconds = math.ceil(wait)
+def throttled(wait: accounts.LoginWait) -> LoginResult:
+    """The 429 answer while failed logins slow this one down."""
+    seconds = math.ceil(wait.seconds)
     return LoginResult(None, SLOW_DOWN.format(seconds), retry_after=seconds)
 
 

@@ -8,6 +8,10 @@ per address ahead of it. An address may have only PER_ADDRESS logins waiting
 or being checked in a process; more are refused at once, at no cost to anyone
 else.
 
+Logins from an address with no failed login (the operator's, usually) go
+first: a storm of wrong passwords delays them only by the checks of other
+addresses that have not failed yet either, one each.
+
 The checks run on threads of their own at a lower CPU priority (nice), so the
 pages and /healthz keep the processor while a storm of logins is checked. Under
 gevent (gunicorn.conf.py) they run on gevent's pool of real threads: Argon2
@@ -31,14 +35,19 @@ MAX_WAIT = 30.0  # seconds a login waits for its check before it is told to come
 CHECK_NICENESS = 10  # how much lower than the pages' the checks' CPU priority is
 
 
+GRANTED, FULL, TIMED_OUT = "granted", "full", "timed out"
+
+
 @dataclass(eq=False)
 class _Ticket:
     address: str
+    lane: dict[str, deque[_Ticket]]
     granted: bool = False
 
 
 class FairQueue:
-    """At most `slots` holders at once; waiters are admitted round-robin by address."""
+    """At most `slots` holders at once; waiters are admitted round-robin by address, the
+    first lane (addresses that have not failed) before the other."""
 
     def __init__(
         self, slots: int, per_address: int = PER_ADDRESS, capacity: int = CAPACITY
@@ -47,47 +56,49 @@ class FairQueue:
         self._free = slots
         self._per_address = per_address
         self._capacity = capacity
-        self._waiting: dict[str, deque[_Ticket]] = {}  # insertion order: whose turn is next
+        # Per lane, in insertion order: whose turn is next.
+        self._first: dict[str, deque[_Ticket]] = {}
+        self._others: dict[str, deque[_Ticket]] = {}
         self._count: dict[str, int] = {}  # per address: waiting + holding
         self._total_waiting = 0
 
     @contextmanager
-    def turn(self, address: str, timeout: float = MAX_WAIT) -> Iterator[bool]:
-        """True inside once this address's turn has come (held until the block ends);
-        False at once when the address has too many logins here already or the queue
-        is full, or after `timeout` seconds of waiting."""
-        ticket = self._enter(address)
-        granted = ticket is not None and self._wait(ticket, timeout)
+    def turn(self, address: str, first: bool = False, timeout: float = MAX_WAIT) -> Iterator[str]:
+        """GRANTED inside once this address's turn has come (held until the block ends);
+        FULL at once when the address has too many logins here already or the queue is
+        full; TIMED_OUT after `timeout` seconds of waiting. `first`: the first lane."""
+        ticket = self._enter(address, self._first if first else self._others)
+        outcome = FULL if ticket is None else self._wait(ticket, timeout)
         try:
-            yield granted
+            yield outcome
         finally:
-            if granted:
+            if outcome == GRANTED:
                 self._leave(address)
 
-    def _enter(self, address: str) -> _Ticket | None:
+    def _enter(self, address: str, lane: dict[str, deque[_Ticket]]) -> _Ticket | None:
         with self._cond:
             if self._count.get(address, 0) >= self._per_address:
                 return None
             if self._total_waiting >= self._capacity:
                 return None
-            ticket = _Ticket(address)
-            self._waiting.setdefault(address, deque()).append(ticket)
+            ticket = _Ticket(address, lane)
+            lane.setdefault(address, deque()).append(ticket)
             self._count[address] = self._count.get(address, 0) + 1
             self._total_waiting += 1
             self._grant()
             return ticket
 
-    def _wait(self, ticket: _Ticket, timeout: float) -> bool:
+    def _wait(self, ticket: _Ticket, timeout: float) -> str:
         with self._cond:
             if self._cond.wait_for(lambda: ticket.granted, timeout):
-                return True
-            queue = self._waiting[ticket.address]  # still waiting: leave the queue
+                return GRANTED
+            queue = ticket.lane[ticket.address]  # still waiting: leave the queue
             queue.remove(ticket)
             if not queue:
-                del self._waiting[ticket.address]
+                del ticket.lane[ticket.address]
             self._total_waiting -= 1
             self._release(ticket.address)
-            return False
+            return TIMED_OUT
 
     def _leave(self, address: str) -> None:
         with self._cond:
@@ -103,12 +114,13 @@ class FairQueue:
     def _grant(self) -> None:
         """Hand free slots out, one address at a time, in turn (the lock is held)."""
         granted = False
-        while self._free and self._waiting:
-            address = next(iter(self._waiting))
-            queue = self._waiting.pop(address)
+        while self._free and (self._first or self._others):
+            lane = self._first or self._others
+            address = next(iter(lane))
+            queue = lane.pop(address)
             queue.popleft().granted = True
             if queue:
-                self._waiting[address] = queue  # back of the line
+                lane[address] = queue  # back of the line
             self._free -= 1
             self._total_waiting -= 1
             granted = True

@@ -188,10 +188,17 @@ class LoginPolicy:
         return timedelta(seconds=min(self.delay * 2**doublings, self.max_delay))
 
 
-def login_wait(conn, username: str, address: str, policy: LoginPolicy) -> float:
-    """Seconds before a login for `username` from `address` may be tried (0: now).
+@dataclass(frozen=True)
+class LoginWait:
+    """What failed logins say about the next one."""
 
-    The same for a known and an unknown username: only the failures count.
+    seconds: float  # before it may be tried (0: now)
+    address_failed: bool  # the address has failed logins of the last day (any account)
+
+
+def login_wait(conn, username: str, address: str, policy: LoginPolicy) -> LoginWait:
+    """How long a login for `username` from `address` must wait, and whether the address
+    has failed before. The same for a known and an unknown username: only failures count.
     """
     rows = conn.execute(
         select(
@@ -218,7 +225,7 @@ def login_wait(conn, username: str, address: str, policy: LoginPolicy) -> float:
             continue  # guesses elsewhere never slow an address that has not failed
         until: datetime = row.last_failed_at + policy.wait_after(row.failures, _free(row, policy))
         wait = max(wait, (until - row.now).total_seconds())
-    return wait
+    return LoginWait(wait, any(r.address == address for r in rows))
 
 
 def _free(row, policy: LoginPolicy) -> int:

@@ -10,7 +10,7 @@ from sqlalchemy import text
 from crawler.db import accounts
 from tests.unit.test_panel_support import PASSWORD, attempt, fail_many, message
 from webpanel import accounts as panel_accounts
-from webpanel.login_queue import FairQueue
+from webpanel.login_queue import FULL, GRANTED, TIMED_OUT, FairQueue
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
@@ -35,8 +35,8 @@ def queue_behind(
     for address in addresses:
 
         def wait_for_turn(address=address):
-            with queue.turn(address, timeout=BOUND) as turn:
-                assert turn
+            with queue.turn(address, first=address.startswith("clean"), timeout=BOUND) as turn:
+                assert turn == GRANTED
                 served.append(address)
 
         waiting = queue._total_waiting
@@ -50,11 +50,21 @@ def queue_behind(
 def test_turns_go_round_the_addresses_so_a_flood_waits_behind_itself():
     queue = FairQueue(slots=1, per_address=3)
     with queue.turn("operator") as turn:  # a check is running: everyone else queues
-        assert turn
+        assert turn == GRANTED
         served, threads = queue_behind(queue, ["flood", "flood", "flood", "b", "c"])
     for thread in threads:
         thread.join(BOUND)
     assert served == ["flood", "b", "c", "flood", "flood"]
+
+
+def test_addresses_that_have_not_failed_go_first():
+    queue = FairQueue(slots=1, per_address=3)
+    with queue.turn("operator") as turn:
+        assert turn == GRANTED
+        served, threads = queue_behind(queue, ["flood", "flood", "clean-1", "b", "clean-2"])
+    for thread in threads:
+        thread.join(BOUND)
+    assert served == ["clean-1", "clean-2", "flood", "b", "flood"]
 
 
 def test_an_address_with_too_many_logins_waiting_is_refused_at_once():
@@ -62,13 +72,13 @@ def test_an_address_with_too_many_logins_waiting_is_refused_at_once():
     with queue.turn("flood") as first:
         _, threads = queue_behind(queue, ["flood"])
         with queue.turn("flood", timeout=BOUND) as third:
-            assert first and not third  # refused without waiting for the bound
+            assert first == GRANTED and third == FULL  # refused without waiting the bound
         with queue.turn("elsewhere", timeout=0.01) as other:
-            assert not other  # timed out: only the slot's holder was ahead
+            assert other == TIMED_OUT  # only the slot's holder was ahead
     for thread in threads:
         thread.join(BOUND)
     with queue.turn("flood") as again:
-        assert again  # every place was given back
+        assert again == GRANTED  # every place was given back
 
 
 def test_a_throttled_login_costs_no_check_and_does_not_queue(app, db, operators, hash_checks):
@@ -78,7 +88,7 @@ def test_a_throttled_login_costs_no_check_and_does_not_queue(app, db, operators,
     with app.app_context():
         checks = password_checks()
     with checks.queue.turn("192.0.2.99") as turn:  # the only slot is busy
-        assert turn
+        assert turn == GRANTED
         response, _ = attempt(app, "alice", PASSWORD, "198.51.100.7")
     assert response.status_code == 429 and "Too many failed logins" in message(response)
     assert hash_checks == []
