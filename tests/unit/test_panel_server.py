@@ -51,10 +51,7 @@ def login(port: int, username: str, password: str, source: str) -> int:
     token = TOKEN.search(page).group(1).decode()
     form = urlencode({"csrf_token": token, "username": username, "password": password})
     kind = {"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie}
-    status, _, body = request(port, "POST", "/login", form, kind, source=source)
-    if status == 429 and source == "127.0.0.99":
-        print("DEBUG", re.findall(rb"<li>([^<]+)</li>", body))
-    return status
+    return request(port, "POST", "/login", form, kind, source=source)[0]
 
 
 def wait_until(condition, what: str) -> None:

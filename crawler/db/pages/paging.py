@@ -110,6 +110,8 @@ def decode_cursor(cursor: str, kinds: Sequence[str]) -> list[Any]:
                 raise TypeError(kind)
             elif kind == "str" and unstorable(value):
                 raise ValueError(unstorable(value))  # no query can take it
+            elif kind == "int" and not -(2**63) <= value < 2**63:
+                raise ValueError("out of range")  # no bigint is
         except (TypeError, ValueError) as exc:
             raise BadCursor(f"bad page cursor {cursor!r}") from exc
         decoded.append(value)
