@@ -22,7 +22,7 @@ from crawler.core.inputs import unstorable
 from webpanel import banners, security, settings
 from webpanel.core import StatsCache, page_url
 from webpanel.extensions import csrf, db, login_manager
-from webpanel.login_queue import under_gevent
+from webpanel.login_queue import LoginGate, under_gevent
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,7 @@ def create_app(test_config: dict | None = None) -> Flask:
 
         app.config["SECRET_KEY"] = settings.secret_key(var_dir())
 
+    app.wsgi_app = LoginGate(app.wsgi_app)  # one /login at a time per client address
     proxies = app.config["TRUSTED_PROXIES"]
     if proxies:
         # Only then is X-Forwarded-For the client's address (login throttling keys on it).

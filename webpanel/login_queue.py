@@ -12,6 +12,11 @@ Logins from an address with no failed login (the operator's, usually) go
 first: a storm of wrong passwords delays them only by the checks of other
 addresses that have not failed yet either, one each.
 
+Before any of that, LoginGate lets one request for /login per client address
+run at a time in a process (the rest of that address's wait behind it, a
+bounded number): a flood from one address then costs the panel no more than one
+visitor's requests do, whatever its rate.
+
 The checks run on threads of their own at a lower CPU priority (nice), so the
 pages and /healthz keep the processor while a storm of logins is checked. Under
 gevent (gunicorn.conf.py) they run on gevent's pool of real threads: Argon2
@@ -29,7 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
+from webpanel.security import HEADERS
+
 PER_ADDRESS = 2  # logins of one address waiting or being checked, per process
+GATE_WAITING = 20  # /login requests of one address waiting at the gate, per process
 CAPACITY = 500  # logins waiting per process, all addresses together
 MAX_WAIT = 30.0  # seconds a login waits for its check before it is told to come back
 CHECK_NICENESS = 10  # how much lower than the pages' the checks' CPU priority is
@@ -163,3 +171,63 @@ def under_gevent() -> bool:
     """True in a gunicorn gevent worker (threading is then gevent's)."""
     monkey = sys.modules.get("gevent.monkey")
     return monkey is not None and monkey.is_module_patched("threading")
+
+
+class LoginGate:
+    """WSGI middleware: one /login request per client address at a time in this process.
+
+    Up to `waiting` more of that address's wait their turn; any beyond them, or one
+    that waited `timeout` seconds, gets 429 at once, before Flask sees it. Inside
+    ProxyFix, so REMOTE_ADDR is the client's address the panel trusts.
+    """
+
+    def __init__(self, app, waiting: int = GATE_WAITING, timeout: float = MAX_WAIT) -> None:
+        self.app = app
+        self._waiting = waiting
+        self._timeout = timeout
+        self._cond = threading.Condition()
+        self._queued: dict[str, int] = {}  # per address: the one inside + those waiting
+        self._inside: set[str] = set()
+
+    def __call__(self, environ, start_response):
+        if environ.get("PATH_INFO") != "/login":
+            return self.app(environ, start_response)
+        address = environ.get("REMOTE_ADDR") or "unknown"
+        if not self._enter(address):
+            return too_many(start_response)
+        try:
+            # The whole response inside the gate (a login page or a redirect: small).
+            return list(self.app(environ, start_response))
+        finally:
+            self._leave(address)
+
+    def _enter(self, address: str) -> bool:
+        with self._cond:
+            queued = self._queued.get(address, 0)
+            if queued > self._waiting:
+                return False
+            self._queued[address] = queued + 1
+            if self._cond.wait_for(lambda: address not in self._inside, self._timeout):
+                self._inside.add(address)
+                return True
+            self._forget(address)
+            return False
+
+    def _leave(self, address: str) -> None:
+        with self._cond:
+            self._inside.discard(address)
+            self._forget(address)
+            self._cond.notify_all()
+
+    def _forget(self, address: str) -> None:
+        self._queued[address] -= 1
+        if not self._queued[address]:
+            del self._queued[address]
+
+
+def too_many(start_response) -> list[bytes]:
+    body = b"Too many requests for /login from your address at once: try again in a moment.\n"
+    headers = [*HEADERS.items(), ("Cache-Control", "no-store"), ("Retry-After", "1")]
+    headers += [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
+    start_response("429 Too Many Requests", headers)
+    return [body]

@@ -10,7 +10,7 @@ from sqlalchemy import text
 from crawler.db import accounts
 from tests.unit.test_panel_support import PASSWORD, attempt, fail_many, message
 from webpanel import accounts as panel_accounts
-from webpanel.login_queue import FULL, GRANTED, TIMED_OUT, FairQueue
+from webpanel.login_queue import FULL, GRANTED, TIMED_OUT, FairQueue, LoginGate
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
@@ -146,3 +146,57 @@ def test_the_account_wide_count_starts_slowing_after_its_free_failures(app, db, 
     assert message(slowed) == panel_accounts.SLOW_DOWN.format(2)
     assert accounts.unlock(db, "alice") == 2  # its count here and its account-wide one
     assert attempt(app, "alice", PASSWORD, "198.51.100.1")[0].status_code == 302
+
+
+class SlowLogin:
+    """A WSGI app whose /login answers only when told to."""
+
+    def __init__(self) -> None:
+        self.inside: list[str] = []
+        self.go = threading.Event()
+
+    def __call__(self, environ, start_response):
+        self.inside.append(environ["REMOTE_ADDR"])
+        self.go.wait(BOUND)
+        start_response("200 OK", [])
+        return [b"page"]
+
+
+def call(gate, address: str, path: str = "/login") -> tuple[str, bytes]:
+    seen = []
+    body = b"".join(gate({"PATH_INFO": path, "REMOTE_ADDR": address}, lambda s, h: seen.append(s)))
+    return seen[0], body
+
+
+def test_the_gate_lets_one_login_request_per_address_in_at_a_time():
+    app = SlowLogin()
+    gate = LoginGate(app, waiting=1)
+    answers = []
+    threads = [
+        threading.Thread(target=lambda a=a: answers.append((a, call(gate, a)[0])))
+        for a in ("flood", "flood", "other")
+    ]
+    threads[0].start()
+    wait_until(lambda: app.inside == ["flood"], "the first is inside")
+    threads[1].start()
+    wait_until(lambda: gate._queued.get("flood") == 2, "the second waits")
+    refused = call(gate, "flood")  # beyond the one waiting
+    assert refused[0].startswith("429") and b"Too many requests" in refused[1]
+    threads[2].start()
+    wait_until(lambda: "other" in app.inside, "another address goes straight in")
+    assert app.inside.count("flood") == 1
+    app.go.set()
+    for thread in threads:
+        thread.join(BOUND)
+    assert sorted(answers) == [("flood", "200 OK"), ("flood", "200 OK"), ("other", "200 OK")]
+    assert gate._queued == {} and gate._inside == set()
+
+
+def test_the_gate_lets_other_paths_by():
+    app = SlowLogin()
+    app.go.set()
+    gate = LoginGate(app, waiting=0)
+    gate._inside.add("flood")  # a /login of this address is running
+    gate._queued["flood"] = 1
+    assert call(gate, "flood", "/healthz")[0] == "200 OK"
+    assert call(gate, "flood")[0].startswith("429")
