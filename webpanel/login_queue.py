@@ -197,7 +197,12 @@ class LoginGate:
             return too_many(start_response)
         try:
             # The whole response inside the gate (a login page or a redirect: small).
-            return list(self.app(environ, start_response))
+            answer = self.app(environ, start_response)
+            try:
+                return list(answer)
+            finally:
+                if hasattr(answer, "close"):
+                    answer.close()
         finally:
             self._leave(address)
 
