@@ -25,6 +25,7 @@ releases the GIL, and the event loop keeps serving requests meanwhile.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import threading
@@ -38,6 +39,8 @@ from webpanel.security import HEADERS
 
 PER_ADDRESS = 2  # logins of one address waiting or being checked, per process
 GATE_WAITING = 20  # /login requests of one address waiting at the gate, per process
+LOGIN_BODY_MAX = 16 * 1024  # bytes: a login form is far smaller
+TOO_MANY = "Too many requests for /login from your address at once: try again in a moment."
 CAPACITY = 500  # logins waiting per process, all addresses together
 MAX_WAIT = 30.0  # seconds a login waits for its check before it is told to come back
 CHECK_NICENESS = 10  # how much lower than the pages' the checks' CPU priority is
@@ -176,9 +179,11 @@ def under_gevent() -> bool:
 class LoginGate:
     """WSGI middleware: one /login request per client address at a time in this process.
 
-    Up to `waiting` more of that address's wait their turn; any beyond them, or one
-    that waited `timeout` seconds, gets 429 at once, before Flask sees it. Inside
-    ProxyFix, so REMOTE_ADDR is the client's address the panel trusts.
+    The body is read first, outside the gate, so a client sending it slowly keeps
+    no one else waiting, not even from its own address. Up to `waiting` more of
+    that address's requests wait their turn; any beyond them, or one that waited
+    `timeout` seconds, gets 429 at once, before Flask sees it. Inside ProxyFix, so
+    REMOTE_ADDR is the client's address the panel trusts.
     """
 
     def __init__(self, app, waiting: int = GATE_WAITING, timeout: float = MAX_WAIT) -> None:
@@ -192,9 +197,11 @@ class LoginGate:
     def __call__(self, environ, start_response):
         if environ.get("PATH_INFO") != "/login":
             return self.app(environ, start_response)
+        if not read_body(environ):  # before the gate: a slow sender holds only itself
+            return refuse(start_response, "413 Content Too Large", "A login is a small form.")
         address = environ.get("REMOTE_ADDR") or "unknown"
         if not self._enter(address):
-            return too_many(start_response)
+            return refuse(start_response, "429 Too Many Requests", TOO_MANY)
         try:
             # The whole response inside the gate (a login page or a redirect: small).
             answer = self.app(environ, start_response)
@@ -230,9 +237,20 @@ class LoginGate:
             del self._queued[address]
 
 
-def too_many(start_response) -> list[bytes]:
-    body = b"Too many requests for /login from your address at once: try again in a moment.\n"
+def read_body(environ) -> bool:
+    """Read the request's body (up to LOGIN_BODY_MAX bytes) into memory; False if larger."""
+    data = environ["wsgi.input"].read(LOGIN_BODY_MAX + 1)
+    if len(data) > LOGIN_BODY_MAX:
+        return False
+    environ["wsgi.input"] = io.BytesIO(data)
+    environ["CONTENT_LENGTH"] = str(len(data))
+    return True
+
+
+def refuse(start_response, status: str, message: str) -> list[bytes]:
+    """A plain-text refusal with the panel's security headers, made before Flask."""
+    body = (message + "\n").encode()
     headers = [*HEADERS.items(), ("Cache-Control", "no-store"), ("Retry-After", "1")]
     headers += [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
-    start_response("429 Too Many Requests", headers)
+    start_response(status, headers)
     return [body]

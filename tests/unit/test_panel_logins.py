@@ -3,6 +3,7 @@ per client address, and guesses at one account from many addresses."""
 
 from __future__ import annotations
 
+import io
 import threading
 
 from sqlalchemy import text
@@ -164,7 +165,8 @@ class SlowLogin:
 
 def call(gate, address: str, path: str = "/login") -> tuple[str, bytes]:
     seen = []
-    body = b"".join(gate({"PATH_INFO": path, "REMOTE_ADDR": address}, lambda s, h: seen.append(s)))
+    environ = {"PATH_INFO": path, "REMOTE_ADDR": address, "wsgi.input": io.BytesIO()}
+    body = b"".join(gate(environ, lambda s, h: seen.append(s)))
     return seen[0], body
 
 
