@@ -26,6 +26,7 @@ from crawler.db import accounts
 from webpanel.accounts import PasswordChecks, authenticate, load_operator
 from webpanel.extensions import db, login_manager
 from webpanel.forms import EmptyForm, LoginForm
+from webpanel.login_queue import address_key
 from webpanel.security import safe_next, start_session
 
 bp = Blueprint("auth", __name__)
@@ -60,8 +61,8 @@ def password_checks() -> PasswordChecks:
 
 def client_address() -> str:
     """The TCP peer, or X-Forwarded-For's client when PANEL_TRUSTED_PROXIES says so
-    (ProxyFix, in create_app, rewrites remote_addr only then)."""
-    return (request.remote_addr or "unknown")[:64]
+    (ProxyFix, in create_app, rewrites remote_addr only then); an IPv6 one's /64."""
+    return address_key(request.remote_addr or "unknown")
 
 
 @bp.route("/login", methods=["GET", "POST"])

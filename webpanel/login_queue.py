@@ -26,6 +26,7 @@ releases the GIL, and the event loop keeps serving requests meanwhile.
 from __future__ import annotations
 
 import io
+import ipaddress
 import os
 import sys
 import threading
@@ -139,6 +140,18 @@ class FairQueue:
             self._cond.notify_all()
 
 
+def address_key(address: str) -> str:
+    """Whom the slow-down and the queue count as one client: an IPv4 address, or an IPv6
+    address's /64 (whoever holds one address of a /64 usually holds all 2^64)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address[:64]
+    if ip.version == 6 and ip.ipv4_mapped is None:
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(getattr(ip, "ipv4_mapped", None) or ip)
+
+
 def lower_priority() -> None:
     """Lower this thread's CPU priority (Linux: nice is per thread, inherited by the
     threads Argon2 starts); raising it back would need privileges, so only threads
@@ -199,7 +212,7 @@ class LoginGate:
             return self.app(environ, start_response)
         if not read_body(environ):  # before the gate: a slow sender holds only itself
             return refuse(start_response, "413 Content Too Large", "A login is a small form.")
-        address = environ.get("REMOTE_ADDR") or "unknown"
+        address = address_key(environ.get("REMOTE_ADDR") or "unknown")
         if not self._enter(address):
             return refuse(start_response, "429 Too Many Requests", TOO_MANY)
         try:

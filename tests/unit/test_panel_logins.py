@@ -11,7 +11,14 @@ from sqlalchemy import text
 from crawler.db import accounts
 from tests.unit.test_panel_support import PASSWORD, attempt, fail_many, message
 from webpanel import accounts as panel_accounts
-from webpanel.login_queue import FULL, GRANTED, TIMED_OUT, FairQueue, LoginGate
+from webpanel.login_queue import (
+    FULL,
+    GRANTED,
+    TIMED_OUT,
+    FairQueue,
+    LoginGate,
+    address_key,
+)
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
@@ -202,3 +209,19 @@ def test_the_gate_lets_other_paths_by():
     gate._queued["flood"] = 1
     assert call(gate, "flood", "/healthz")[0] == "200 OK"
     assert call(gate, "flood")[0].startswith("429")
+
+
+def test_an_ipv6_client_counts_as_its_slash_64():
+    assert address_key("2001:db8:1:2:aaaa::1") == address_key("2001:db8:1:2:bbbb::7")
+    assert address_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
+    assert address_key("2001:db8:1:3::1") != address_key("2001:db8:1:2::1")
+    assert address_key("::ffff:192.0.2.1") == address_key("192.0.2.1") == "192.0.2.1"
+    assert address_key("unknown") == "unknown"
+
+
+def test_guesses_from_one_ipv6_network_are_slowed_together(app, db, operators):
+    for n in range(5):
+        attempt(app, "alice", "wrong password!", f"2001:db8:1:2::{n + 1:x}")
+    slowed, _ = attempt(app, "alice", PASSWORD, "2001:db8:1:2::ffff")
+    assert slowed.status_code == 429
+    assert attempt(app, "alice", PASSWORD, "2001:db8:9:9::1")[0].status_code == 302
