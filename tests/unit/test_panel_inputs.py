@@ -254,3 +254,12 @@ def test_panel_session_max_hours_comes_from_the_environment(
     _, browser = attempt(app, "alice", PASSWORD)
     age_login(browser, 1.1)
     assert browser.get("/").status_code == 302
+
+
+@pytest.mark.parametrize("url", ["/api/no/such/thing", "/api/stats"])
+def test_api_errors_are_json_with_the_security_headers(anonymous, url):
+    response = anonymous.get(url)  # 404, or 401 without a token
+    assert response.status_code in (401, 404) and response.is_json
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+    assert response.headers["Cache-Control"] == "no-store"
