@@ -81,7 +81,9 @@ def login(
     port: int, username: str, password: str, source: str = "127.0.0.1"
 ) -> tuple[int, str | None]:
     """One login as a fresh browser makes it: (status of the POST, its session cookie)."""
-    _, headers, body = request(port, "GET", "/login", source=source)
+    status, headers, body = request(port, "GET", "/login", source=source)
+    if status != 200:  # 429: too many of this address's requests at once
+        return status, None
     cookie = cookie_of(headers)
     token = re.search(rb'name="csrf_token" type="hidden" value="([^"]+)"', body).group(1)
     form = urlencode({"csrf_token": token.decode(), "username": username, "password": password})

@@ -46,7 +46,9 @@ def request(port: int, method: str, path: str, body=None, headers=None, source="
 
 def login(port: int, username: str, password: str, source: str) -> int:
     """A login as a fresh browser makes it, from `source`: the POST's status."""
-    _, headers, page = request(port, "GET", "/login", source=source)
+    status, headers, page = request(port, "GET", "/login", source=source)
+    if status != 200:  # 429: too many of this address's requests at once
+        return status
     cookie = headers["Set-Cookie"].split(";", 1)[0]
     token = TOKEN.search(page).group(1).decode()
     form = urlencode({"csrf_token": token, "username": username, "password": password})
