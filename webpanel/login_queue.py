@@ -39,7 +39,9 @@ from dataclasses import dataclass
 from webpanel.security import HEADERS
 
 PER_ADDRESS = 2  # logins of one address waiting or being checked, per process
-GATE_WAITING = 20  # /login requests of one address waiting at the gate, per process
+# /login requests of one address waiting at the gate, per process. Waiting, not refused:
+# a refusal is cheap enough for a flood to loop on it, a wait holds the flood back.
+GATE_WAITING = 100
 LOGIN_BODY_MAX = 16 * 1024  # bytes: a login form is far smaller
 TOO_MANY = "Too many requests for /login from your address at once: try again in a moment."
 CAPACITY = 500  # logins waiting per process, all addresses together
