@@ -154,13 +154,21 @@ def address_key(address: str) -> str:
     return str(getattr(ip, "ipv4_mapped", None) or ip)
 
 
+_lowered: set[int] = set()  # the threads lower_priority() has lowered (by native id)
+
+
 def lower_priority() -> None:
-    """Lower this thread's CPU priority (Linux: nice is per thread, inherited by the
-    threads Argon2 starts); raising it back would need privileges, so only threads
-    that do nothing else call this."""
+    """Lower this thread's CPU priority by CHECK_NICENESS, once (Linux: nice is per
+    thread, inherited by the threads Argon2 starts); raising it back would need
+    privileges, so only threads that do nothing else call this."""
     # Not Linux, or not allowed: the checks run at the normal priority.
+    me = threading.get_native_id()
+    if me in _lowered:
+        return
     with suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), CHECK_NICENESS)
+        lower = min(19, os.getpriority(os.PRIO_PROCESS, me) + CHECK_NICENESS)
+        os.setpriority(os.PRIO_PROCESS, me, lower)
+    _lowered.add(me)
 
 
 class CheckRunner:

@@ -4,6 +4,7 @@ per client address, and guesses at one account from many addresses."""
 from __future__ import annotations
 
 import io
+import os
 import threading
 
 from sqlalchemy import text
@@ -12,9 +13,11 @@ from crawler.db import accounts
 from tests.unit.test_panel_support import PASSWORD, attempt, fail_many, message
 from webpanel import accounts as panel_accounts
 from webpanel.login_queue import (
+    CHECK_NICENESS,
     FULL,
     GRANTED,
     TIMED_OUT,
+    CheckRunner,
     FairQueue,
     LoginGate,
     address_key,
@@ -225,3 +228,16 @@ def test_guesses_from_one_ipv6_network_are_slowed_together(app, db, operators):
     slowed, _ = attempt(app, "alice", PASSWORD, "2001:db8:1:2::ffff")
     assert slowed.status_code == 429
     assert attempt(app, "alice", PASSWORD, "2001:db8:9:9::1")[0].status_code == 302
+
+
+def test_checks_run_on_threads_of_their_own_at_a_lower_priority():
+    def niceness() -> tuple[int, int]:
+        me = threading.get_native_id()
+        return me, os.getpriority(os.PRIO_PROCESS, me)
+
+    runner = CheckRunner(1)
+    runner.run(niceness)
+    thread, nice = runner.run(niceness)  # lowered once, not again on each check
+    assert thread != threading.get_native_id()
+    main = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert nice == min(19, main + CHECK_NICENESS)
