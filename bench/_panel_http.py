@@ -32,7 +32,7 @@ def free_port() -> int:
 
 def start_gunicorn(url: str, port: int) -> subprocess.Popen:
     """`gunicorn --workers 2 webpanel:create_app()` from the repository root, so with
-    gunicorn.conf.py (threads) as `make run` and the image run it."""
+    gunicorn.conf.py (gevent workers) as `make run` and the image run it."""
     env = {
         **os.environ,
         "DATABASE_URL": url,
@@ -66,8 +66,9 @@ def stop(proc: subprocess.Popen) -> None:
             proc.kill()
 
 
-def request(port: int, method: str, path: str, body=None, headers=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+def request(port: int, method: str, path: str, body=None, headers=None, source="127.0.0.1"):
+    """One request on a connection of its own, from `source` (any 127.0.0.0/8 address)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120, source_address=(source, 0))
     try:
         conn.request(method, path, body=body, headers=headers or {})
         response = conn.getresponse()
@@ -76,9 +77,13 @@ def request(port: int, method: str, path: str, body=None, headers=None):
         conn.close()
 
 
-def login(port: int, username: str, password: str) -> tuple[int, str | None]:
+def login(
+    port: int, username: str, password: str, source: str = "127.0.0.1"
+) -> tuple[int, str | None]:
     """One login as a fresh browser makes it: (status of the POST, its session cookie)."""
-    _, headers, body = request(port, "GET", "/login")
+    status, headers, body = request(port, "GET", "/login", source=source)
+    if status != 200:  # 429: too many of this address's requests at once
+        return status, None
     cookie = cookie_of(headers)
     token = re.search(rb'name="csrf_token" type="hidden" value="([^"]+)"', body).group(1)
     form = urlencode({"csrf_token": token.decode(), "username": username, "password": password})
@@ -88,6 +93,7 @@ def login(port: int, username: str, password: str) -> tuple[int, str | None]:
         "/login",
         form,
         {"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie},
+        source,
     )
     return status, cookie_of(headers) if status == 302 else None
 

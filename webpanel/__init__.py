@@ -18,15 +18,18 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from crawler.core.inputs import unstorable
 from webpanel import banners, security, settings
 from webpanel.core import StatsCache, page_url
 from webpanel.extensions import csrf, db, login_manager
+from webpanel.login_queue import LoginGate, under_gevent
 
 log = logging.getLogger(__name__)
 
 
 def create_app(test_config: dict | None = None) -> Flask:
     """Build the panel; `test_config` overrides settings (tests, benchmarks)."""
+    require_cooperative_driver()
     app = Flask(__name__)
     app.config.from_mapping(settings.defaults())
     if test_config:
@@ -40,6 +43,7 @@ def create_app(test_config: dict | None = None) -> Flask:
 
         app.config["SECRET_KEY"] = settings.secret_key(var_dir())
 
+    app.wsgi_app = LoginGate(app.wsgi_app)  # one /login at a time per client address
     proxies = app.config["TRUSTED_PROXIES"]
     if proxies:
         # Only then is X-Forwarded-For the client's address (login throttling keys on it).
@@ -53,6 +57,21 @@ def create_app(test_config: dict | None = None) -> Flask:
     register_templates(app)
     banners.init_app(app)
     return app
+
+
+def require_cooperative_driver() -> None:
+    """Under gevent (gunicorn.conf.py), psycopg must wait for the database through the
+    patched standard library, else one query stalls every request of the worker. psycopg
+    picks its wait when first imported: that must happen after gevent's patching."""
+    if not under_gevent():
+        return
+    from psycopg import waiting
+
+    if waiting.wait is getattr(waiting, "wait_c", None):
+        raise RuntimeError(
+            "psycopg was imported before gevent patched the standard library: do not"
+            " import the panel in gunicorn.conf.py nor preload it (preload_app)"
+        )
 
 
 def register_blueprints(app: Flask) -> None:
@@ -84,21 +103,40 @@ def register_templates(app: Flask) -> None:
     app.register_error_handler(OperationalError, database_down)
     app.register_error_handler(PoolTimeout, database_down)
     app.register_error_handler(DataError, input_refused_by_database)
-    app.before_request(refuse_nul_characters)
+    app.register_error_handler(UnicodeEncodeError, input_refused_by_database)
+    app.before_request(refuse_unstorable_input)
 
 
-def refuse_nul_characters() -> None:
-    """Postgres stores no NUL character: refuse it at the door, naming the field."""
-    for name, value in [*request.args.items(multi=True), *request.form.items(multi=True)]:
-        if "\x00" in value:
-            abort(400, description=f"{name}: contains a NUL character, which cannot be stored")
+def refuse_unstorable_input() -> None:
+    """A NUL or a lone surrogate in the URL or a form: 400 at the door, naming the field
+    (JSON bodies: webpanel.api.json_body; page cursors: crawler.db.pages.paging)."""
+    fields = [*request.args.items(multi=True), *request.form.items(multi=True)]
+    fields += (request.view_args or {}).items()
+    for name, value in fields:
+        problem = isinstance(value, str) and unstorable(value)
+        if problem:
+            abort(400, description=f"{name}: {problem}")
 
 
-def input_refused_by_database(exc: DataError):
-    """A value the database cannot store (say, NUL inside JSON): 400 with the reason."""
+# What the database says about a value it refuses (SQLSTATE class 22), in our words.
+REFUSALS = {
+    "22001": "a value longer than its field allows",
+    "22003": "a number out of range",
+    "22007": "not a date and time",
+    "22008": "a date and time out of range",
+    "22021": "a character that cannot be stored",
+    "22P02": "a value of the wrong kind",
+    "22P05": "a character that cannot be stored",
+}
+
+
+def input_refused_by_database(exc: Exception):
+    """A value the database (or its driver) cannot take: 400 with the reason in our
+    words; the database's own text goes to the log only."""
     db.session.rollback()
-    reason = str(exc.orig or exc).strip().splitlines()[0]
-    message = f"the input cannot be stored: {reason}"
+    state = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    log.info("input refused by the database: %s", str(exc).strip().splitlines()[0])
+    message = f"the input cannot be stored: {REFUSALS.get(state, 'a value the database refuses')}"
     if wants_json():
         return jsonify(error=message), 400
     return render_template("errors/error.html", code=400, message=message), 400

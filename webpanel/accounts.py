@@ -1,27 +1,28 @@
-"""Operators as Flask-Login sees them, the login check, and the bound on Argon2 checks.
+"""Operators as Flask-Login sees them, and the login check.
 
-Failed logins slow down per (account, client address) and per address, in the
-database (crawler.db.accounts), so every gunicorn worker sees the same counts;
-no account is ever locked. Unknown, disabled and known usernames take the same
-path: the same queries, one Argon2 check, the same message.
+Failed logins slow down per (account, client address), per address and per
+account, in the database (crawler.db.accounts), so every gunicorn worker sees
+the same counts; no account is ever locked. The slow-down is decided before
+anything else: a login it refuses costs one query, no password check and no
+place in the queue for one (webpanel.login_queue). Unknown, disabled and known
+usernames take the same path: the same queries, one Argon2 check, the same message.
 """
 
 from __future__ import annotations
 
 import math
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from flask_login import UserMixin
 
 from crawler.core.passwords import dummy_hash, verify_password
 from crawler.db import accounts
+from webpanel.login_queue import FULL, GRANTED, CheckRunner, FairQueue
 
 WRONG = "Wrong username or password."
 SLOW_DOWN = "Too many failed logins: try again in {} s."
-BUSY = "The panel is checking other logins: try again in a moment."
+CROWDED = "Logins from your address are already waiting: try again in a moment."
+BUSY = "The panel is busy checking other logins: try again in a moment."
 
 
 class Operator(UserMixin):
@@ -44,22 +45,12 @@ class Operator(UserMixin):
         return f"{self.id}.{self.generation}"
 
 
-class HashSlots:
-    """At most `size` Argon2 checks at once in this process; the rest are told to come
-    back at once rather than queue up behind them (and starve every other request)."""
+class PasswordChecks:
+    """This process's password checks: the fair queue for them and the threads they run on."""
 
-    def __init__(self, size: int) -> None:
-        self._free = threading.BoundedSemaphore(size)
-
-    @contextmanager
-    def slot(self) -> Iterator[bool]:
-        """True inside when a slot was free (and is held until the block ends)."""
-        got = self._free.acquire(blocking=False)
-        try:
-            yield got
-        finally:
-            if got:
-                self._free.release()
+    def __init__(self, slots: int) -> None:
+        self.queue = FairQueue(slots)
+        self.runner = CheckRunner(slots)
 
 
 @dataclass(frozen=True)
@@ -75,25 +66,30 @@ def authenticate(
     password: str,
     address: str,
     policy: accounts.LoginPolicy,
-    slots: HashSlots,
+    checks: PasswordChecks,
 ) -> LoginResult:
-    """Check a password; a failure is counted for (username, address) and for address.
+    """Check a password; a failure is counted for (username, address), address and username.
 
-    A free Argon2 slot is taken first: the rest of a burst is turned away before it
-    costs even a query. The slot is held through the throttle check and the hash.
+    The slow-down is asked before the queue and again once this login's turn has
+    come (the address's earlier logins may have failed meanwhile). An address with
+    no failed login goes in the queue's first lane.
     """
-    with slots.slot() as free:
-        if not free:
-            return LoginResult(None, BUSY, retry_after=1)
+    wait = accounts.login_wait(session, username, address, policy)
+    session.rollback()  # no connection held while the login waits for its turn
+    if wait.seconds > 0:
+        return throttled(wait)
+    with checks.queue.turn(address, first=not wait.address_failed) as turn:
+        if turn != GRANTED:
+            return LoginResult(None, CROWDED if turn == FULL else BUSY, retry_after=1)
         wait = accounts.login_wait(session, username, address, policy)
-        if wait > 0:
-            session.rollback()
-            seconds = math.ceil(wait)
-            return LoginResult(None, SLOW_DOWN.format(seconds), retry_after=seconds)
         row = accounts.user_for_login(session, username)
         session.rollback()  # no transaction held across the Argon2 check
+        if wait.seconds > 0:
+            return throttled(wait)
         usable = row is not None and not row.disabled
-        good = verify_password(row.password_hash if usable else dummy_hash(), password)
+        good = checks.runner.run(
+            verify_password, row.password_hash if usable else dummy_hash(), password
+        )
     if usable and good:
         accounts.forget_login_failures(session, username, address)
         session.commit()
@@ -101,6 +97,12 @@ def authenticate(
     accounts.record_login_failure(session, username, address)
     session.commit()
     return LoginResult(None, WRONG)
+
+
+def throttled(wait: accounts.LoginWait) -> LoginResult:
+    """The 429 answer while failed logins slow this one down."""
+    seconds = math.ceil(wait.seconds)
+    return LoginResult(None, SLOW_DOWN.format(seconds), retry_after=seconds)
 
 
 def load_operator(session, session_id: str) -> Operator | None:

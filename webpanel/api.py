@@ -12,6 +12,7 @@ from flask import Blueprint, abort, current_app, g, jsonify, request
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW
 from crawler.core.hostnames import HostnameError, normalize
+from crawler.core.inputs import MAX_NOTE, note_problem, unstorable
 from crawler.db import accounts, bulk
 from crawler.db.deny_entries import current_denial
 from crawler.db.pages import deny_lists, paging
@@ -60,7 +61,26 @@ def json_body() -> dict:
         abort(400, description=f"JSON nested deeper than {MAX_DEPTH} levels")
     if not isinstance(body, dict):
         abort(400, description="send a JSON object")
+    for text in strings(body):
+        problem = unstorable(text)
+        if problem:
+            abort(400, description=f"the JSON body {problem}: {ascii(text[:40])}")
     return body
+
+
+def strings(value) -> list[str]:
+    """Every string in a JSON value, object keys included (a loop, not recursion)."""
+    found, stack = [], [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            found.append(node)
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
 
 
 def nesting(value) -> int:
@@ -86,8 +106,11 @@ def names_from_body() -> tuple[list[str], str | None]:
     if not names or not all(isinstance(n, str) for n in names):
         abort(400, description=f'"names": 1 to {MAX_NAMES} strings')
     note = body.get("note")
-    if note is not None and (not isinstance(note, str) or len(note) > 500 or "\x00" in note):
-        abort(400, description='"note": a string of at most 500 characters, without NUL')
+    if note is not None and not isinstance(note, str):
+        abort(400, description=f'"note": a string of at most {MAX_NOTE} characters')
+    problem = note and note_problem(note)
+    if problem:
+        abort(400, description=f'"note": {problem}')
     return names, note
 
 

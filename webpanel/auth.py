@@ -1,7 +1,8 @@
 """/login and /logout: Flask-Login sessions for operators made with `hostcrawl user create`.
 
 A session is a signed cookie that expires PANEL_SESSION_HOURS after its last
-use; the server ends it early through the operator's session generation
+use and PANEL_SESSION_MAX_HOURS after its login (webpanel.security); the server
+ends it early through the operator's session generation
 (webpanel.accounts.Operator.get_id): logout, a new password or disabling the
 account raise it, and every cookie made before stops working.
 """
@@ -22,10 +23,11 @@ from flask_login import current_user, login_user, logout_user
 from sqlalchemy import text
 
 from crawler.db import accounts
-from webpanel.accounts import HashSlots, authenticate, load_operator
+from webpanel.accounts import PasswordChecks, authenticate, load_operator
 from webpanel.extensions import db, login_manager
 from webpanel.forms import EmptyForm, LoginForm
-from webpanel.security import safe_next
+from webpanel.login_queue import address_key
+from webpanel.security import safe_next, start_session
 
 bp = Blueprint("auth", __name__)
 
@@ -40,25 +42,27 @@ def login_policy() -> accounts.LoginPolicy:
     return accounts.LoginPolicy(
         free_failures=config["LOGIN_FREE_FAILURES"],
         address_free_failures=config["LOGIN_ADDRESS_FREE_FAILURES"],
+        account_free_failures=config["LOGIN_ACCOUNT_FREE_FAILURES"],
         delay=config["LOGIN_DELAY_SECONDS"],
         max_delay=config["LOGIN_DELAY_MAX_SECONDS"],
     )
 
 
-def hash_slots() -> HashSlots:
-    """This process's bound on Argon2 checks, one per app (setdefault is atomic: threads
+def password_checks() -> PasswordChecks:
+    """This process's queue of password checks, one per app, made at the first login
+    (in the worker, after gevent has patched threading; setdefault is atomic: requests
     racing on the first login all get the same one)."""
-    slots = current_app.extensions.get("hostcrawl.hash_slots")
-    if slots is None:
-        fresh = HashSlots(current_app.config["LOGIN_HASH_SLOTS"])
-        slots = current_app.extensions.setdefault("hostcrawl.hash_slots", fresh)
-    return slots
+    checks = current_app.extensions.get("hostcrawl.password_checks")
+    if checks is None:
+        fresh = PasswordChecks(current_app.config["LOGIN_HASH_SLOTS"])
+        checks = current_app.extensions.setdefault("hostcrawl.password_checks", fresh)
+    return checks
 
 
 def client_address() -> str:
     """The TCP peer, or X-Forwarded-For's client when PANEL_TRUSTED_PROXIES says so
-    (ProxyFix, in create_app, rewrites remote_addr only then)."""
-    return (request.remote_addr or "unknown")[:64]
+    (ProxyFix, in create_app, rewrites remote_addr only then); an IPv6 one's /64."""
+    return address_key(request.remote_addr or "unknown")
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -77,12 +81,13 @@ def login():
             form.password.data,
             client_address(),
             login_policy(),
-            hash_slots(),
+            password_checks(),
         )
         if result.operator is not None:
             session.clear()  # no session fixation: a fresh session for the operator
             session.permanent = True  # expires PANEL_SESSION_HOURS after its last use
             login_user(result.operator)
+            start_session()  # and PANEL_SESSION_MAX_HOURS after now, however used
             return redirect(target)
         form.password.errors.append(result.message)
         if result.retry_after:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from crawler.core.blocklists import read_lines
 from crawler.core.hostnames import HostnameError, normalize, normalize_entry
+from crawler.core.inputs import note_problem
 from crawler.db.deny_entries import EntryChange
 from crawler.db.pages import deny_lists
 
@@ -155,5 +156,8 @@ def import_rows(data: str) -> list[tuple[str, str | None]]:
         if i == 0 and cells[0].lower() == "hostname":
             continue
         note = unneutralise(cells[1]) if len(cells) > 1 and cells[1] else None
+        problem = note and note_problem(note)
+        if problem:
+            raise ValueError(f"row {i + 1}: the note: {problem}")
         rows.append((cells[0], note))
     return rows

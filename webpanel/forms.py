@@ -8,6 +8,8 @@ from wtforms import BooleanField, HiddenField, PasswordField, StringField, Submi
 from wtforms.fields import TextAreaField
 from wtforms.validators import DataRequired, Length, Optional
 
+from crawler.core.inputs import MAX_NOTE
+
 FORCE_LABEL = "Store bare public suffixes such as com or co.uk (denies every name under them)"
 
 
@@ -26,7 +28,9 @@ class EmptyForm(FlaskForm):
 class ConfirmForm(FlaskForm):
     """The confirmation of a removal or an unblock, with an optional note for the change log."""
 
-    note = StringField("Note (kept in the change log)", validators=[Optional(), Length(max=500)])
+    note = StringField(
+        "Note (kept in the change log)", validators=[Optional(), Length(max=MAX_NOTE)]
+    )
     submit = SubmitField("Confirm")
 
 
@@ -37,7 +41,7 @@ class NoFollowForm(FlaskForm):
         "Domains, one per line",
         validators=[DataRequired(message="give at least one domain"), Length(max=500_000)],
     )
-    note = StringField("Note (why)", validators=[Optional(), Length(max=500)])
+    note = StringField("Note (why)", validators=[Optional(), Length(max=MAX_NOTE)])
     force = BooleanField(FORCE_LABEL)
     preview = SubmitField("Preview")
     save = SubmitField("Save")

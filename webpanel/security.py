@@ -1,10 +1,13 @@
-"""Every page needs a login unless listed here; every response gets the security headers."""
+"""Every page needs a login unless listed here; every response gets the security headers;
+a session ends PANEL_SESSION_MAX_HOURS after its login, however often it is used."""
 
 from __future__ import annotations
 
+import json
+import time
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, abort, redirect, request, url_for
+from flask import Flask, Response, abort, current_app, redirect, request, session, url_for
 from flask_login import current_user
 
 from webpanel.extensions import login_manager
@@ -18,6 +21,7 @@ READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # POSTs any operator may make: about their own session only.
 ANY_ROLE_POSTS = frozenset({"auth.login", "auth.logout"})
 VIEWER_REFUSED = "this account may look but not change anything (role viewer): ask an admin"
+LOGGED_IN_AT = "hostcrawl_logged_in_at"  # the session key: when its login was (Unix time)
 
 CSP = "; ".join(
     [
@@ -40,10 +44,27 @@ HEADERS = {
 
 def init_app(app: Flask) -> None:
     """Register the login requirement (before CSRF, so strangers go to the login page)."""
+    app.before_request(end_old_session)
     app.before_request(require_login)
     app.before_request(require_admin_to_change)
     app.after_request(security_headers)
     login_manager.unauthorized_handler(to_login)
+
+
+def start_session() -> None:
+    """Mark the session just logged in: its absolute lifetime counts from now."""
+    session[LOGGED_IN_AT] = int(time.time())
+
+
+def end_old_session() -> None:
+    """A session whose login is older than PANEL_SESSION_MAX_HOURS (or unknown) is
+    emptied before Flask-Login reads it: the visitor is anonymous again."""
+    if "_user_id" not in session:
+        return
+    logged_in_at = session.get(LOGGED_IN_AT)
+    max_age = current_app.config["PANEL_SESSION_MAX_HOURS"] * 3600
+    if not isinstance(logged_in_at, int) or time.time() - logged_in_at > max_age:
+        session.clear()
 
 
 def require_login():
@@ -77,7 +98,8 @@ def security_headers(response: Response) -> Response:
     for name, value in HEADERS.items():
         response.headers.setdefault(name, value)
     if request.endpoint != "static":
-        response.headers.setdefault("Cache-Control", "no-store")
+        # Whatever the view set (send_file says no-cache): nothing of the panel is kept.
+        response.headers["Cache-Control"] = "no-store"
     if request.is_secure:
         response.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
     return response
@@ -94,3 +116,19 @@ def safe_next(target: str | None) -> str:
     if parts.scheme or parts.netloc:
         return home
     return target
+
+
+def server_refusal(status: int, reason: str, message: str) -> bytes:
+    """A whole HTTP response for gunicorn's own refusals of a malformed request (400,
+    414, 431: gunicorn.conf.py): JSON like the API's errors, with the security headers."""
+    body = json.dumps({"error": f"{reason}: {message}" if message else reason}).encode()
+    headers = {
+        **HEADERS,
+        "Cache-Control": "no-store",
+        "Connection": "close",
+        "Content-Type": "application/json",
+        "Content-Length": str(len(body)),
+    }
+    head = f"HTTP/1.1 {status} {reason}\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    return head.encode("latin-1") + b"\r\n" + body

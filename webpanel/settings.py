@@ -55,14 +55,17 @@ def defaults() -> dict:
         "TRUSTED_PROXIES": values["PANEL_TRUSTED_PROXIES"],
         "MAX_CONTENT_LENGTH": 5 * 1024 * 1024,
         # Failed logins slow down, never lock: per (account, client address) after
-        # LOGIN_FREE_FAILURES, per client address after LOGIN_ADDRESS_FREE_FAILURES, each
-        # further failure doubles the wait from LOGIN_DELAY_SECONDS up to LOGIN_DELAY_MAX_SECONDS.
+        # LOGIN_FREE_FAILURES, per client address after LOGIN_ADDRESS_FREE_FAILURES, per
+        # account after LOGIN_ACCOUNT_FREE_FAILURES from every address (for the addresses
+        # that failed on it only); each further failure doubles the wait from
+        # LOGIN_DELAY_SECONDS up to LOGIN_DELAY_MAX_SECONDS.
         "LOGIN_FREE_FAILURES": 5,
         "LOGIN_ADDRESS_FREE_FAILURES": 50,
+        "LOGIN_ACCOUNT_FREE_FAILURES": 20,
         "LOGIN_DELAY_SECONDS": 2,
         "LOGIN_DELAY_MAX_SECONDS": 900,
-        # Argon2 checks at once per process (each is ~64 MiB and most of a core); a
-        # login beyond them gets 429 + Retry-After at once instead of queueing.
+        # Argon2 checks at once per process (each is ~64 MiB and most of a core); the
+        # logins beyond them queue, fairly per client address (webpanel.login_queue).
         "LOGIN_HASH_SLOTS": values["PANEL_LOGIN_HASH_SLOTS"],
         # The dashboard strip scans the hosts table: each worker recomputes it in the
         # background at most this often (seconds); 0 computes it on every request.

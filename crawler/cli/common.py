@@ -15,6 +15,7 @@ from psycopg.errors import UndefinedTable
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
+from crawler.core.inputs import note_problem
 from crawler.db.deny_entries import EntryChange
 
 DASH_HINT = "names that start with '-' go after '--', as in: hostcrawl no-follow add -- -name.test"
@@ -54,6 +55,14 @@ def engine() -> Engine:
     from crawler.db.engine import get_engine
 
     return get_engine()
+
+
+def checked_note(_ctx, _param, note: str | None) -> str | None:
+    """--note, refused (exit 1) past crawler.core.inputs' rule: the panel's and the API's."""
+    problem = note and note_problem(note)
+    if problem:
+        raise click.ClickException(f"--note: {problem}")
+    return note
 
 
 def friendly_errors(command: Callable) -> Callable:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from crawler.cli.bulkrun import finish, run_file
-from crawler.cli.common import ACTOR, engine, friendly_errors, report
+from crawler.cli.common import ACTOR, checked_note, engine, friendly_errors, report
 from crawler.db import bulk, deny_entries
 
 LIST_FILE = click.Path(dir_okay=False, allow_dash=True)
@@ -35,7 +35,9 @@ def no_follow() -> None:
 @no_follow.command("add")
 @click.argument("domains", nargs=-1)
 @click.option("-f", "--file", "path", type=LIST_FILE, help="A list or block list ('-': stdin).")
-@click.option("--note", help="Why (kept with the entry and in the change log).")
+@click.option(
+    "--note", callback=checked_note, help="Why (kept with the entry and in the change log)."
+)
 @click.option("--force", is_flag=True, help="Accept a bare public suffix such as 'com'.")
 @click.option("--report", "report_path", type=REPORT_FILE, help="Every line's result as CSV.")
 @friendly_errors
@@ -51,7 +53,7 @@ def no_follow_add(domains: tuple[str, ...], path, note: str | None, force: bool,
 @no_follow.command("remove")
 @click.argument("domains", nargs=-1)
 @click.option("-f", "--file", "path", type=LIST_FILE, help="A list ('-': stdin).")
-@click.option("--note", help="Why (kept in the change log).")
+@click.option("--note", callback=checked_note, help="Why (kept in the change log).")
 @click.option("--report", "report_path", type=REPORT_FILE, help="Every line's result as CSV.")
 @friendly_errors
 def no_follow_remove(domains: tuple[str, ...], path, note: str | None, report_path) -> None:
@@ -88,7 +90,7 @@ def blocked_list() -> None:
 @blocked.command("unblock")
 @click.argument("hosts", nargs=-1)
 @click.option("-f", "--file", "path", type=LIST_FILE, help="A list ('-': stdin).")
-@click.option("--note", help="Why (kept in the change log).")
+@click.option("--note", callback=checked_note, help="Why (kept in the change log).")
 @click.option("--report", "report_path", type=REPORT_FILE, help="Every line's result as CSV.")
 @friendly_errors
 def blocked_unblock(hosts: tuple[str, ...], path, note: str | None, report_path) -> None:

@@ -41,12 +41,16 @@ def user_create(name: str, role: str) -> None:
 
 @user.command("token")
 @click.argument("name")
+@click.option("--revoke", is_flag=True, help="End NAME's token and print none.")
 @friendly_errors
-def user_token(name: str) -> None:
+def user_token(name: str, revoke: bool) -> None:
     """Print a fresh API token for operator NAME; only its hash is stored, and the
-    previous token stops working."""
-    token = accounts.new_api_token(engine(), name)
-    click.echo(token)
+    previous token stops working. A new password or `user disable` revokes it too."""
+    if revoke:
+        accounts.revoke_api_token(engine(), name)
+        click.echo(f"API token of {name} revoked")
+        return
+    click.echo(accounts.new_api_token(engine(), name))
 
 
 @user.command("list")
@@ -65,16 +69,16 @@ def user_list() -> None:
 @click.argument("name")
 @friendly_errors
 def user_disable(name: str) -> None:
-    """Disable NAME: no login; their sessions and API token stop working at once."""
+    """Disable NAME: no login; their sessions end and their API token is revoked."""
     accounts.set_disabled(engine(), name, True)
-    click.echo(f"user {name} disabled; their sessions and API token no longer work")
+    click.echo(f"user {name} disabled; their sessions ended and their API token is revoked")
 
 
 @user.command("enable")
 @click.argument("name")
 @friendly_errors
 def user_enable(name: str) -> None:
-    """Enable NAME again (their old sessions stay ended)."""
+    """Enable NAME again (their old sessions and API token stay ended)."""
     accounts.set_disabled(engine(), name, False)
     click.echo(f"user {name} enabled")
 
@@ -83,9 +87,10 @@ def user_enable(name: str) -> None:
 @click.argument("name")
 @friendly_errors
 def user_password(name: str) -> None:
-    """Set NAME's password (from stdin, or prompted); every session of NAME ends."""
+    """Set NAME's password (from stdin, or prompted); every session of NAME ends and
+    their API token is revoked."""
     accounts.set_password(engine(), name, read_password())
-    click.echo(f"password of {name} changed; their sessions ended")
+    click.echo(f"password of {name} changed; their sessions ended, their API token revoked")
 
 
 @user.command("unlock")

@@ -212,6 +212,15 @@ SETTINGS: tuple[Setting, ...] = (
         group="panel",
     ),
     Setting(
+        "PANEL_SESSION_MAX_HOURS",
+        24.0,
+        float,
+        "hours after its login that a panel session ends, however often it is used",
+        readers=(PANEL,),
+        minimum=0.01,
+        group="panel",
+    ),
+    Setting(
         "PANEL_TRUSTED_PROXIES",
         0,
         int,

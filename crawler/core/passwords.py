@@ -1,7 +1,7 @@
 """Operator passwords: Argon2id hashes (argon2-cffi's RFC 9106 low-memory profile).
 
 Each check costs about 64 MiB and most of a core on purpose; the panel bounds
-how many run at once (webpanel.accounts.HashSlots).
+how many run at once and queues the rest fairly (webpanel.login_queue).
 """
 
 from __future__ import annotations

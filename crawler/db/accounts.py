@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, case, delete, func, select, text, update
+from sqlalchemy import Engine, and_, case, delete, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 
 from crawler.core.passwords import check_new_user, check_password, check_role, hash_password
@@ -20,6 +20,7 @@ from crawler.db.models import LoginFailure, User
 
 ADMIN, VIEWER = "admin", "viewer"
 ANY_ACCOUNT = ""  # login_failures.username of the per-address count
+ANY_ADDRESS = "*"  # login_failures.address of the per-account count (every address)
 FORGET_AFTER = timedelta(days=1)  # failed logins older than this no longer count
 
 
@@ -48,6 +49,11 @@ def new_api_token(engine: Engine, username: str) -> str:
     token = secrets.token_urlsafe(32)
     _change(engine, username, api_token_hash=api_token_hash(token))
     return token
+
+
+def revoke_api_token(engine: Engine, username: str) -> None:
+    """`hostcrawl user token --revoke`: the operator's API token stops working for good."""
+    _change(engine, username, api_token_hash=None)
 
 
 def user_by_id(conn, user_id: int):
@@ -91,7 +97,7 @@ def list_users(engine: Engine) -> list:
     """Every operator: username, role, created_at, disabled_at, has a token, failed logins."""
     failures = (
         select(func.coalesce(func.sum(LoginFailure.failures), 0))
-        .where(LoginFailure.username == User.username)
+        .where(LoginFailure.username == User.username, LoginFailure.address != ANY_ADDRESS)
         .where(LoginFailure.last_failed_at > func.now() - FORGET_AFTER)
         .scalar_subquery()
     )
@@ -109,17 +115,20 @@ def list_users(engine: Engine) -> list:
 
 
 def set_disabled(engine: Engine, username: str, disabled: bool) -> None:
-    """Disable (every session and the API token stop at once) or enable an operator."""
+    """Disable (every session ends and the API token is revoked: enabling the operator
+    again brings neither back) or enable an operator."""
     if disabled:
-        _change(engine, username, disabled_at=func.now(), end_sessions=True)
+        _change(engine, username, disabled_at=func.now(), api_token_hash=None, end_sessions=True)
     else:
         _change(engine, username, disabled_at=None)
 
 
 def set_password(engine: Engine, username: str, password: str) -> None:
-    """A new password; every session of the operator ends."""
+    """A new password; every session of the operator ends and their API token is revoked
+    (whoever had the old password may have made one)."""
     check_password(username, password)
-    _change(engine, username, password_hash=hash_password(password), end_sessions=True)
+    new_hash = hash_password(password)
+    _change(engine, username, password_hash=new_hash, api_token_hash=None, end_sessions=True)
 
 
 def set_role(engine: Engine, username: str, role: str) -> None:
@@ -161,10 +170,14 @@ def _change(engine: Engine, username: str, end_sessions: bool = False, **values)
 class LoginPolicy:
     """Failed logins slow down, never lock. Per (account, address) the first
     `free_failures` cost nothing, then each one doubles the wait from `delay` up to
-    `max_delay`; per address alone the same from `address_free_failures` on."""
+    `max_delay`; per address alone the same from `address_free_failures` on; per
+    account, over every address, from `account_free_failures` on, but only for the
+    addresses that have failed on that account: one that has not (the operator's
+    own) is never slowed by guesses made elsewhere."""
 
     free_failures: int = 5
     address_free_failures: int = 50
+    account_free_failures: int = 20
     delay: float = 2.0
     max_delay: float = 900.0
 
@@ -175,36 +188,61 @@ class LoginPolicy:
         return timedelta(seconds=min(self.delay * 2**doublings, self.max_delay))
 
 
-def login_wait(conn, username: str, address: str, policy: LoginPolicy) -> float:
-    """Seconds before a login for `username` from `address` may be tried (0: now).
+@dataclass(frozen=True)
+class LoginWait:
+    """What failed logins say about the next one."""
 
-    The same for a known and an unknown username: only the failures count.
+    seconds: float  # before it may be tried (0: now)
+    address_failed: bool  # the address has failed logins of the last day (any account)
+
+
+def login_wait(conn, username: str, address: str, policy: LoginPolicy) -> LoginWait:
+    """How long a login for `username` from `address` must wait, and whether the address
+    has failed before. The same for a known and an unknown username: only failures count.
     """
     rows = conn.execute(
         select(
             LoginFailure.username,
+            LoginFailure.address,
             LoginFailure.failures,
             LoginFailure.last_failed_at,
             func.now().label("now"),
         ).where(
-            LoginFailure.address == address,
-            LoginFailure.username.in_([username, ANY_ACCOUNT]),
+            or_(
+                and_(
+                    LoginFailure.address == address,
+                    LoginFailure.username.in_([username, ANY_ACCOUNT]),
+                ),
+                and_(LoginFailure.address == ANY_ADDRESS, LoginFailure.username == username),
+            ),
             LoginFailure.last_failed_at > func.now() - FORGET_AFTER,
         )
     ).all()
+    failed_here = any(r.username == username and r.address == address for r in rows)
     wait = 0.0
     for row in rows:
-        free = policy.address_free_failures if row.username == ANY_ACCOUNT else policy.free_failures
-        until: datetime = row.last_failed_at + policy.wait_after(row.failures, free)
+        if row.address == ANY_ADDRESS and not failed_here:
+            continue  # guesses elsewhere never slow an address that has not failed
+        until: datetime = row.last_failed_at + policy.wait_after(row.failures, _free(row, policy))
         wait = max(wait, (until - row.now).total_seconds())
-    return wait
+    return LoginWait(wait, any(r.address == address for r in rows))
+
+
+def _free(row, policy: LoginPolicy) -> int:
+    """The failures a row's count allows before its waits begin."""
+    if row.username == ANY_ACCOUNT:
+        return policy.address_free_failures
+    if row.address == ANY_ADDRESS:
+        return policy.account_free_failures
+    return policy.free_failures
 
 
 def record_login_failure(conn, username: str, address: str) -> None:
-    """Count one failed login for (username, address) and for the address alone."""
+    """Count one failed login for (username, address), for the address alone and for
+    the account alone."""
     stale = LoginFailure.last_failed_at < func.now() - FORGET_AFTER
-    for name in (username, ANY_ACCOUNT):
-        add = insert(LoginFailure).values(username=name, address=address, failures=1)
+    for name, at in ((username, address), (ANY_ACCOUNT, address), (username, ANY_ADDRESS)):
+        add = insert(LoginFailure).values(username=name, address=at, failures=1)
         conn.execute(
             add.on_conflict_do_update(
                 index_elements=["username", "address"],

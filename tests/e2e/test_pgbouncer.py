@@ -18,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import psycopg
@@ -30,6 +31,7 @@ from crawler.db.listener import conninfo
 from tests.e2e.conftest import known_hosts, wait_until
 from tests.fakeweb import World
 from tests.unit.test_panel_support import panel_config
+from webpanel.security import LOGGED_IN_AT
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
@@ -166,6 +168,7 @@ def test_the_panel_works_through_pgbouncer(db, bouncer, operators):
     with client.session_transaction() as session:
         session["_user_id"] = f"{operators['alice']}.1"
         session["_fresh"] = True
+        session[LOGGED_IN_AT] = int(time.time())
     before = bouncer.transactions()
     for _ in range(8):  # past psycopg's prepare threshold, on whichever server connection
         page = client.get("/")

@@ -193,12 +193,18 @@ def test_user_commands_manage_an_operator(db):
 
     generation = user_row(db, "ada").session_generation
     run = hostcrawl("user", "disable", "ada")
-    assert run.returncode == 0 and "sessions and API token no longer work" in run.stdout
+    assert run.returncode == 0 and "API token is revoked" in run.stdout
     ada = user_row(db, "ada")
     assert ada.disabled and ada.session_generation == generation + 1
     assert "\tdisabled " in hostcrawl("user", "list").stdout.splitlines()[0]
     assert hostcrawl("user", "enable", "ada").returncode == 0
     assert not user_row(db, "ada").disabled
+    assert "\tno token\t" in hostcrawl("user", "list").stdout.splitlines()[0]  # not back
+    hostcrawl("user", "token", "ada")
+    run = hostcrawl("user", "token", "--revoke", "ada")
+    assert run.returncode == 0 and run.stdout == "API token of ada revoked\n"
+    assert "\tno token\t" in hostcrawl("user", "list").stdout.splitlines()[0]
+    assert hostcrawl("user", "token", "--revoke", "nobody").returncode == 1
 
     old_hash = user_row(db, "ada").password_hash
     run = hostcrawl("user", "password", "ada", stdin="another good password\n")

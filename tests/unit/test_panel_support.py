@@ -8,13 +8,16 @@ in by writing the Flask-Login session instead of posting the form.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 
 import pytest
 from sqlalchemy import text
 
 from crawler.core.passwords import hash_password
+from webpanel import accounts as panel_accounts
 from webpanel import create_app
+from webpanel.security import LOGGED_IN_AT
 
 PASSWORD = "correct horse battery staple"
 SECRET = "test-secret-key-" * 4
@@ -62,6 +65,7 @@ def client(app, operators):
     with client.session_transaction() as session:
         session["_user_id"] = f"{operators['alice']}.1"  # id.session generation
         session["_fresh"] = True
+        session[LOGGED_IN_AT] = int(time.time())
     return client
 
 
@@ -159,3 +163,51 @@ def routing(engine, hostname: str):
             text("SELECT status_reason, denied_by, next_claim_at FROM queue WHERE hostname = :h"),
             {"h": hostname},
         ).one()
+
+
+# -- logins -----------------------------------------------------------------------------
+
+
+def attempt(app, username: str, password: str, address: str = "192.0.2.1", headers=None):
+    """One login from `address`, as a fresh browser would make it."""
+    client = app.test_client()
+    environ = {"REMOTE_ADDR": address}
+    page = client.get("/login", environ_base=environ).get_data(as_text=True)
+    token = CSRF.search(page).group(1)
+    data = {"username": username, "password": password, "csrf_token": token}
+    response = client.post("/login", data=data, environ_base=environ, headers=headers or {})
+    return response, client
+
+
+def message(response) -> str:
+    found = re.search(
+        r'<ul class="errors"[^>]*>\s*<li>([^<]+)</li>', response.get_data(as_text=True)
+    )
+    return found.group(1) if found else ""
+
+
+def fail_many(engine, username: str, address: str, failures: int) -> None:
+    """`failures` failed logins just now, as an attacker's guesses leave them."""
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO login_failures (username, address, failures) VALUES (:u, :a, :f)"
+                " ON CONFLICT (username, address) DO UPDATE SET failures = :f,"
+                " last_failed_at = now()"
+            ),
+            {"u": username, "a": address, "f": failures},
+        )
+
+
+@pytest.fixture
+def hash_checks(monkeypatch):
+    """How many Argon2 checks the panel makes."""
+    calls = []
+    real = panel_accounts.verify_password
+
+    def counting(password_hash, password):
+        calls.append(password_hash)
+        return real(password_hash, password)
+
+    monkeypatch.setattr(panel_accounts, "verify_password", counting)
+    return calls

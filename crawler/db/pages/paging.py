@@ -31,6 +31,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
 from crawler.core.hostnames import normalize
+from crawler.core.inputs import unstorable
 from crawler.db.hostsql import suffix_range
 from crawler.db.models import QueueRow
 
@@ -107,6 +108,10 @@ def decode_cursor(cursor: str, kinds: Sequence[str]) -> list[Any]:
                 value = datetime.fromisoformat(value)
             elif type(value) is not _KINDS[kind]:
                 raise TypeError(kind)
+            elif kind == "str" and unstorable(value):
+                raise ValueError(unstorable(value))  # no query can take it
+            elif kind == "int" and not -(2**63) <= value < 2**63:
+                raise ValueError("out of range")  # no bigint is
         except (TypeError, ValueError) as exc:
             raise BadCursor(f"bad page cursor {cursor!r}") from exc
         decoded.append(value)
