@@ -44,7 +44,12 @@ def stale_tables(engine: Engine, written: int, tables: Sequence[str] = BULK_TABL
     committed (maybe not reported yet), are a large share of them."""
     with engine.connect() as conn:
         rows = conn.execute(CHANGED, {"tables": list(tables)}).all()
-    return [r.name for r in rows if r.changed + written >= max(MIN_CHANGED, LARGE_SHARE * r.rows)]
+    return [r.name for r in rows if large_share(r.changed + written, r.rows)]
+
+
+def large_share(changed: float, rows: float) -> bool:
+    """Whether `changed` rows are enough of a table of `rows` to analyze it now."""
+    return changed >= max(MIN_CHANGED, LARGE_SHARE * rows)
 
 
 def analyze_after_bulk_write(
