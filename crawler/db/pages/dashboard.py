@@ -7,9 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Select, func, or_, select, text, tuple_
 
-from crawler.db.models import Host, QueueRow, RootRow
+from crawler.db.models import QueueRow, RootRow
 from crawler.db.pages.hidden import Hidden, hidden_figures
-from crawler.db.pages.hosts import HostFilter
 from crawler.db.pages.paging import NEVER_CRAWLED, visible
 
 # -- the dashboard strip ---------------------------------------------------------------
@@ -155,45 +154,37 @@ OUTCOME_SHARES = (
 
 def totals(conn, hidden: Hidden | None = None) -> dict:
     """The strip's totals (everything but the chart), with `estimated` saying which kind."""
+    hidden = hidden or hidden_figures(conn, window_start())
     rows = conn.execute(text(HOSTS_ESTIMATE)).scalar()
     if rows is None or rows < EXACT_BELOW:
-        return exact_totals(conn)
-    return estimated_totals(conn, rows, hidden or hidden_figures(conn, window_start()))
+        return exact_totals(conn, hidden)
+    return estimated_totals(conn, rows, hidden)
 
 
-def shown_rows() -> tuple:
-    """The list's own conditions on queue for "every host it shows" (no search, no filter)."""
-    return HostFilter().conditions()[0]
-
-
-def exact_totals(conn) -> dict:
-    """Counted with the list's own rule: one pass over the shown rows; fine below
-    EXACT_BELOW rows."""
-    recent = Host.last_crawled_at > func.now() - text("interval '1 hour'")
-    outcome_rows = conn.execute(
-        select(
-            Host.outcome,
-            func.count().label("n"),
-            func.count().filter(recent).label("recent"),
-            func.count().filter(QueueRow.next_claim_at <= func.now()).label("due"),
+def exact_totals(conn, hidden: Hidden) -> dict:
+    """Counted: one scan of hosts less the hidden rows; fine below EXACT_BELOW rows."""
+    counted = conn.execute(
+        text(
+            "SELECT outcome, count(*) AS n,"
+            " count(*) FILTER (WHERE last_crawled_at > now() - interval '1 hour') AS recent"
+            " FROM hosts GROUP BY outcome"
         )
-        .select_from(QueueRow)
-        .join(Host, Host.hostname == QueueRow.hostname)
-        .where(*shown_rows())
-        .group_by(Host.outcome)
     ).all()
-    outcome_rows = sorted(outcome_rows, key=lambda r: (-r.n, r.outcome is None, r.outcome or ""))
+    outcomes = sorted(
+        ((r.outcome, r.n - hidden.hosts[r.outcome]) for r in counted),
+        key=lambda r: (-r[1], r[0] is None, r[0] or ""),
+    )
     entries = conn.execute(text(ENTRY_COUNTS)).one()
     return {
-        "hosts_known": sum(r.n for r in outcome_rows),
-        "due_now": sum(r.due for r in outcome_rows),
-        "crawled_last_hour": sum(r.recent for r in outcome_rows),
+        "hosts_known": sum(n for _, n in outcomes),
+        "due_now": conn.execute(text(f"SELECT count(*) FROM ({DUE}) AS d")).scalar_one(),
+        "crawled_last_hour": sum(r.recent - hidden.recent[r.outcome] for r in counted),
         "blocked": entries.blocked,
         "no_follow": entries.no_follow,
         "out_of_routing": conn.execute(
             text(f"SELECT count(*) FROM ({OUT_OF_ROUTING}) AS o")
         ).scalar_one(),
-        "outcomes": [(r.outcome, r.n) for r in outcome_rows],
+        "outcomes": [(o, n) for o, n in outcomes if n > 0],
         "estimated": False,
     }
 
