@@ -137,3 +137,11 @@ def test_a_host_a_stale_worker_saved_under_an_entry_is_named_nowhere(client, api
     assert names_denied(client.get("/").get_data(as_text=True)) == []
     assert names_denied(api.get("/api/stats").get_data(as_text=True)) == []
     assert "u0.social.test" not in {row["hostname"] for row in list_rows(api)}
+
+
+@pytest.mark.parametrize("n", [1, 2, 10])
+def test_the_top_roots_walk_past_the_denied_ones_a_batch_at_a_time(crawled, monkeypatch, n):
+    """The two biggest roots are denied: a walk in batches of 2 finds the shown ones."""
+    monkeypatch.setattr(dashboard, "TOP_ROOTS_BATCH", 2)
+    with crawled.connect() as conn:
+        assert dashboard.top_roots(conn, n) == list(SHOWN_ROOTS.items())[:n]

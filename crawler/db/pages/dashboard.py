@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Select, func, or_, select, text, tuple_
+from sqlalchemy import Select, case, func, or_, select, text, tuple_
 
 from crawler.db.models import QueueRow, RootRow
 from crawler.db.pages.hidden import Hidden, hidden_figures
@@ -278,7 +278,7 @@ def top_roots(conn, n: int = 10) -> list[tuple[str, int]]:
     after: tuple[int, str] | None = None
     while True:
         batch = conn.execute(top_roots_batch(after)).all()
-        best += [(r.root, r.hosts - r.hidden) for r in batch if r.shown and r.hosts > r.hidden]
+        best += [(r.root, r.hosts - r.hidden) for r in batch if r.hosts > r.hidden]
         best = sorted(best, key=lambda r: (r[1], r[0]), reverse=True)[:n]
         if len(batch) < TOP_ROOTS_BATCH or (len(best) == n and batch[-1].hosts <= best[-1][1]):
             return best
@@ -286,7 +286,9 @@ def top_roots(conn, n: int = 10) -> list[tuple[str, int]]:
 
 
 def top_roots_batch(after: tuple[int, str] | None) -> Select:
-    """The next TOP_ROOTS_BATCH roots by hosts, with their hidden rows and deny state."""
+    """The next TOP_ROOTS_BATCH roots by hosts, with their hidden rows (counted off
+    ix_queue_hidden_root, and only for a root no entry covers: a blocked trap's rows are
+    never counted)."""
     hidden = (
         select(func.count())
         .select_from(QueueRow)
@@ -296,9 +298,9 @@ def top_roots_batch(after: tuple[int, str] | None) -> Select:
         )
         .scalar_subquery()
     )
-    stmt = select(
-        RootRow.root, RootRow.hosts, hidden.label("hidden"), visible(RootRow.root).label("shown")
-    )
+    # A root an entry covers hides all its hosts.
+    hidden = case((visible(RootRow.root), hidden), else_=RootRow.hosts)
+    stmt = select(RootRow.root, RootRow.hosts, hidden.label("hidden"))
     if after is not None:
         stmt = stmt.where(tuple_(RootRow.hosts, RootRow.root) < after)
     order = (RootRow.hosts.desc(), RootRow.root.desc())
