@@ -54,13 +54,10 @@ class HostsSpider(scrapy.Spider):
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
-        # Scrapy makes the spider before the add-ons apply their settings: read them
-        # once the spider opens.
-        crawler.signals.connect(spider.setup, signal=scrapy.signals.spider_opened)
+        spider.setup(crawler)
         return spider
 
-    def setup(self) -> None:
-        crawler = self.crawler
+    def setup(self, crawler) -> None:
         settings = crawler.settings
         self.state = CrawlState.of(crawler)
         self.url_template = settings.get("HOST_URL_TEMPLATE")
