@@ -154,7 +154,8 @@ OUTCOME_SHARES = (
 
 def totals(conn, hidden: Hidden | None = None) -> dict:
     """The strip's totals (everything but the chart), with `estimated` saying which kind."""
-    hidden = hidden or hidden_figures(conn, window_start())
+    if hidden is None:
+        hidden = hidden_figures(conn, window_start())
     rows = conn.execute(text(HOSTS_ESTIMATE)).scalar()
     if rows is None or rows < EXACT_BELOW:
         return exact_totals(conn, hidden)
@@ -238,7 +239,8 @@ def timeline(conn, hours: int = HOURS, hidden: Hidden | None = None) -> Timeline
     at most 24 x its shards rows, whatever the size of hosts. Less the hidden hosts'
     discoveries and latest crawls: a trap's hosts leave the chart when it is blocked."""
     start = window_start(hours)
-    hidden = hidden or hidden_figures(conn, start)
+    if hidden is None:
+        hidden = hidden_figures(conn, start)
     slots = [start + timedelta(hours=i) for i in range(hours)]
     rows = conn.execute(
         text(
