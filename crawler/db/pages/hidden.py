@@ -7,6 +7,10 @@ the rows an entry took out of routing (`queue.denied_by`). Those are the rows of
 the small partial index ix_queue_hidden_root (migration 0014): one pass over them,
 each host's facts looked up by primary key, gives their share of every figure.
 Its cost follows the hidden rows (entries and what they took out), not the hosts.
+
+Not counted here: a host a worker saved under an entry before its deny list heard of
+the entry (no denied_by). The list hides it (visible() tests every parent); finding
+such rows means a range scan under every entry, which would double this pass.
 """
 
 from __future__ import annotations
