@@ -5,11 +5,11 @@ counted on a small database, the planner's estimates on a big one; the deny
 entries always counted), plus the blocks of the last hour from the change log
 (an index range). prometheus_client writes the exposition format.
 
-    hostcrawl_hosts_known                 hosts (deny entries' own rows left out)
+    hostcrawl_hosts_known                 hosts the main list shows (none under an entry)
     hostcrawl_queue_due                   hosts due now (the queue depth a worker sees)
     hostcrawl_out_of_routing              hosts under a deny entry
     hostcrawl_entries{rule}               deny entries by rule
-    hostcrawl_hosts_by_outcome{outcome}   hosts by last outcome
+    hostcrawl_hosts_by_outcome{outcome}   hosts the main list shows, by last outcome
     hostcrawl_blocks_last_hour            blocks (crawler or operator) in the last hour
     hostcrawl_counts_estimated            1 while the figures are estimates
 """
@@ -43,7 +43,7 @@ class Figures:
     def collect(self):
         f = self.figures
         for name, help_text, value in (
-            ("hostcrawl_hosts_known", "Hosts known (deny entries left out).", f["hosts_known"]),
+            ("hostcrawl_hosts_known", "Hosts the main list shows.", f["hosts_known"]),
             ("hostcrawl_queue_due", "Hosts due now.", f["due_now"]),
             ("hostcrawl_out_of_routing", "Hosts under a deny entry.", f["out_of_routing"]),
             ("hostcrawl_blocks_last_hour", "Blocks in the last hour.", self.blocks),

@@ -28,6 +28,7 @@ from crawler.db.deny_entries import FORGET_ENTRY_ONLY_ROWS, SYSTEM, EntryChange
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
 from crawler.db.routing import NEAREST_ENTRY
+from crawler.db.statistics import analyzes_after
 
 BATCH = 20_000
 REPEATED = "repeated in this list"
@@ -279,6 +280,7 @@ def _finished(batch: Batch, running: Future | None) -> list[EntryChange]:
     return batch.done()
 
 
+@analyzes_after
 @retry_conflicts
 def _write_seeds(engine: Engine, batch: Batch) -> None:
     with engine.begin() as conn:
@@ -314,6 +316,7 @@ def add_no_follow(
     yield from overlapped(prepared, lambda batch: _write_no_follow(engine, batch, actor, note))
 
 
+@analyzes_after
 @retry_conflicts
 def _write_no_follow(engine: Engine, batch: Batch, actor: str, note: str | None) -> None:
     with engine.begin() as conn:
@@ -360,6 +363,7 @@ def _remove(
     yield from overlapped(prepared, lambda batch: _write_removal(engine, batch, rule, actor, note))
 
 
+@analyzes_after
 @retry_conflicts
 def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: str | None) -> None:
     action, status = REMOVAL[rule]

@@ -127,6 +127,12 @@ class QueueRow(Base):
             "hostname",
             postgresql_where=text("status_reason IS NULL AND denied_by IS NULL"),
         ),
+        # Its complement, by root: the rows the main page's figures leave out (0014).
+        Index(
+            "ix_queue_hidden_root",
+            "root",
+            postgresql_where=text("status_reason IS NOT NULL OR denied_by IS NOT NULL"),
+        ),
     )
 
 

@@ -94,7 +94,7 @@ def test_a_removed_entrys_own_row_does_not_show_as_a_never_scheduled_host(client
 
 
 @pytest.mark.parametrize("rule", ["no_follow", "blocked"])
-def test_hosts_known_does_not_count_deny_entries(client, db, rule):
+def test_hosts_known_counts_neither_deny_entries_nor_hosts_under_them(client, db, rule):
     insert_hosts(db, ["a.test", "b.test", "www.big.test"])
     if rule == "no_follow":
         deny_entries.add_no_follow(db, ["big.test", "other.test"])
@@ -103,10 +103,11 @@ def test_hosts_known_does_not_count_deny_entries(client, db, rule):
         deny_entries.upsert_blocked(db, "other.test", "a trap")
     html = client.get("/").get_data(as_text=True)
     known = re.search(r'<dd id="stat-hosts">([^<]+)</dd>', html).group(1)
-    assert known == "3"  # a.test, b.test, www.big.test: not the two entries
+    assert known == "2"  # a.test, b.test: not the two entries, nor www.big.test under one
+    assert shown_hosts(html) == ["a.test", "b.test"]
     stats = client.get("/api/stats", headers=give_api_token(db, "alice", "t")).json
-    assert stats["hosts_known"] == 3
-    assert stats["outcomes"] == {"none": 3}  # the entries are not "not crawled yet" hosts
+    assert stats["hosts_known"] == 2
+    assert stats["outcomes"] == {"none": 2}  # the entries are not "not crawled yet" hosts
 
 
 def test_the_demos_hint_finds_the_demos_hosts(client, db):

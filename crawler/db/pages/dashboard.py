@@ -5,13 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import (
-    text,
-)
+from sqlalchemy import Select, case, func, or_, select, text, tuple_
 
-from crawler.db.pages.paging import (
-    NEVER_CRAWLED,
-)
+from crawler.db.models import QueueRow, RootRow
+from crawler.db.pages.hidden import Hidden, hidden_figures
+from crawler.db.pages.paging import NEVER_CRAWLED, visible
 
 # -- the dashboard strip ---------------------------------------------------------------
 
@@ -101,40 +99,12 @@ class Dashboard:
         }
 
 
-OUTCOME_COUNTS = (
-    "outcome, count(*) AS n,"
-    " count(*) FILTER (WHERE last_crawled_at > now() - interval '1 hour') AS recent"
-)
-
-
-@dataclass(frozen=True)
-class Counts:
-    outcome: str | None
-    n: int
-    recent: int
-
-
-def without(rows, taken) -> list:
-    """Outcome counts `rows` less `taken`, largest first (outcomes left at 0 dropped)."""
-    less = {r.outcome: r for r in taken}
-    left = [
-        Counts(
-            r.outcome,
-            r.n - getattr(less.get(r.outcome), "n", 0),
-            r.recent - getattr(less.get(r.outcome), "recent", 0),
-        )
-        for r in rows
-    ]
-    return sorted(
-        (r for r in left if r.n > 0), key=lambda r: (-r.n, r.outcome is None, r.outcome or "")
-    )
-
-
 def dashboard(conn) -> Dashboard:
-    """The figures of the strip on `/`: exact on a small database, planner estimates
-    (marked ≈) on a big one (totals()); callers cache it."""
-    figures = totals(conn)
-    hourly = timeline(conn)
+    """The figures of `/`, over the hosts its list shows: exact on a small database,
+    planner estimates (marked ≈) on a big one (totals()); callers cache it."""
+    hidden = hidden_figures(conn, window_start())
+    figures = totals(conn, hidden)
+    hourly = timeline(conn, hidden=hidden)
     return Dashboard(
         **figures,
         # Discoveries per hour (the API's "discoveries"), from the timeline.
@@ -152,7 +122,8 @@ def dashboard(conn) -> Dashboard:
 # worker would then update the same few counter rows (a hot spot that
 # serializes the workers). The planner's statistics cost nothing to read and
 # autovacuum keeps them fresh (migration 0007 analyzes at 2% changed rows), so
-# past EXACT_BELOW rows the strip shows them, marked "≈".
+# past EXACT_BELOW rows the strip shows them, marked "≈", less the hosts the list
+# hides (counted: crawler.db.pages.hidden).
 
 EXACT_BELOW = 200_000
 DUE = (
@@ -181,52 +152,54 @@ OUTCOME_SHARES = (
 )
 
 
-def totals(conn) -> dict:
+def totals(conn, hidden: Hidden | None = None) -> dict:
     """The strip's totals (everything but the chart), with `estimated` saying which kind."""
+    if hidden is None:
+        hidden = hidden_figures(conn, window_start())
     rows = conn.execute(text(HOSTS_ESTIMATE)).scalar()
     if rows is None or rows < EXACT_BELOW:
-        return exact_totals(conn)
-    return estimated_totals(conn, rows)
+        return exact_totals(conn, hidden)
+    return estimated_totals(conn, rows, hidden)
 
 
-def exact_totals(conn) -> dict:
-    """Counted: two scans of hosts, one of the entries; fine below EXACT_BELOW rows."""
-    outcome_rows = conn.execute(text(f"SELECT {OUTCOME_COUNTS} FROM hosts GROUP BY outcome")).all()
-    # Deny entries have hosts rows too, but they are rules, not hosts: not counted.
-    entry_rows = conn.execute(
+def exact_totals(conn, hidden: Hidden) -> dict:
+    """Counted: one scan of hosts less the hidden rows; fine below EXACT_BELOW rows."""
+    counted = conn.execute(
         text(
-            f"SELECT {OUTCOME_COUNTS} FROM hosts JOIN queue q USING (hostname)"
-            " WHERE q.status_reason IS NOT NULL GROUP BY outcome"
+            "SELECT outcome, count(*) AS n,"
+            " count(*) FILTER (WHERE last_crawled_at > now() - interval '1 hour') AS recent"
+            " FROM hosts GROUP BY outcome"
         )
     ).all()
-    outcome_rows = without(outcome_rows, entry_rows)
+    outcomes = sorted(
+        ((r.outcome, r.n - hidden.hosts[r.outcome]) for r in counted),
+        key=lambda r: (-r[1], r[0] is None, r[0] or ""),
+    )
     entries = conn.execute(text(ENTRY_COUNTS)).one()
     return {
-        "hosts_known": sum(r.n for r in outcome_rows),
+        "hosts_known": sum(n for _, n in outcomes),
         "due_now": conn.execute(text(f"SELECT count(*) FROM ({DUE}) AS d")).scalar_one(),
-        "crawled_last_hour": sum(r.recent for r in outcome_rows),
+        "crawled_last_hour": sum(r.recent - hidden.recent[r.outcome] for r in counted),
         "blocked": entries.blocked,
         "no_follow": entries.no_follow,
         "out_of_routing": conn.execute(
             text(f"SELECT count(*) FROM ({OUT_OF_ROUTING}) AS o")
         ).scalar_one(),
-        "outcomes": [(r.outcome, r.n) for r in outcome_rows],
+        "outcomes": [(o, n) for o, n in outcomes if n > 0],
         "estimated": False,
     }
 
 
-def estimated_totals(conn, rows: float) -> dict:
-    """From the planner's statistics; only the deny entries (a small partial index) are
-    counted. Entries' own rows are taken from the never-crawled share (where they sit)."""
+def estimated_totals(conn, rows: float, hidden: Hidden) -> dict:
+    """From the planner's statistics, less the hidden hosts (counted); the deny entries
+    (a small partial index) are counted too."""
     entries = conn.execute(text(ENTRY_COUNTS)).one()
-    n_entries = entries.blocked + entries.no_follow
-    outcomes = outcome_estimates(conn, rows)
-    outcomes = [(o, n - n_entries if o is None else n) for o, n in outcomes]
+    outcomes = [(o, n - hidden.hosts[o]) for o, n in outcome_estimates(conn, rows)]
     outcomes = sorted(((o, n) for o, n in outcomes if n > 0), key=lambda r: -r[1])
     return {
-        "hosts_known": max(0, round(rows) - n_entries),
+        "hosts_known": max(0, round(rows) - hidden.total),
         "due_now": row_estimate(conn, DUE),
-        "crawled_last_hour": row_estimate(conn, RECENT),
+        "crawled_last_hour": max(0, row_estimate(conn, RECENT) - sum(hidden.recent.values())),
         "blocked": entries.blocked,
         "no_follow": entries.no_follow,
         "out_of_routing": row_estimate(conn, OUT_OF_ROUTING),
@@ -252,12 +225,22 @@ def outcome_estimates(conn, rows: float) -> list[tuple[str | None, int]]:
 
 # -- the charts: hosts discovered and crawled per hour, and the biggest roots -------------
 
+HOURS = 24
 
-def timeline(conn, hours: int = 24) -> Timeline:
-    """The last `hours` hours (this one included), from host_hours (migration 0009):
-    at most 24 x its shards rows, whatever the size of hosts."""
+
+def window_start(hours: int = HOURS) -> datetime:
+    """The first hour of the timeline: `hours` hours, this one included."""
     end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-    start = end - timedelta(hours=hours - 1)
+    return end - timedelta(hours=hours - 1)
+
+
+def timeline(conn, hours: int = HOURS, hidden: Hidden | None = None) -> Timeline:
+    """The last `hours` hours (this one included), from host_hours (migration 0009):
+    at most 24 x its shards rows, whatever the size of hosts. Less the hidden hosts'
+    discoveries and latest crawls: a trap's hosts leave the chart when it is blocked."""
+    start = window_start(hours)
+    if hidden is None:
+        hidden = hidden_figures(conn, start)
     slots = [start + timedelta(hours=i) for i in range(hours)]
     rows = conn.execute(
         text(
@@ -269,19 +252,58 @@ def timeline(conn, hours: int = 24) -> Timeline:
     ).all()
     by_hour = {row.hour.astimezone(UTC): row for row in rows}
     column_of = {group: group.lower() for group in OUTCOME_GROUPS}
+
+    def shown(hour: datetime, column: str, less: int) -> int:
+        return max(0, int(getattr(by_hour.get(hour), column, 0)) - less)
+
     return Timeline(
         slots,
-        [int(getattr(by_hour.get(h), "discovered", 0)) for h in slots],
+        [shown(h, "discovered", hidden.discovered[h]) for h in slots],
         {
-            group: [int(getattr(by_hour.get(h), column, 0)) for h in slots]
+            group: [shown(h, column, hidden.crawled[h, group]) for h in slots]
             for group, column in column_of.items()
         },
     )
 
 
+TOP_ROOTS_BATCH = 50
+
+
 def top_roots(conn, n: int = 10) -> list[tuple[str, int]]:
-    """The roots with the most hosts, off the roots table's (hosts, root) index."""
-    rows = conn.execute(
-        text("SELECT root, hosts FROM roots ORDER BY hosts DESC, root DESC LIMIT :n"), {"n": n}
+    """The roots with the most hosts the list shows: each root's trigger-kept count less
+    its hidden rows, never a root that is (or is under) a deny entry.
+
+    Roots are walked down the (hosts, root) index a batch at a time, until no root left
+    can reach the n-th count: a root's shown hosts are at most its hosts.
+    """
+    best: list[tuple[str, int]] = []
+    after: tuple[int, str] | None = None
+    while True:
+        batch = conn.execute(top_roots_batch(after)).all()
+        best += [(r.root, r.hosts - r.hidden) for r in batch if r.hosts > r.hidden]
+        best = sorted(best, key=lambda r: (r[1], r[0]), reverse=True)[:n]
+        if len(batch) < TOP_ROOTS_BATCH or (len(best) == n and batch[-1].hosts <= best[-1][1]):
+            return best
+        after = (batch[-1].hosts, batch[-1].root)
+
+
+def top_roots_batch(after: tuple[int, str] | None) -> Select:
+    """The next TOP_ROOTS_BATCH roots by hosts, with their hidden rows (counted off
+    ix_queue_hidden_root, and only for a root no entry covers: a blocked trap's rows are
+    never counted)."""
+    hidden = (
+        select(func.count())
+        .select_from(QueueRow)
+        .where(
+            QueueRow.root == RootRow.root,
+            or_(QueueRow.status_reason.is_not(None), QueueRow.denied_by.is_not(None)),
+        )
+        .scalar_subquery()
     )
-    return [(r, h) for r, h in rows]
+    # A root an entry covers hides all its hosts.
+    hidden = case((visible(RootRow.root), hidden), else_=RootRow.hosts)
+    stmt = select(RootRow.root, RootRow.hosts, hidden.label("hidden"))
+    if after is not None:
+        stmt = stmt.where(tuple_(RootRow.hosts, RootRow.root) < after)
+    order = (RootRow.hosts.desc(), RootRow.root.desc())
+    return stmt.order_by(*order).limit(TOP_ROOTS_BATCH)

@@ -19,12 +19,14 @@ from sqlalchemy import (
     Select,
     Text,
     and_,
-    any_,
     cast,
     exists,
     func,
+    literal,
     or_,
+    select,
     text,
+    true,
     tuple_,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -54,9 +56,22 @@ def visible(hostname: ColumnElement) -> ColumnElement[bool]:
 
     The exact rule, not only queue.denied_by: a stale worker may have saved a
     host under an entry after the entry took its subtree out of routing.
+
+    Each parent is looked up on its own (a LATERAL ... LIMIT 1 per element of the
+    parents array), so the only plans are a few index probes per name, whatever the
+    planner believes of the entries' number: as an anti-join it once compared every
+    host with every entry when statistics predating a big block list said they were few.
     """
-    parents = func.host_parents(hostname, type_=ARRAY(Text))
-    return ~exists().where(ENTRY.c.hostname == any_(parents), ENTRY.c.status_reason.is_not(None))
+    parents = func.unnest(func.host_parents(hostname, type_=ARRAY(Text))).table_valued("name")
+    parent = parents.render_derived(name="p")
+    entry = (
+        select(literal(1))
+        .select_from(ENTRY)
+        .where(ENTRY.c.hostname == parent.c.name, ENTRY.c.status_reason.is_not(None))
+        .limit(1)
+        .lateral("e")
+    )
+    return ~exists(select(literal(1)).select_from(parent).join(entry, true()))
 
 
 # -- keyset pages -----------------------------------------------------------------

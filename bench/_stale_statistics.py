@@ -1,0 +1,120 @@
+"""bench/bulk.py's stale-statistics run: the export and the main list right after a big
+block list, before anything has analyzed the tables, against the same with fresh
+statistics (the baseline, on the same data, in the same session).
+
+Autovacuum is off on the tables. The hosts are queued with `seed` (whose own ANALYZE
+leaves statistics of 300,000 hosts and no entries); the block list is then added with
+the bulk write's ANALYZE switched off, so the planner still believes what it saw before
+the import. Each figure is the best of REPEATS runs (warm cache for both sides).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from unittest import mock
+
+from _common import registered_domain, subdomain_of, verdict
+from sqlalchemy import create_engine, text
+
+from crawler.core.blocklists import read_lines
+from crawler.db import bulk, export, statistics
+from crawler.db.pages import dashboard
+from crawler.db.pages import hosts as host_pages
+
+TABLES = ("hosts", "queue", "roots")
+TARGET_RATIO = 1.5
+REPEATS = 2
+TIMEOUT_MS = 600_000  # a plan that compares every host with every entry ends as a FAIL
+COVERED_SHARE = 0.05  # block-list names that are roots of queued hosts
+
+
+def best_of(run: Callable[[], object]) -> float:
+    took = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        run()
+        took.append(time.perf_counter() - start)
+    return min(took)
+
+
+def export_all(engine) -> int:
+    """`hosts export --format jsonl` of every host, in process: the lines written."""
+    return sum(1 for _ in export.jsonl_lines(engine, host_pages.HostFilter()))
+
+
+def main_list(engine) -> int:
+    """The main list's first page: by name, never crawled, and newest first (a seed's batch
+    shares one discovery time: that page reads the whole batch to order it by name)."""
+    shown = 0
+    with engine.begin() as conn:
+        for flt in (
+            host_pages.HostFilter(),
+            host_pages.HostFilter(sort="newest"),
+            host_pages.HostFilter(outcome="none"),
+        ):
+            shown += len(host_pages.host_page(conn, flt).rows)
+    return shown
+
+
+def dashboard_figures(engine) -> int:
+    """The strip and charts above the list (computed once per PANEL_STATS_TTL): hosts."""
+    with engine.connect() as conn:
+        return dashboard.dashboard(conn).hosts_known
+
+
+def load(engine, hosts: int, block_list: int, rng: random.Random) -> None:
+    """Queue `hosts` names (analyzed by the seed), then add a `block_list`-line hosts file
+    with the bulk write's ANALYZE off: the statistics predate the entries."""
+    names = [subdomain_of(registered_domain(rng), rng, rng.randint(0, 2)) for _ in range(hosts)]
+    bulk.collect(bulk.seed(engine, names))
+    roots = sorted({n.split(".", 1)[-1] if n.count(".") > 1 else n for n in names})
+    covered = rng.sample(roots, int(block_list * COVERED_SHARE))
+    fresh = [subdomain_of(registered_domain(rng), rng, 1) for _ in range(block_list)]
+    lines = [f"0.0.0.0 {name}" for name in (covered + fresh)[:block_list]]
+    items = ((item.value, item.note) for item in read_lines(lines))
+    with mock.patch.object(statistics, "analyze_after_bulk_write", lambda *a, **k: []):
+        bulk.collect(bulk.add_no_follow(engine, items))
+
+
+def run(url: str, hosts: int, block_list: int) -> bool:
+    """Prints the figures and the PASS/FAIL line; True on PASS."""
+    engine = create_engine(url, connect_args={"options": f"-c statement_timeout={TIMEOUT_MS}"})
+    with engine.begin() as conn:
+        for table in TABLES:
+            conn.execute(text(f"ALTER TABLE {table} SET (autovacuum_enabled = false)"))
+    load(engine, hosts, block_list, random.Random(23))
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'queue'"))
+        believed = rows.scalar_one()
+    figures = {}
+    for state in ("stale", "fresh"):
+        if state == "fresh":
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.execute(text(f"ANALYZE {', '.join(TABLES)}"))
+        try:
+            figures[state] = (
+                best_of(lambda: export_all(engine)),
+                best_of(lambda: main_list(engine)),
+            )
+            strip = best_of(lambda: dashboard_figures(engine))
+            print(f"# {state} statistics: the dashboard's figures in {strip:.2f} s")
+        except Exception as exc:  # the statement timeout: the plan this bench guards against
+            print(f"# {state} statistics: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+            figures[state] = (float("inf"), float("inf"))
+    (stale_export, stale_list), (fresh_export, fresh_list) = figures["stale"], figures["fresh"]
+    exported = export_all(engine)
+    ok = stale_export <= TARGET_RATIO * fresh_export and stale_list <= TARGET_RATIO * fresh_list
+    print(
+        f"# stale statistics: the planner believed {believed:,.0f} queue rows before a"
+        f" {block_list:,}-line block list over {hosts:,} queued hosts (autovacuum off)"
+    )
+    print(
+        f"stale statistics: export {stale_export:.2f} s vs {fresh_export:.2f} s fresh"
+        f" ({stale_export / fresh_export:.2f}x, {exported:,} rows); main list"
+        f" {stale_list * 1000:.0f} ms vs {fresh_list * 1000:.0f} ms fresh"
+        f" ({stale_list / fresh_list:.2f}x); target <= {TARGET_RATIO}x each: {verdict(ok)}"
+    )
+    engine.dispose()
+    return ok

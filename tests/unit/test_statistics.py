@@ -1,0 +1,109 @@
+"""Plans that survive bulk changes: a bulk write that changes a large share of a table
+analyzes it, and the export and the main list probe the deny entries by index even
+when the statistics predate a big block list."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.dialects import postgresql
+
+from crawler.db import bulk, statistics
+from crawler.db.export import export_statement
+from crawler.db.pages.hosts import HostFilter, host_statement
+
+HOSTS = 2_000
+ENTRIES = 3_000
+
+
+def analyses(db) -> dict[str, int]:
+    with db.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT relname, analyze_count FROM pg_stat_user_tables"
+                " WHERE relname IN ('hosts', 'queue')"
+            )
+        )
+        return dict(rows.all())
+
+
+def believed_rows(db, table: str) -> float:
+    with db.connect() as conn:
+        query = text("SELECT reltuples FROM pg_class WHERE relname = :t")
+        return conn.execute(query, {"t": table}).scalar_one()
+
+
+def hosts(n: int) -> list[str]:
+    return [f"h{i}.d{i % 97}.test" for i in range(n)]
+
+
+def test_a_large_bulk_write_analyzes_what_it_changed(db):
+    before = analyses(db)
+    bulk.collect(bulk.seed(db, hosts(HOSTS)))
+    after = analyses(db)
+    assert after["hosts"] > before["hosts"] and after["queue"] > before["queue"]
+    assert believed_rows(db, "hosts") == HOSTS
+    bulk.collect(bulk.add_no_follow(db, [f"e{i}.entry.test" for i in range(ENTRIES)]))
+    assert believed_rows(db, "queue") == HOSTS + ENTRIES  # the entries' rows are known
+
+
+@pytest.mark.parametrize(
+    ("changed", "rows", "large"),
+    [(999, 0, False), (1_000, 0, True), (5_000, 100_000, False), (10_000, 100_000, True)],
+)
+def test_what_share_is_large(changed, rows, large):
+    assert statistics.large_share(changed, rows) is large
+
+
+@pytest.fixture
+def stale(db):
+    """2,000 queued hosts, analyzed; then 3,000 no_follow entries (200 over queued hosts)
+    with the bulk write's ANALYZE off: the planner believes there are no entries."""
+    names = hosts(HOSTS)
+    bulk.collect(bulk.seed(db, names))
+    entries = [f"d{i}.test" for i in range(0, 97, 10)] + [f"e{i}.x.test" for i in range(ENTRIES)]
+    with mock.patch.object(statistics, "analyze_after_bulk_write", lambda *a, **k: []):
+        bulk.collect(bulk.add_no_follow(db, entries[:ENTRIES]))
+    assert believed_rows(db, "queue") == HOSTS
+    covered = {f"d{i}.test" for i in range(0, 97, 10)}
+    return db, sorted(n for n in names if n.split(".", 1)[1] not in covered)
+
+
+def plan_nodes(db, statement) -> list[dict]:
+    sql = statement.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True})
+    with db.connect() as conn:
+        plan = conn.execute(text(f"EXPLAIN (FORMAT JSON) {sql}")).scalar_one()[0]["Plan"]
+    nodes, stack = [], [plan]
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        stack.extend(node.get("Plans", []))
+    return nodes
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        export_statement(HostFilter()),
+        host_statement(HostFilter()),
+        host_statement(HostFilter(sort="newest")),
+        host_statement(HostFilter(outcome="none")),
+    ],
+    ids=["export", "list", "list newest", "list never crawled"],
+)
+def test_the_deny_test_is_index_probes_whatever_the_statistics(stale, statement):
+    db, _ = stale
+    nodes = plan_nodes(db, statement)
+    entries = [n for n in nodes if n.get("Alias") == "d"]
+    assert entries, "the plan looks no entry up"
+    assert {n["Node Type"] for n in entries} <= {"Index Scan", "Index Only Scan"}
+    assert all(n["Node Type"] != "Materialize" for n in nodes)
+
+
+def test_the_export_with_stale_statistics_is_the_list(stale):
+    db, shown = stale
+    with db.connect() as conn:
+        exported = conn.execute(export_statement(HostFilter())).scalars().all()
+    assert exported == shown
