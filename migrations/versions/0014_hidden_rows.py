@@ -1,7 +1,7 @@
 """The queue rows the main host list hides, by root: a partial index.
 
 Revision ID: 0014
-Revises: 0010
+Revises: 0012
 Create Date: 2026-12-01 14:30:00
 
 The main page's figures are those of the hosts its list shows. They are the
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0014"
-down_revision: str | None = "0010"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
