@@ -55,11 +55,10 @@ def is_farm(host: str) -> bool:
     return host == FARM or host.endswith("." + FARM)
 
 
-def fetches_beside_the_farm(web, since: float) -> tuple[int, int]:
-    """Front pages fetched after `since` up to the last ordinary one: (ordinary, farm).
-
-    Counted in the order fakeweb saw them, not timed."""
-    pages = [r for r in web.fetches() if r["t"] > since]
+def fetches_beside_the_farm(web, since: int) -> tuple[int, int]:
+    """Front pages fakeweb was asked for after its first `since` requests, up to the last
+    ordinary one: (ordinary, farm). Counted in the order fakeweb saw them, not timed."""
+    pages = [r for r in web.requests()[since:] if r["path"] == "/" and r["method"] == "GET"]
     last = max(i for i, r in enumerate(pages) if not is_farm(r["host"]))
     farm = sum(is_farm(r["host"]) for r in pages[: last + 1])
     return last + 1 - farm, farm
@@ -103,7 +102,7 @@ def test_a_live_wildcard_farm_neither_hammered_nor_taking_over(db, fakeweb_facto
 
     for worker in run(db, web, start_crawler, ORDINARY):
         worker.stop()
-    before_farm_run = max(r["t"] for r in web.requests())
+    before_farm_run = len(web.requests())
 
     workers = run(
         db,
