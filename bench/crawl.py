@@ -197,14 +197,18 @@ def main() -> None:
         f"bare scrapy spider (URL list, no database): {best['bare']:,.0f} pages/s"
         f" [median {median['bare']:,.0f}] (baseline)"
     )
+    word = verdict(
+        ratio >= TARGET_RATIO, "pages/s vs bare spider", f"x{ratio:.2f}", f">= x{TARGET_RATIO}"
+    )
     print(
         f"hosts spider (claim -> fetch -> parse -> filter -> finish): {best['ours']:,.0f}"
         f" pages/s [median {median['ours']:,.0f}] (ratio vs bare: {ratio:.2f},"
-        f" target >= {TARGET_RATIO}) {verdict(ratio >= TARGET_RATIO)}"
+        f" target >= {TARGET_RATIO}) {word}"
     )
+    word = verdict(rss <= TARGET_RSS_MB, "peak RSS", f"{rss:.0f} MB", f"<= {TARGET_RSS_MB} MB")
     print(
         f"hosts spider peak RSS: {rss:.0f} MB (bare spider: {bare_rss:.0f} MB,"
-        f" target <= {TARGET_RSS_MB} MB) {verdict(rss <= TARGET_RSS_MB)}"
+        f" target <= {TARGET_RSS_MB} MB) {word}"
     )
     if ratio < TARGET_RATIO or "--profile" in sys.argv:
         bare_cpu = min(r["cpu"] / max(r["pages"], 1) for r in runs["bare"])
