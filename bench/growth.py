@@ -10,7 +10,7 @@ its 4 subdomains) and 100,000 change-log rows. The same operations are timed; th
 entries) are added, and they are timed again:
 
 - claims: 4 spawned processes, each `crawler.db.claims.claim_polite(engine, 100,
-  ...)` (the crawler's claim, with issue 12's per-root rules) CLAIMS times;
+  ...)` (the crawler's claim, with its per-root rules) CLAIMS times;
   claims/s (hosts) over the wall time, and the p95 of one claim;
 - finish: `queue.finish_many` of 100 claimed hosts (8 links a page: 7 known
   hosts, 1 new one), hosts/s;

@@ -1,4 +1,4 @@
-"""A live wildcard farm beside ordinary sites, crawled by two real workers (issue 12).
+"""A live wildcard farm beside ordinary sites, crawled by two real workers.
 
 `*.farm.test` all resolve and every farm page links 30 fresh random subdomains.
 Per-root limits keep it from taking over: while the ordinary sites are crawled

@@ -1,4 +1,4 @@
-"""Bulk writes over the API and the panel's paste and CSV import (issue #13 item 5):
+"""Bulk writes over the API and the panel's paste and CSV import:
 a batch of up to 10,000 names is written whole, with a result per name."""
 
 from __future__ import annotations
