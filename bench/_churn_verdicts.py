@@ -56,7 +56,9 @@ def verdicts(after: list[dict], before: list[dict], minutes: float) -> bool | No
     volume = f"{after[-1]['updates'] / 1e6:.2f}M updates in {after[-1]['minute']} min"
     target = f">= {MIN_ROW_UPDATES / 1e6:g}M in >= {MIN_MINUTES} min"
     print(f"volume: {why} {verdict(judge, 'churn volume', volume, target)}")
-    warm = [s for s in after if s["minute"] >= WARMUP] or after[-1:]
+    warm = [s for s in after if s["minute"] >= WARMUP]
+    if len(warm) < 2:  # a short run: its figures over all of it (and no verdict)
+        warm = after
     ok = judge is not False
     for figure, good in (*dead_tuples(warm, before), *table_sizes(warm)):
         ok &= record(figure, good, judge)
