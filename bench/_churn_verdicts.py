@@ -3,7 +3,8 @@
 A verdict is given only on the volume the benchmark is for: at least MIN_MINUTES of
 churn and MIN_ROW_UPDATES row updates. A shorter run prints its figures and no
 verdict; a full-length run that did not reach the volume fails (the database did not
-keep up); a watched crawler that died fails the run whatever the figures.
+keep up); a watched crawler or a churn worker that died fails the run whatever the
+figures.
 """
 
 from __future__ import annotations
@@ -66,9 +67,18 @@ def verdicts(after: list[dict], before: list[dict], minutes: float) -> bool | No
     if "rss" in warm[0]:
         ok &= record(*crawler_rss(warm), judge)
     alive = crawler_alive(after)
-    if alive is False:
+    if not workers_alive(before + after) or alive is False:
         return False
     return None if judge is None else ok
+
+
+def workers_alive(samples: list[dict]) -> bool:
+    """The churn's own workers ran to the end (a worker's traceback is printed above)."""
+    exited = next((s for s in samples if s["workers_exited"]), None)
+    value = f"exited {exited['workers_exited']} by minute {exited['minute']}" if exited else "all"
+    word = verdict(exited is None, "churn workers running", value, "all, to the end")
+    print(f"churn workers running: {value} (target: all, to the end) {word}")
+    return exited is None
 
 
 def record(figure: tuple[str, str, str, str], good: bool, judge: bool | None) -> bool:

@@ -30,9 +30,10 @@ on the volume the benchmark is for, >= MIN_ROW_UPDATES row updates in >= MIN_MIN
 volume fails): dead tuples of queue and hosts stay under 5% of their rows; bytes per
 row (table + indexes) of every table that grows, grow < 10% (rows may come, bloat may
 not); claim latency median of the last 5 minutes <= 1.5 x that of minutes
-WARMUP..WARMUP+5; the crawler crawls to the end (its exit fails the run) and its RSS
-at the end <= 1.1 x at WARMUP. `--minutes N` / `--before-minutes N` shorten it (for
-trying it out: no verdict), `--no-crawl` skips the crawler.
+WARMUP..WARMUP+5; the crawler and the churn workers run to the end (an exit fails
+the run); the crawler's RSS at the end <= 1.1 x at WARMUP. `--minutes N` /
+`--before-minutes N` shorten it (for trying it out: no verdict), `--no-crawl` skips
+the crawler.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ from _common import NO_VERDICT, machine_line, start_database  # noqa: E402
 from _growth_data import SUBS_PER_ROOT, host_name, load, root_name  # noqa: E402
 from sqlalchemy import create_engine, text  # noqa: E402
 
+from crawler.core import config  # noqa: E402
+
 ROOTS = 200_000
 WORKERS = 4
 BATCH = 100
@@ -71,6 +74,7 @@ BEFORE_MINUTES = 6
 AFTER_MINUTES = MIN_MINUTES
 CAP_MINUTES = 26
 TABLES = ("queue", "hosts", "trap_window", "roots", "root_claims")  # in each minute's line
+TRAP_WINDOW = config.setting("TRAP_WINDOW").default  # the crawl's window, as deployed
 OUTCOMES = ["OK"] * 7 + ["DNS_NXDOMAIN"] * 2 + ["TCP_TIMEOUT"]
 
 STATS = """
@@ -113,7 +117,8 @@ def worker(url: str, number: int, stop, latencies) -> None:
             crawled.append(queue.Crawled(host, result, page or FilteredLinks(), RECRAWL_AFTER))
         if crawled:
             queue.finish_many(engine, crawled)
-            windows.record_outcomes(engine, [(c.hostname, c.result.outcome) for c in crawled])
+            outcomes = [(c.hostname, c.result.outcome) for c in crawled]
+            windows.record_outcomes(engine, outcomes, TRAP_WINDOW)
         if len(pending) >= 20:
             latencies.put(pending)
             pending = []
@@ -244,6 +249,7 @@ def run_phase(label: str, url: str, minutes: float, crawler=None) -> list[dict]:
         now = sample(engine)
         recent = [lat for at, lat in claimed if at > deadline - 60]
         s = summarize(minute, first, now, recent, crawler)
+        s["workers_exited"] = [p.exitcode for p in procs if p.exitcode is not None]
         samples.append(s)
         print(f"{label} {line(s)}", flush=True)
         done = minute >= minutes and (minutes < MIN_MINUTES or s["updates"] >= MIN_ROW_UPDATES)

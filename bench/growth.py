@@ -61,6 +61,8 @@ from _growth_panel import PASSWORD, measure_pages  # noqa: E402
 from _growth_timing import explain, p95  # noqa: E402
 from sqlalchemy import create_engine, text  # noqa: E402
 
+from crawler.core import config  # noqa: E402
+
 SMALL_ROOTS, BIG_ROOTS = 200_000, 2_000_000
 if "--quick" in sys.argv:  # trying the script out: 100k and 1M hosts
     SMALL_ROOTS, BIG_ROOTS = 20_000, 200_000
@@ -79,6 +81,7 @@ CLAIMS = 25  # per worker
 WRITES = 30  # batches of finish, save and trap-window writes
 TARGET_RATIO = 1.5
 TARGET_PAGE_MS = 100.0
+TRAP_WINDOW = config.setting("TRAP_WINDOW").default  # the crawl's window, as deployed
 SMALL_LIST_FROM = 50_000_000  # standalone entry numbers of the 1k list
 OUTCOMES = ["OK"] * 7 + ["DNS_NXDOMAIN"] * 2 + ["TCP_TIMEOUT"]
 
@@ -175,7 +178,7 @@ def measure_writes(engine, hosts: list[str], roots: int, tag: str) -> tuple[dict
     ]
     began = time.perf_counter()
     for batch in outcomes:
-        windows.record_outcomes(engine, batch)
+        windows.record_outcomes(engine, batch, TRAP_WINDOW)
     window_us = (time.perf_counter() - began) / (WRITES * BATCH) * 1e6
     figures = {
         "finish_many hosts/s": (finish, "rate"),
@@ -190,7 +193,9 @@ def measure_writes(engine, hosts: list[str], roots: int, tag: str) -> tuple[dict
         "save_hosts names/s": lambda: queue.save_hosts(
             engine, [f"{tag}e{i}.{root_name(i)}" for i in range(BATCH)]
         ),
-        "trap-window write µs/outcome": lambda: windows.record_outcomes(engine, outcomes[0]),
+        "trap-window write µs/outcome": lambda: windows.record_outcomes(
+            engine, outcomes[0], TRAP_WINDOW
+        ),
     }
     return figures, calls
 
