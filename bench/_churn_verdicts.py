@@ -34,7 +34,12 @@ def judged(after: list[dict], minutes: float) -> tuple[bool | None, str]:
     return True, done
 
 
-def crawler_alive(after: list[dict]) -> bool | None:
+def survived(ok: bool, judge: bool | None) -> bool | None:
+    """A death fails any run; a short run's survival is no verdict."""
+    return None if ok and judge is None else ok
+
+
+def crawler_alive(after: list[dict], judge: bool | None) -> bool | None:
     """None without a crawler; False if it exited before the end or stopped crawling."""
     if "rss" not in after[0]:
         return None
@@ -46,7 +51,7 @@ def crawler_alive(after: list[dict]) -> bool | None:
         pages = after[-1]["pages"] - start["pages"]
         value, detail = f"{pages:,} pages", f"crawled from minute {start['minute']} on"
     alive = not died and after[-1]["pages"] > start["pages"]
-    word = verdict(alive, "crawler alive and crawling", value, "to the end")
+    word = verdict(survived(alive, judge), "crawler alive and crawling", value, "to the end")
     print(f"crawler: {value} ({detail}; it must crawl to the end) {word}")
     return alive
 
@@ -66,17 +71,17 @@ def verdicts(after: list[dict], before: list[dict], minutes: float) -> bool | No
     ok &= record(*claim_latency(warm), judge)
     if "rss" in warm[0]:
         ok &= record(*crawler_rss(warm), judge)
-    alive = crawler_alive(after)
-    if not workers_alive(before + after) or alive is False:
+    alive = crawler_alive(after, judge)
+    if not workers_alive(before + after, judge) or alive is False:
         return False
     return None if judge is None else ok
 
 
-def workers_alive(samples: list[dict]) -> bool:
+def workers_alive(samples: list[dict], judge: bool | None) -> bool:
     """The churn's own workers ran to the end (a worker's traceback is printed above)."""
     exited = next((s for s in samples if s["workers_exited"]), None)
     value = f"exited {exited['workers_exited']} by minute {exited['minute']}" if exited else "all"
-    word = verdict(exited is None, "churn workers running", value, "all, to the end")
+    word = verdict(survived(exited is None, judge), "churn workers", value, "all, to the end")
     print(f"churn workers running: {value} (target: all, to the end) {word}")
     return exited is None
 
