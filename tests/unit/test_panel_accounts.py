@@ -355,7 +355,7 @@ def test_unknown_known_and_disabled_names_cost_and_read_the_same(app, db, operat
 # -- row 3: Argon2 checks bounded per process -----------------------------------------------
 
 
-def test_logins_beyond_the_hash_slots_get_a_quick_429(app, db, operators, hash_checks):
+def test_logins_beyond_the_hash_slots_get_a_429_without_queueing(app, db, operators, hash_checks):
     from webpanel.auth import hash_slots
 
     with app.app_context():
