@@ -98,7 +98,7 @@ def dead_tuples(warm: list[dict], before: list[dict]):
     for t in ("queue", "hosts"):
         worst = max(s["dead"][t] / max(1, s["rows"][t]) for s in warm)
         was = max((s["dead"][t] / max(1, s["rows"][t]) for s in before), default=float("nan"))
-        detail = f"the most from minute {WARMUP}; before: up to {was:.1%}"
+        detail = f"the most from minute {warm[0]['minute']}; before: up to {was:.1%}"
         yield (
             (f"dead tuples {t}", f"{worst:.1%} of rows", f"< {DEAD_SHARE:.0%}", detail),
             (worst < DEAD_SHARE),
@@ -128,7 +128,11 @@ def claim_latency(warm: list[dict]):
     early = statistics.median([s["p50"] for s in warm[:5]])
     late = statistics.median([s["p50"] for s in warm[-5:]])
     ratio = late / early
-    detail = f"median p50 {early:.1f} ms (minutes {WARMUP}-{WARMUP + 4}) -> {late:.1f} ms"
+    first, last = warm[:5], warm[-5:]
+    detail = (
+        f"median p50 {early:.1f} ms (minutes {first[0]['minute']}-{first[-1]['minute']})"
+        f" -> {late:.1f} ms (minutes {last[0]['minute']}-{last[-1]['minute']})"
+    )
     return ("claim latency", f"x{ratio:.2f}", f"<= x{LATENCY_GROWTH}", detail), (
         ratio <= LATENCY_GROWTH
     )
