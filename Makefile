@@ -24,19 +24,20 @@ run: install
 test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
-## bench: every benchmark, each printing its figure and its ratio to a baseline
+# Every benchmark, in this order (a new one: add its file name here).
+BENCHES := denylist.py linkfilter.py claims.py audit.py selfcheck.py crawl.py panel.py \
+	roots.py growth.py churn.py bulk.py
+BENCH_RESULTS := $(CURDIR)/var/bench-results.jsonl
+
+## bench: every benchmark, each printing its figure and its ratio to a baseline, then one
+## table of every figure, its target and PASS/FAIL (bench/summary.py)
 bench: install
-	$(BIN)/python bench/denylist.py
-	$(BIN)/python bench/linkfilter.py
-	$(BIN)/python bench/claims.py
-	$(BIN)/python bench/audit.py
-	$(BIN)/python bench/selfcheck.py
-	$(BIN)/python bench/crawl.py
-	$(BIN)/python bench/panel.py
-	$(BIN)/python bench/roots.py
-	$(BIN)/python bench/growth.py
-	$(BIN)/python bench/churn.py
-	$(BIN)/python bench/bulk.py
+	mkdir -p $(CURDIR)/var && rm -f $(BENCH_RESULTS)
+	for script in $(BENCHES); do \
+		BENCH_RESULTS=$(BENCH_RESULTS) $(BIN)/python bench/$$script \
+			|| echo "bench/$$script exited with status $$?"; \
+	done
+	$(BIN)/python bench/summary.py $(BENCH_RESULTS) $(BENCHES)
 
 ## demo: crawl a small fake internet (fakeweb), print what to look at, then serve the panel
 demo: install

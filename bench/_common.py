@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import atexit
 import gc
+import json
 import os
 import platform
 import random
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -143,8 +145,29 @@ class Runs:
         return statistics.median(self.times)
 
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
+RESULTS_VARIABLE = "BENCH_RESULTS"  # the file `make bench` collects verdicts in
+NO_VERDICT = "NO VERDICT"
+
+
+def verdict(ok: bool | None, figure: str = "", value: str = "", target: str = "") -> str:
+    """ "PASS", "FAIL" or "NO VERDICT" (ok None: the run cannot judge, e.g. too short).
+
+    With `figure` (what is measured), `value` (its figure from this run) and `target`,
+    the verdict is also appended to the file named by $BENCH_RESULTS, one JSON line,
+    for bench/summary.py's table at the end of `make bench`."""
+    word = NO_VERDICT if ok is None else "PASS" if ok else "FAIL"
+    path = os.environ.get(RESULTS_VARIABLE)
+    if figure and path:
+        line = {
+            "script": Path(sys.argv[0]).name,
+            "figure": figure,
+            "value": value,
+            "target": target,
+            "verdict": word,
+        }
+        with open(path, "a") as results:
+            results.write(json.dumps(line) + "\n")
+    return word
 
 
 def machine_line() -> str:

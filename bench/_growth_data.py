@@ -180,7 +180,7 @@ def vacuum_analyze(engine: Engine) -> None:
 
 
 def with_root(conn, statement: str, value: str) -> str:
-    """`statement` filling queue.root itself where the schema has it (issue 12's per-root
+    """`statement` filling queue.root itself where the schema has it (the per-root
     claims: a trigger would look each row's root up, one query per row)."""
     has_root = conn.execute(
         text(
@@ -193,7 +193,7 @@ def with_root(conn, statement: str, value: str) -> str:
     )
 
 
-# Issue 12's per-root counters, made from the same generated rows (its triggers are off
+# The per-root counters, made from the same generated rows (its triggers are off
 # during a load; one pass here instead of a GROUP BY over the loaded tables).
 INSERT_ROOTS = f"""{GENERATED}
     INSERT INTO roots (root, hosts, crawled_ok, failed, next_due_at, window_size, window_failed)
@@ -216,7 +216,7 @@ INSERT_STANDALONE_ROOTS = """
 
 
 def rebuild_host_hours(conn) -> None:
-    """Issue 15's hourly counts (migration 0009), made again from the loaded hosts by the
+    """The hourly counts (migration 0009), made again from the loaded hosts by the
     migration's own backfill (its triggers are off during a load)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "migrations" / "versions"))
     host_hours = importlib.import_module("0009_host_hours")

@@ -211,12 +211,16 @@ def measure(title: str, engine, names, sites, procs) -> tuple[float, bool]:
     print(f"bare SKIP LOCKED claim: {best['bare']['rate']:,.0f} claims/s (baseline)")
     print(
         f"claims.claim_polite: {best['polite']['rate']:,.0f} claims/s"
-        f" (ratio vs bare claim: {ratio:.2f}, target >= {TARGET}) {verdict(ratio >= TARGET)}"
+        f" (ratio vs bare claim: {ratio:.2f}, target >= {TARGET})"
+        f" {verdict(ratio >= TARGET, f'{title}: vs bare claim', f'x{ratio:.2f}', f'>= x{TARGET}')}"
     )
+    limit = LIMITS.concurrency
     print(
-        f"duplicates: {dups} (target 0) {verdict(dups == 0)}; under a deny entry: {denied}"
-        f" (target 0) {verdict(denied == 0)}; most hosts of one root claimed at once: {most}"
-        f" (target <= {LIMITS.concurrency}) {verdict(most <= LIMITS.concurrency)}"
+        f"duplicates: {dups} (target 0) {verdict(dups == 0, f'{title}: duplicates', dups, 0)};"
+        f" under a deny entry: {denied} (target 0)"
+        f" {verdict(denied == 0, f'{title}: claimed under a deny entry', denied, 0)};"
+        f" most hosts of one root claimed at once: {most} (target <= {limit})"
+        f" {verdict(most <= limit, f'{title}: most of a root at once', most, f'<= {limit}')}"
     )
     ok = ratio >= TARGET and dups == 0 and denied == 0 and most <= LIMITS.concurrency
     return ratio, ok

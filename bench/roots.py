@@ -245,7 +245,8 @@ def main() -> None:
         ok = page_p95 < TARGET_MS
         print(
             f"{label}: median {statistics.median(values) * 1000:.1f} ms, p95 {page_p95:.1f} ms"
-            f" (target p95 < {TARGET_MS:.0f} ms) {verdict(ok)};"
+            f" (target p95 < {TARGET_MS:.0f} ms)"
+            f" {verdict(ok, f'{label} p95', f'{page_p95:.1f} ms', f'< {TARGET_MS:.0f} ms')};"
             f" ratio p95 vs /healthz p95: {page_p95 / base_p95:.1f}"
         )
         if not ok:

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db.engine import PROJECT_ROOT
+from tests.waiting import wait_until  # noqa: F401 (the e2e tests import it from here)
 
 CRAWL_TIMEOUT = 180  # seconds: a bound, not a wait
 
@@ -56,18 +56,6 @@ class CrawlerProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
-
-
-def wait_until(condition: Callable[[], object], timeout: float, what: str) -> object:
-    """Poll `condition` until it is truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 def crawl_settings(web, scheme: str = "http", **overrides) -> dict:

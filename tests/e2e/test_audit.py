@@ -235,7 +235,7 @@ def test_a_killed_audit_loses_nothing(db, fakeweb_factory, tmp_path):
         with db.connect() as conn:
             return conn.execute(text("SELECT bool_and(next_claim_at <= now()) FROM queue")).scalar()
 
-    wait_until(all_due_again, 10, "the killed audit's leases to run out")
+    wait_until(all_due_again, 60, "the killed audit's leases to run out")
     world_ok = World()
     world_ok.zone("slow.test", "a")
     web_ok = fakeweb_factory(world_ok)

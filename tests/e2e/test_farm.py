@@ -1,10 +1,11 @@
-"""A live wildcard farm beside ordinary sites, crawled by two real workers (issue 12).
+"""A live wildcard farm beside ordinary sites, crawled by two real workers.
 
 `*.farm.test` all resolve and every farm page links 30 fresh random subdomains.
-Per-root limits keep it from taking over: ordinary sites are crawled about as
-fast as without it, fakeweb never sees more than ROOT_CONCURRENCY requests for
-one root at once, ROOT_BUDGET caps the farm per rolling hour, and the crawl
-flags the farm as a wildcard zone.
+Per-root limits keep it from taking over: while the ordinary sites are crawled
+beside it, the farm gets a small share of the fetches, fakeweb never sees more
+than ROOT_CONCURRENCY requests for one root at once, ROOT_BUDGET caps the farm
+per rolling hour, and the crawl flags the farm as a wildcard zone. (How fast is
+bench/crawl.py's question, not a test's.)
 """
 
 from __future__ import annotations
@@ -50,19 +51,17 @@ def ordinary_crawled(db) -> int:
         ).scalar_one()
 
 
-def crawl_span(db) -> float:
-    """Seconds from the first crawled host to the last ordinary one (worker start-up excluded)."""
-    with db.connect() as conn:
-        return float(
-            conn.execute(
-                text(
-                    "SELECT extract(epoch FROM"
-                    " max(last_crawled_at) FILTER (WHERE root = ANY(:roots))"
-                    " - min(last_crawled_at)) FROM hosts"
-                ),
-                {"roots": ORDINARY},
-            ).scalar_one()
-        )
+def is_farm(host: str) -> bool:
+    return host == FARM or host.endswith("." + FARM)
+
+
+def fetches_beside_the_farm(web, since: int) -> tuple[int, int]:
+    """Front pages fakeweb was asked for after its first `since` requests, up to the last
+    ordinary one: (ordinary, farm). Counted in the order fakeweb saw them, not timed."""
+    pages = front_pages(web, since)
+    last = max(i for i, r in enumerate(pages) if not is_farm(r["host"]))
+    farm = sum(is_farm(r["host"]) for r in pages[: last + 1])
+    return last + 1 - farm, farm
 
 
 def claimed_per_root(db) -> dict[str, int]:
@@ -94,12 +93,13 @@ def most_in_flight_per_root(web) -> dict[str, int]:
     return most
 
 
-def farm_fetches(web, since: float) -> int:
-    return sum(
-        1
-        for r in web.fetches()
-        if r["t"] > since and (r["host"] == FARM or r["host"].endswith("." + FARM))
-    )
+def front_pages(web, since: int) -> list[dict]:
+    """Front pages fakeweb was asked for after its first `since` requests, in order."""
+    return [r for r in web.requests()[since:] if r["path"] == "/" and r["method"] == "GET"]
+
+
+def farm_fetches(web, since: int) -> int:
+    return sum(is_farm(r["host"]) for r in front_pages(web, since))
 
 
 def test_a_live_wildcard_farm_neither_hammered_nor_taking_over(db, fakeweb_factory, start_crawler):
@@ -107,7 +107,7 @@ def test_a_live_wildcard_farm_neither_hammered_nor_taking_over(db, fakeweb_facto
 
     for worker in run(db, web, start_crawler, ORDINARY):
         worker.stop()
-    alone = crawl_span(db)
+    before_farm_run = len(web.requests())
 
     workers = run(
         db,
@@ -116,14 +116,16 @@ def test_a_live_wildcard_farm_neither_hammered_nor_taking_over(db, fakeweb_facto
         [*ORDINARY, FARM],
         until=lambda: wildcard_outcome(db) is not None,
     )
-    with_farm = crawl_span(db)
     for worker in workers:
         worker.stop()
     farm_hosts = claimed_per_root(db).get(FARM, 0)
-    print(f"ordinary hosts crawled in {alone:.2f} s alone, {with_farm:.2f} s beside the farm")
-    print(f"farm hosts claimed meanwhile: {farm_hosts}")
+    ordinary, farm = fetches_beside_the_farm(web, before_farm_run)
+    print(f"until the last ordinary page: {ordinary} ordinary pages, {farm} farm pages")
+    print(f"farm hosts claimed in the run: {farm_hosts}")
     assert farm_hosts >= 20, "the farm was live and crawled"
-    assert with_farm <= 1.5 * alone
+    # 10 ordinary roots of 2 places each beside the farm's 2: a farm taking over would
+    # outnumber them; one held to its root's places stays well under half.
+    assert farm <= ordinary / 2
     assert wildcard_outcome(db) == "DNS_ALIVE"  # flagged by the crawl, not blocked
     with db.connect() as conn:
         assert (
@@ -133,7 +135,7 @@ def test_a_live_wildcard_farm_neither_hammered_nor_taking_over(db, fakeweb_facto
             == 0
         )
 
-    before_budget_run = max(r["t"] for r in web.requests())
+    before_budget_run = len(web.requests())
     workers = run(
         db,
         web,

@@ -13,6 +13,7 @@ from tests.e2e.conftest import host_facts, known_hosts, leases_ran_out, wait_unt
 from tests.fakeweb import World
 
 OUTAGE_SECONDS = 30
+CONCURRENT_REQUESTS = 8
 
 
 def crawled_pages(web) -> int:
@@ -109,7 +110,7 @@ def test_kill_storm(db, fakeweb_factory, start_crawler):
     for worker in running:
         worker.kill()
 
-    wait_until(lambda: leases_ran_out(db), 10, "the killed workers' leases to run out")
+    wait_until(lambda: leases_ran_out(db), 60, "the killed workers' leases to run out")
     drain = [start_crawler(web, CLAIM_LEASE=2) for _ in range(2)]
     for worker in drain:
         worker.wait()
@@ -150,7 +151,9 @@ def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, sta
     api = create_app({"TESTING": True, "SECRET_KEY": "test"}).test_client()
     auth = {"Authorization": "Bearer t"}
     queue.seed(db, [names[0]])
-    workers = [start_crawler(web, CLAIM_BATCH=4, CONCURRENT_REQUESTS=8) for _ in range(2)]
+    workers = [
+        start_crawler(web, CLAIM_BATCH=4, CONCURRENT_REQUESTS=CONCURRENT_REQUESTS) for _ in range(2)
+    ]
 
     changes = 0
     for i in range(60):  # flip entries while the crawl runs
@@ -164,7 +167,6 @@ def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, sta
         assert answer.json["results"][0]["status"] == "unblocked"
         changes += 2
     answer = api.post("/api/no_follow/add", json={"names": ["gamma.test"]}, headers=auth)
-    settled_at = time.time()
     changes += 1
     # The last change has a name of its own, so only it can write its log line (gamma's
     # lines come from every round); notifications arrive in commit order, so a worker
@@ -178,21 +180,21 @@ def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, sta
             f"deny list: remove {LAST_CHANGE}" in w.log() or w.proc.poll() is not None
             for w in workers
         ),
-        5,
+        60,
         "every running worker to hear the last change",
     )
+    seen_before_heard = len(web.requests())  # fakeweb's log, in the order it was asked
     for worker in workers:
         worker.wait()  # no deadlock: both finish
 
     assert deny_entries.deny_entries(db) == [("gamma.test", "no_follow")]  # no lost update
     with db.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM change_log")).scalar() == changes
-    late = [
-        r
-        for r in web.fetches(path=None)
-        if r["host"].endswith("gamma.test") and r["t"] > settled_at + 5
-    ]
-    assert late == [], "a gamma.test host was fetched more than 5 s after its entry"
+    # Once a worker has heard the entry, its downloader middleware turns every gamma.test
+    # request away; only those already past it can still reach fakeweb: the downloader's
+    # CONCURRENT_REQUESTS places (queued in a slot or in flight), each with its robots.txt.
+    late = [r for r in web.requests()[seen_before_heard:] if r["host"].endswith("gamma.test")]
+    assert len(late) <= len(workers) * 2 * CONCURRENT_REQUESTS, f"fetched after: {late}"
     # Links met while their domain was listed were dropped (that is the rule); every
     # host that was saved and is routable now was crawled: nothing stranded.
     with db.connect() as conn:

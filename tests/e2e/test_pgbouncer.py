@@ -30,7 +30,7 @@ from crawler.db import deny_entries, queue
 from crawler.db.listener import conninfo
 from tests.e2e.conftest import known_hosts, wait_until
 from tests.fakeweb import World
-from tests.unit.test_panel_support import panel_config
+from tests.unit.test_panel_support import SECRET
 from webpanel.security import LOGGED_IN_AT
 
 pytest_plugins = ["tests.unit.test_panel_support"]
@@ -162,8 +162,10 @@ def test_the_panel_works_through_pgbouncer(db, bouncer, operators):
 
     queue.save_hosts(db, ["www.pooled.test", "pooled.test"])
     deny_entries.add_no_follow(db, ["elsewhere.test"])
-    options = {"pool_size": 2, "connect_args": {"prepare_threshold": None}}
-    app = create_app(panel_config(bouncer.url, SQLALCHEMY_ENGINE_OPTIONS=options))
+    # The documented setup and nothing else: the fixture's DATABASE_URL, DATABASE_POOLED=1
+    # and DATABASE_LISTEN_URL in the environment; no engine options of the test's own.
+    app = create_app({"SECRET_KEY": SECRET, "STATS_TTL": 0})
+    assert app.config["SQLALCHEMY_DATABASE_URI"] == bouncer.url
     client = app.test_client()
     with client.session_transaction() as session:
         session["_user_id"] = f"{operators['alice']}.1"

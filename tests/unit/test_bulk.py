@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from sqlalchemy import text
 
 from crawler.db import bulk, bulk_change_log, deny_entries
 from crawler.livedenylist import LiveDenyList
 from tests.unit.test_panel_support import insert_hosts
+from tests.waiting import wait_until
 
 
 def statuses(changes) -> list[tuple[str, str]]:
@@ -151,10 +150,7 @@ def test_a_big_batch_reaches_a_listening_worker_by_one_reload(db):
         assert worker.listener.ready.wait(10)
         names = [f"w{i}.test" for i in range(bulk_change_log.NOTIFY_EACH_UP_TO + 50)]
         bulk.collect(bulk.add_no_follow(db, names))
-        deadline = time.monotonic() + 5
-        while not all(worker.denial(f"x.{n}") for n in names):
-            assert time.monotonic() < deadline, "the worker never reloaded"
-            time.sleep(0.02)
+        wait_until(lambda: all(worker.denial(f"x.{n}") for n in names), what="the worker to reload")
     finally:
         worker.stop()
 

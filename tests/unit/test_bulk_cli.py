@@ -12,15 +12,14 @@ import random
 import signal
 import subprocess
 import sys
-import time
 
 from sqlalchemy import text
 
 from crawler.db import bulk, deny_entries
 from crawler.livedenylist import LiveDenyList
+from tests.waiting import wait_until
 
 DENY_ENTRIES = [f"deny{j}.test" for j in range(50)]
-LOADED_MACHINE_BOUND = 60.0  # seconds for 100,000 block-list lines through the CLI
 
 
 def hostcrawl(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -99,11 +98,12 @@ def test_a_kill_leaves_whole_batches_and_a_rerun_finishes(db, tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 120
-    while count(db, "SELECT count(*) FROM hosts") == 0:  # the first batch is in
+
+    def first_batch_in() -> bool:
         assert proc.poll() is None, "the seeding ended before it could be killed"
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+        return count(db, "SELECT count(*) FROM hosts") > 0
+
+    wait_until(first_batch_in, 120, "the first batch")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
 
@@ -145,20 +145,15 @@ def test_a_hosts_file_and_an_adblock_list_of_100k_lines_reach_a_running_worker(d
             data, names = block_list(kind, 100_000 - 5)
             path = tmp_path / f"{kind}.txt"
             path.write_text(data)
-            start = time.monotonic()
             run = hostcrawl("no-follow", "add", "-f", str(path), "--note", kind)
-            took = time.monotonic() - start
             assert run.returncode == 0, run.stderr
-            # The bound (10 s) is bench/bulk.py's verdict; on a loaded test machine
-            # this only catches a return to a transaction per name (2.5 min per 100k).
-            assert took <= LOADED_MACHINE_BOUND, f"{kind}: {took:.1f} s"
+            # Its speed is bench/bulk.py's verdict; here the change log's one row per
+            # batch (checked below) shows the names went in batches, not one by one.
             assert f"done: added {len(names):,}" in run.stdout
             assert skipped in run.stdout
             probe = f"www.{names[-1]}"
-            deadline = time.monotonic() + 10
-            while not worker.denial(probe):  # the worker reloaded after the batches
-                assert time.monotonic() < deadline, f"{kind}: the worker never heard"
-                time.sleep(0.05)
+            # the worker reloaded after the batches
+            wait_until(lambda p=probe: worker.denial(p), what=f"{kind}: the worker to hear")
         total = count(db, "SELECT count(*) FROM queue WHERE status_reason = 'no_follow'")
         assert total == 2 * (100_000 - 5)
         assert count(db, "SELECT count(*) FROM change_log") == 2 * -(-(100_000 - 5) // bulk.BATCH)

@@ -8,7 +8,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 
 import dns.exception
 import dns.message
@@ -291,11 +290,9 @@ def test_request_log_counts_fetches(web):
 
 
 def test_graph_reaches_every_host_and_scales():
-    """A 2,000-host graph is built fast and all hosts are reachable from names[0]."""
-    started = time.monotonic()
+    """A 2,000-host graph: every host reachable from names[0] (bench/crawl.py builds it)."""
     world = World(seed=7)
     names = world.graph(2000, links_per_page=4, messy=0.2)
-    assert time.monotonic() - started < 2
     assert len(set(names)) == 2000
     assert names[0] == "alpha.test"
     assert world.reachable(names[0]) >= set(names)
