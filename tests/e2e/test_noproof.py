@@ -8,7 +8,6 @@ as failed; each is tried again after OUTAGE_RETRY_AFTER.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 from sqlalchemy import text
@@ -83,13 +82,13 @@ def test_dns_silent_from_the_start_blocks_nothing_and_every_host_is_fetched_afte
     web = fakeweb_factory(world)
     web.set_dns_silent(True)
 
-    started = time.time()
     worker, metrics, silence = start_held_back(
         db, web, start_crawler, names, "DNS_TIMEOUT", METRICS_PORT=free_port()
     )
 
     assert_nothing_settled(db, "quiet.test")
-    assert started <= metrics[("hostcrawl_world_unproven_since_seconds", ())] <= time.time()
+    unproven_since = metrics[("hostcrawl_world_unproven_since_seconds", ())]
+    assert unproven_since > 0  # a moment, where 0 says the world answers
     assert silence.never_answered and silence.held_back >= 1
     log = worker.log()
     assert "the world is not answering us (no host has answered yet" in log

@@ -11,6 +11,7 @@ from sqlalchemy import text
 
 from crawler.db import accounts
 from tests.unit.test_panel_support import PASSWORD, attempt, fail_many, message
+from tests.waiting import wait_until
 from webpanel import accounts as panel_accounts
 from webpanel.login_queue import (
     CHECK_NICENESS,
@@ -26,15 +27,6 @@ from webpanel.login_queue import (
 pytest_plugins = ["tests.unit.test_panel_support"]
 
 BOUND = 10.0  # seconds any wait in these tests may take at most
-
-
-def wait_until(condition, what: str) -> None:
-    done = threading.Event()
-    for _ in range(int(BOUND * 100)):
-        if condition():
-            return
-        done.wait(0.01)
-    raise AssertionError(f"not within {BOUND} s: {what}")
 
 
 def queue_behind(
@@ -54,7 +46,7 @@ def queue_behind(
         thread = threading.Thread(target=wait_for_turn)
         thread.start()
         threads.append(thread)
-        wait_until(lambda waiting=waiting: queue._total_waiting == waiting + 1, "in the queue")
+        wait_until(lambda waiting=waiting: queue._total_waiting == waiting + 1, what="in the queue")
     return served, threads
 
 
@@ -114,7 +106,7 @@ def test_a_login_waits_for_its_turn_instead_of_being_turned_away(app, db, operat
     with checks.queue.turn("192.0.2.99"):  # another address's check is running
         login = threading.Thread(target=lambda: answers.append(attempt(app, "alice", PASSWORD)))
         login.start()
-        wait_until(lambda: checks.queue._total_waiting == 1, "the login queues")
+        wait_until(lambda: checks.queue._total_waiting == 1, what="the login queues")
     login.join(BOUND)
     assert answers[0][0].status_code == 302
 
@@ -189,13 +181,13 @@ def test_the_gate_lets_one_login_request_per_address_in_at_a_time():
         for a in ("flood", "flood", "other")
     ]
     threads[0].start()
-    wait_until(lambda: app.inside == ["flood"], "the first is inside")
+    wait_until(lambda: app.inside == ["flood"], what="the first is inside")
     threads[1].start()
-    wait_until(lambda: gate._queued.get("flood") == 2, "the second waits")
+    wait_until(lambda: gate._queued.get("flood") == 2, what="the second waits")
     refused = call(gate, "flood")  # beyond the one waiting
     assert refused[0].startswith("429") and b"Too many requests" in refused[1]
     threads[2].start()
-    wait_until(lambda: "other" in app.inside, "another address goes straight in")
+    wait_until(lambda: "other" in app.inside, what="another address goes straight in")
     assert app.inside.count("flood") == 1
     app.go.set()
     for thread in threads:

@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy import text
 
 from tests.unit.test_panel_support import PASSWORD, SECRET
+from tests.waiting import wait_until
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
@@ -56,15 +57,6 @@ def login(port: int, username: str, password: str, source: str) -> int:
     return request(port, "POST", "/login", form, kind, source=source)[0]
 
 
-def wait_until(condition, what: str) -> None:
-    pause = threading.Event()
-    for _ in range(int(BOUND * 20)):
-        if condition():
-            return
-        pause.wait(0.05)
-    raise AssertionError(f"not within {BOUND} s: {what}")
-
-
 @pytest.fixture(scope="module")
 def port(database_url):
     """gunicorn serving the panel from the repository root (so with gunicorn.conf.py)."""
@@ -88,7 +80,7 @@ def port(database_url):
             return False
 
     try:
-        wait_until(answers, "gunicorn answers /healthz")
+        wait_until(answers, what="gunicorn answers /healthz")
         yield port
     finally:
         proc.terminate()
@@ -140,7 +132,7 @@ def test_a_query_waiting_on_the_database_does_not_stall_the_worker(port, db, ope
                 )
                 return found.scalar() > 0
 
-        wait_until(blocked, "the login waits for the lock")
+        wait_until(blocked, what="the login waits for the lock")
         assert request(port, "GET", "/healthz")[0] == 200  # the same worker, meanwhile
         assert waiting.is_alive()
         conn.rollback()
@@ -194,7 +186,7 @@ def test_an_operator_gets_in_during_a_storm_of_logins(port, db, operators):
     for thread in threads:
         thread.start()
     try:
-        wait_until(lambda: sum(answers.values()) >= 20, "the storm is under way")
+        wait_until(lambda: sum(answers.values()) >= 20, what="the storm is under way")
         operator = [login(port, "alice", PASSWORD, "127.0.0.99") for _ in range(3)]
     finally:
         stop.set()
