@@ -186,17 +186,12 @@ def test_an_operator_gets_in_during_a_storm_of_logins(port, db, operators):
     for thread in threads:
         thread.start()
     try:
-        wait_until(lambda: sum(answers.values()) >= 20, what="the storm is under way")
+        wait_until(lambda: sum(answers.values()) >= 20, what="the storm to be under way")
         operator = [login(port, "alice", PASSWORD, "127.0.0.99") for _ in range(3)]
     finally:
         stop.set()
         for thread in threads:
             thread.join(BOUND)
     assert operator == [302, 302, 302]
-    flood = Counter(
-        status
-        for (source, status), n in answers.items()
-        for _ in range(n)
-        if source == "127.0.0.30"
-    )
-    assert flood[429] > 0  # the flood from one address was turned away at no cost
+    refused = sum(n for (_source, status), n in answers.items() if status != 302)
+    assert refused >= 20 and not any(status == 302 for _source, status in answers)
