@@ -12,7 +12,7 @@ from flask import Blueprint, abort, current_app, g, jsonify, request
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW
 from crawler.core.hostnames import HostnameError, normalize
-from crawler.db import accounts, bulk
+from crawler.db import accounts, deny_entries
 from crawler.db.deny_entries import current_denial
 from crawler.db.pages import deny_lists, paging
 from crawler.db.pages import hosts as host_pages
@@ -143,15 +143,15 @@ def no_follow_add():
     """Add entries: {"names": [...], "note": "...", "force": false}; a result per name."""
     names, note = names_from_body()
     force = (request.get_json(silent=True) or {}).get("force") is True
-    changes = bulk.add_no_follow(engine(), names, g.api_user, note=note, force=force)
-    return jsonify(results(bulk.collect(changes)))
+    changes = deny_entries.add_no_follow(engine(), names, g.api_user, note=note, force=force)
+    return jsonify(results(changes))
 
 
 @bp.post("/no_follow/remove")
 def no_follow_remove():
     """Remove entries: {"names": [...], "note": "..."}; a result per name."""
     names, note = names_from_body()
-    return jsonify(results(bulk.collect(bulk.remove_no_follow(engine(), names, g.api_user, note))))
+    return jsonify(results(deny_entries.remove_no_follow(engine(), names, g.api_user, note)))
 
 
 @bp.get("/blocked")
@@ -164,7 +164,7 @@ def blocked_list():
 def blocked_unblock():
     """Unblock: {"names": [...], "note": "..."}; a result per name."""
     names, note = names_from_body()
-    return jsonify(results(bulk.collect(bulk.unblock(engine(), names, g.api_user, note=note))))
+    return jsonify(results(deny_entries.unblock(engine(), names, g.api_user, note=note)))
 
 
 @bp.get("/stats")

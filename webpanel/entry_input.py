@@ -1,7 +1,7 @@
 """Operator input for deny entries: lines and CSV in, a preview and a summary out.
 
 Normalization and the public-suffix rule are crawler.core.hostnames'; the counts
-come from crawler.db.pages; saving is crawler.db.bulk.add_no_follow().
+come from crawler.db.pages; saving is crawler.db.deny_entries.add_no_follow().
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from crawler.core.blocklists import read_lines
 from crawler.core.hostnames import HostnameError, normalize, normalize_entry
-from crawler.db.deny_entries import EntryChange
+from crawler.db.bulk import EntryChange
 from crawler.db.pages import deny_lists
 
 # A spreadsheet runs a cell starting with one of these as a formula.

@@ -8,7 +8,7 @@ from io import BytesIO
 from flask import Blueprint, abort, flash, redirect, render_template, request, send_file, url_for
 
 from crawler.core.denylist import NO_FOLLOW
-from crawler.db import bulk, deny_entries
+from crawler.db import deny_entries
 from crawler.db.pages import deny_lists, paging
 from webpanel import entry_input
 from webpanel.core import actor, arg, choice, engine, search_page
@@ -45,8 +45,8 @@ def add():
     values = entry_input.lines(form.entries.data)[: entry_input.MAX_LINES]
     note = form.note.data or None
     if form.save.data:
-        changes = bulk.collect(
-            bulk.add_no_follow(engine(), values, actor(), note=note, force=form.force.data)
+        changes = deny_entries.add_no_follow(
+            engine(), values, actor(), note=note, force=form.force.data
         )
         return render_template("no_follow/summary.html", summary=entry_input.Summary(changes))
     preview = entry_input.preview(db.session, values, form.force.data)
@@ -119,4 +119,4 @@ def _read_upload(form: ImportForm) -> str | None:
 
 def _save_rows(rows: list[tuple[str, str | None]], force: bool):
     """Every row in one bulk batch (one transaction), each with its note; results in order."""
-    return bulk.collect(bulk.add_no_follow(engine(), rows, actor(), force=force))
+    return deny_entries.add_no_follow(engine(), rows, actor(), force=force)

@@ -15,7 +15,7 @@ from psycopg.errors import UndefinedTable
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from crawler.db.deny_entries import EntryChange
+from crawler.db.bulk import EntryChange
 
 DASH_HINT = "names that start with '-' go after '--', as in: hostcrawl no-follow add -- -name.test"
 

@@ -259,6 +259,8 @@ class ChangeLogItems(Base):
     """
 
     __tablename__ = "change_log_items"
+    # Which batch added a name (the entry lists' "added at ... by ..."): migration 0016.
+    __table_args__ = (Index("ix_change_log_items_names", "names", postgresql_using="gin"),)
 
     change_id: Mapped[int] = mapped_column(
         ForeignKey("change_log.id", ondelete="CASCADE"), primary_key=True

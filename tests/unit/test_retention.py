@@ -111,7 +111,7 @@ def test_every_writer_keeps_hosts_and_queue_rows_paired(db):
     deny_entries.upsert_blocked(db, "trap.test", "a trap")
     deny_entries.remove_no_follow(db, ["rule.test"])  # an entry-only row: goes with its entry
     deny_entries.unblock(db, ["trap.test"])
-    windows.record_outcomes(db, [("x.a.test", "DNS_NXDOMAIN")])
+    windows.record_outcomes(db, [("x.a.test", "DNS_NXDOMAIN")], size=50)
     with db.connect() as conn:
         known = set(conn.execute(text("SELECT hostname FROM hosts")).scalars())
     assert {"a.test", "www.a.test", "seed.test", "new.test", "www.new.test"} <= known

@@ -11,16 +11,18 @@ from sqlalchemy import (
     Text,
     any_,
     bindparam,
+    cast,
     func,
     select,
     text,
     true,
+    union_all,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, array
 
 from crawler.core.denylist import BLOCKED, RULES
 from crawler.db.hostsql import suffix_range
-from crawler.db.models import ChangeLogEntry, QueueRow
+from crawler.db.models import ChangeLogEntry, ChangeLogItems, QueueRow
 from crawler.db.pages.paging import (
     DEFAULT_LIMIT,
     ENTRY,
@@ -48,16 +50,7 @@ def entry_statement(rule: str, q: str = "", match: str = PREFIX) -> Select:
         .where(ENTRY.c.denied_by == QueueRow.hostname)
         .scalar_subquery()
     )
-    added = (
-        select(ChangeLogEntry.at, ChangeLogEntry.actor)
-        .where(
-            ChangeLogEntry.hostname == QueueRow.hostname,
-            ChangeLogEntry.action == ("block" if rule == BLOCKED else "no_follow.add"),
-        )
-        .order_by(ChangeLogEntry.id.desc())
-        .limit(1)
-        .lateral("added")
-    )
+    added = added_by(rule)
     stmt = (
         select(
             QueueRow.hostname,
@@ -73,6 +66,25 @@ def entry_statement(rule: str, q: str = "", match: str = PREFIX) -> Select:
     )
     searched = search_condition(QueueRow.hostname, QUEUE_REVERSED, q, match)
     return stmt if searched is None else stmt.where(searched)
+
+
+def added_by(rule: str):
+    """The latest change that added an entry (its time and actor): a change-log row of its
+    own, or a batch whose names hold it (by ix_change_log_items_names)."""
+    action = ChangeLogEntry.action == ("block" if rule == BLOCKED else "no_follow.add")
+    own = (
+        select(ChangeLogEntry.id, ChangeLogEntry.at, ChangeLogEntry.actor)
+        .where(ChangeLogEntry.hostname == QueueRow.hostname, action)
+        .correlate(QueueRow)
+    )
+    in_batch = (
+        select(ChangeLogEntry.id, ChangeLogEntry.at, ChangeLogEntry.actor)
+        .join(ChangeLogItems, ChangeLogItems.change_id == ChangeLogEntry.id)
+        .where(ChangeLogItems.names.contains(cast(array([QueueRow.hostname]), ARRAY(Text))), action)
+        .correlate(QueueRow)
+    )
+    both = union_all(own, in_batch).subquery()
+    return select(both.c.at, both.c.actor).order_by(both.c.id.desc()).limit(1).lateral("added")
 
 
 def entry_page(
