@@ -18,13 +18,13 @@ from crawler.db.pages import deny_lists, paging
 from crawler.db.pages import hosts as host_pages
 from crawler.db.pages import roots as root_pages
 from webpanel.core import engine, fetch_page, stats
+from webpanel.entry_input import MAX_NAMES
 from webpanel.extensions import db
 from webpanel.hosts import host_filter
 from webpanel.roots import root_budget, root_filter
 from webpanel.security import READ_METHODS, VIEWER_REFUSED
 
 bp = Blueprint("api", __name__, url_prefix="/api")
-MAX_NAMES = 10_000
 MAX_DEPTH = 32  # deeper JSON is refused before it can exhaust the parser's recursion
 
 
