@@ -21,7 +21,7 @@ from webpanel.core import engine, fetch_page, stats
 from webpanel.entry_input import MAX_NAMES
 from webpanel.extensions import db
 from webpanel.hosts import host_filter
-from webpanel.roots import root_budget, root_filter
+from webpanel.roots import root_budget, root_filter, root_json
 from webpanel.security import READ_METHODS, VIEWER_REFUSED
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -182,7 +182,7 @@ def roots_list():
         return jsonify(error=f"q: {exc.reason}"), 400
     budget = root_budget()
     return jsonify(
-        roots=[r.as_dict(budget, current_app.config["TRAP_NEAR_BLOCK"]) for r in page.rows],
+        roots=[root_json(r, budget, current_app.config["TRAP_NEAR_BLOCK"]) for r in page.rows],
         next=page.next,
         prev=page.prev,
     )
