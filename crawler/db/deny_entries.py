@@ -1,4 +1,4 @@
-"""Deny entries (docs/design.md, rules 2 and 8): blocked and no_follow rows, and their one write path.
+"""Deny entries (docs/design.md, rules 2 and 8): blocked and no_follow rows, and their writer.
 
 An entry is a queue row with `status_reason` set. Every change, of one name or of a
 million, goes through the same batch writer (crawler.db.bulk's staging table): a block,
