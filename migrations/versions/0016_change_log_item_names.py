@@ -6,7 +6,7 @@ batch as one change_log row with its names in change_log_items. The /no_follow a
 is the change_log_items row whose names contain it, found with this index.
 
 Revision ID: 0016
-Revises: 0010
+Revises: 0012
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0016"
-down_revision: str | None = "0010"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
