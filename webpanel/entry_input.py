@@ -66,9 +66,10 @@ class Preview:
 
 @dataclass
 class Read:
-    """What a paste or a CSV file holds: its names (each once, in order), and what was left."""
+    """What a paste or a CSV file holds: its items (names, each once, in order; or a CSV's
+    (name, note) rows), and the lines that held none."""
 
-    names: list
+    items: list
     skipped: Skipped
     repeated: int = 0  # names given again, counted once
 
@@ -81,10 +82,10 @@ class Read:
 
     def too_many(self) -> str | None:
         """Why the whole input is refused, or None: over MAX_NAMES names."""
-        if len(self.names) <= MAX_NAMES:
+        if len(self.items) <= MAX_NAMES:
             return None
         return (
-            f"{len(self.names):,} names: at most {MAX_NAMES:,} at a time here, so nothing was"
+            f"{len(self.items):,} names: at most {MAX_NAMES:,} at a time here, so nothing was"
             " saved; split the list, or give the file to `hostcrawl no-follow add -f FILE`"
             " (any size)"
         )

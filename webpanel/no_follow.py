@@ -70,11 +70,11 @@ def add():
     note = form.note.data or None
     if form.save.data:
         changes = deny_entries.add_no_follow(
-            engine(), pasted.names, actor(), note=note, force=form.force.data
+            engine(), pasted.items, actor(), note=note, force=form.force.data
         )
         summary = entry_input.Summary(changes, pasted.counted())
         return render_template("no_follow/summary.html", summary=summary)
-    preview = entry_input.preview(db.session, pasted.names, form.force.data)
+    preview = entry_input.preview(db.session, pasted.items, form.force.data)
     form.entries.errors = [c.describe_problem() for c in preview.problems]
     status = 400 if preview.problems and not preview.storable else 200
     return render_index(form, preview if preview.storable else None, status, pasted.counted())
@@ -116,12 +116,12 @@ def import_csv():
         read = entry_input.import_rows(data or "")
     except ValueError as exc:  # e.g. a cell past the csv module's field limit
         return _refuse_file(form, str(exc))
-    if not read.names:
+    if not read.items:
         return _refuse_file(form, "no hostname rows in that file")
     if too_many := read.too_many():
         form.csv_text.data = ""  # not carried to a save
         return _refuse_file(form, too_many)
-    rows = read.names
+    rows = read.items
     if form.save.data and form.csv_text.data:
         summary = entry_input.Summary(_save_rows(rows, form.force.data), read.counted())
         return render_template("no_follow/summary.html", summary=summary)
