@@ -13,7 +13,7 @@ A throwaway embedded Postgres (deleted at exit), one run:
    text column and no index (the cost of moving the bytes into Postgres at all).
    Then crawler.db.bulk.seed() reads the file with crawler.core.blocklists, as
    `hostcrawl seed -f` does; its counts are checked against the generator's.
-2. A hosts file of 100,000 lines through crawler.db.bulk.add_no_follow().
+2. A hosts file of 100,000 lines through crawler.db.deny_entries.add_no_follow_batches().
 3. `hostcrawl hosts export -o FILE` of every host (a real process, its peak RSS
    from /proc/PID/status VmHWM), and the same with --root (a few hundred rows): constant memory
    means the two peaks are about equal. Its row count is compared with the count of
@@ -42,7 +42,7 @@ from sqlalchemy import create_engine, func, select, text
 
 from crawler.core.blocklists import read_lines
 from crawler.core.hostnames import HostnameError, normalize, root
-from crawler.db import bulk
+from crawler.db import bulk, deny_entries
 from crawler.db.export import export_statement
 from crawler.db.pages.hosts import HostFilter
 
@@ -145,7 +145,8 @@ def block_list(engine, rng: random.Random) -> float:
     lines = [f"0.0.0.0 {subdomain_of(registered_domain(rng), rng, 1)}" for _ in range(BLOCK_LIST)]
     start = time.perf_counter()
     items = ((item.value, item.note) for item in read_lines(lines))
-    added = sum(c.status == "added" for batch in bulk.add_no_follow(engine, items) for c in batch)
+    batches = deny_entries.add_no_follow_batches(engine, items)
+    added = sum(c.status == "added" for batch in batches for c in batch)
     took = time.perf_counter() - start
     print(f"# block list: {added:,} of {BLOCK_LIST:,} lines added")
     return took
@@ -208,7 +209,7 @@ def main() -> int:
     path = workdir / "seeds.txt"
     expected = generate(path, rng)
     entries = expected.pop("entries")
-    bulk.collect(bulk.add_no_follow(engine, entries))  # type: ignore[arg-type]
+    deny_entries.add_no_follow(engine, entries)  # type: ignore[arg-type]
 
     copy_s = raw_copy(engine, path)
     indexed_s = indexed_copy(engine, path)

@@ -82,6 +82,7 @@ class CrawlState:
             self.actor,
             remember=self.denylist.remember,
             confirm=SelfCheck(self.engine, self.world, self.count).confirm,
+            still_denied=lambda domain: self.denylist.denial(domain) is not None,
         )
         self.recheck_every = settings.getfloat("TRAP_RECHECK_INTERVAL")
         self._resolver: OutcomeResolver | None = None

@@ -37,16 +37,19 @@ class TrapGuard:
         actor: str,
         remember: Callable[[str, str], None] = lambda hostname, rule: None,
         confirm: Confirm | None = None,
+        still_denied: Callable[[str], bool] = lambda domain: True,
     ) -> None:
         self.engine = engine
         self.size = size
         self.actor = actor
         self.remember = remember
         self.confirm = confirm
+        self.still_denied = still_denied
         self._batcher = Batcher("recording outcomes", self._write)
         self._checking: set[str] = set()
         # Roots this guard blocked: a window that still proves them costs no second check.
-        # (An unblock elsewhere is rare; the next worker start forgets this.)
+        # An unblock (heard by `still_denied`, the worker's live deny list) clears the
+        # root's window, so a later proof is a new one and is checked and written again.
         self._blocked: set[str] = set()
 
     async def observe(self, hostname: str, outcome: str) -> str | None:
@@ -74,6 +77,8 @@ class TrapGuard:
         """Block each proven root its self-check confirms; the others wait for more outcomes."""
         blocked = {}
         for domain, reason in proven.items():
+            if domain in self._blocked and not self.still_denied(domain):
+                self._blocked.discard(domain)  # unblocked since: a new proof counts
             if domain in self._checking or domain in self._blocked:
                 continue  # a check of this root is under way, or it is blocked already
             self._checking.add(domain)

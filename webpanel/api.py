@@ -13,19 +13,19 @@ from flask import Blueprint, abort, current_app, g, jsonify, request
 from crawler.core.denylist import BLOCKED, NO_FOLLOW
 from crawler.core.hostnames import HostnameError, normalize
 from crawler.core.inputs import MAX_NOTE, note_problem, unstorable
-from crawler.db import accounts, bulk
+from crawler.db import accounts, deny_entries
 from crawler.db.deny_entries import current_denial
 from crawler.db.pages import deny_lists, paging
 from crawler.db.pages import hosts as host_pages
 from crawler.db.pages import roots as root_pages
 from webpanel.core import engine, fetch_page, stats
+from webpanel.entry_input import MAX_NAMES
 from webpanel.extensions import db
 from webpanel.hosts import host_filter
-from webpanel.roots import root_budget, root_filter
+from webpanel.roots import root_budget, root_filter, root_json
 from webpanel.security import READ_METHODS, VIEWER_REFUSED
 
 bp = Blueprint("api", __name__, url_prefix="/api")
-MAX_NAMES = 10_000
 MAX_DEPTH = 32  # deeper JSON is refused before it can exhaust the parser's recursion
 
 
@@ -166,15 +166,15 @@ def no_follow_add():
     """Add entries: {"names": [...], "note": "...", "force": false}; a result per name."""
     names, note = names_from_body()
     force = (request.get_json(silent=True) or {}).get("force") is True
-    changes = bulk.add_no_follow(engine(), names, g.api_user, note=note, force=force)
-    return jsonify(results(bulk.collect(changes)))
+    changes = deny_entries.add_no_follow(engine(), names, g.api_user, note=note, force=force)
+    return jsonify(results(changes))
 
 
 @bp.post("/no_follow/remove")
 def no_follow_remove():
     """Remove entries: {"names": [...], "note": "..."}; a result per name."""
     names, note = names_from_body()
-    return jsonify(results(bulk.collect(bulk.remove_no_follow(engine(), names, g.api_user, note))))
+    return jsonify(results(deny_entries.remove_no_follow(engine(), names, g.api_user, note)))
 
 
 @bp.get("/blocked")
@@ -187,7 +187,7 @@ def blocked_list():
 def blocked_unblock():
     """Unblock: {"names": [...], "note": "..."}; a result per name."""
     names, note = names_from_body()
-    return jsonify(results(bulk.collect(bulk.unblock(engine(), names, g.api_user, note=note))))
+    return jsonify(results(deny_entries.unblock(engine(), names, g.api_user, note=note)))
 
 
 @bp.get("/stats")
@@ -205,7 +205,7 @@ def roots_list():
         return jsonify(error=f"q: {exc.reason}"), 400
     budget = root_budget()
     return jsonify(
-        roots=[r.as_dict(budget, current_app.config["TRAP_NEAR_BLOCK"]) for r in page.rows],
+        roots=[root_json(r, budget, current_app.config["TRAP_NEAR_BLOCK"]) for r in page.rows],
         next=page.next,
         prev=page.prev,
     )

@@ -1,7 +1,11 @@
 """Operator input for deny entries: lines and CSV in, a preview and a summary out.
 
 Normalization and the public-suffix rule are crawler.core.hostnames'; the counts
-come from crawler.db.pages; saving is crawler.db.bulk.add_no_follow().
+come from crawler.db.pages; saving is crawler.db.deny_entries.add_no_follow().
+
+Nothing is dropped silently: lines that hold no name (comments, @@ exceptions,
+cosmetic rules, regexes) and names given twice are counted on screen, as the CLI
+counts them, and a paste or file of more than MAX_NAMES names is refused whole.
 """
 
 from __future__ import annotations
@@ -12,15 +16,17 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from crawler.core.blocklists import read_lines
+from crawler.core.blocklists import COMMENT, Skipped, read_lines
 from crawler.core.hostnames import HostnameError, normalize, normalize_entry
 from crawler.core.inputs import note_problem
-from crawler.db.deny_entries import EntryChange
+from crawler.db.bulk import EntryChange
 from crawler.db.pages import deny_lists
 
 # A spreadsheet runs a cell starting with one of these as a formula.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-MAX_LINES = 10_000
+# One write of the one write path (crawler.db.bulk.BATCH is larger): a paste, a CSV
+# import or an API call is written whole or not at all. Bigger lists: the CLI's -f FILE.
+MAX_NAMES = 10_000
 
 
 @dataclass
@@ -59,10 +65,45 @@ class Preview:
         return [c for c in self.candidates if c.ok]
 
 
-def lines(value: str) -> list[str]:
+@dataclass
+class Read:
+    """What a paste or a CSV file holds: its items (names, each once, in order; or a CSV's
+    (name, note) rows), and the lines that held none."""
+
+    items: list
+    skipped: Skipped
+    repeated: int = 0  # names given again, counted once
+
+    def counted(self) -> str:
+        """'3 lines skipped (2 comment, 1 @@ exception); 2 repeated names counted once', or ''."""
+        said = [self.skipped.describe()]
+        if self.repeated:
+            said.append(f"{self.repeated:,} repeated {_names(self.repeated)} counted once")
+        return "; ".join(filter(None, said))
+
+    def too_many(self) -> str | None:
+        """Why the whole input is refused, or None: over MAX_NAMES names."""
+        if len(self.items) <= MAX_NAMES:
+            return None
+        return (
+            f"{len(self.items):,} names: at most {MAX_NAMES:,} at a time here, so nothing was"
+            " saved; split the list, or give the file to `hostcrawl no-follow add -f FILE`"
+            " (any size)"
+        )
+
+
+def _names(n: int) -> str:
+    return "name" if n == 1 else "names"
+
+
+def lines(value: str) -> Read:
     """The names of pasted lines (plain, CSV, hosts file or Adblock rules), each once, in order;
-    comments, exceptions, cosmetic rules and regexes are skipped (crawler.core.blocklists)."""
-    return list(dict.fromkeys(item.value for item in read_lines(value.splitlines())))
+    comments, exceptions, cosmetic rules and regexes are counted as skipped
+    (crawler.core.blocklists), as are names given twice."""
+    skipped = Skipped()
+    given = [item.value for item in read_lines(value.splitlines(), skipped)]
+    names = list(dict.fromkeys(given))
+    return Read(names, skipped, len(given) - len(names))
 
 
 def preview(conn, values: Sequence[str], force: bool, notes: Sequence[str | None] = ()) -> Preview:
@@ -93,9 +134,11 @@ def _candidate(value: str, force: bool) -> Candidate:
 
 @dataclass
 class Summary:
-    """What a save did: added N, already present M, refused K (with each reason)."""
+    """What a save did: added N, already present M, refused K (with each reason), and the
+    lines that held no name."""
 
     changes: list[EntryChange]
+    counted: str = ""  # Read.counted(): skipped lines, repeated names
 
     @property
     def counts(self) -> Counter:
@@ -137,13 +180,14 @@ def export_csv(rows: Iterable) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
-def import_rows(data: str) -> list[tuple[str, str | None]]:
-    """(hostname input, note) per CSV row; a 'hostname' header row is skipped.
+def import_rows(data: str) -> Read:
+    """(hostname input, note) per CSV row; a 'hostname' header row is skipped, and
+    comment rows ('#') are counted as skipped.
 
     A file the csv module cannot read (a cell over its field limit, a NUL) is a
     ValueError naming the line, never a 500.
     """
-    rows = []
+    rows, skipped = [], Skipped()
     reader = csv.reader(io.StringIO(data))
     try:
         records = list(reader)
@@ -151,7 +195,10 @@ def import_rows(data: str) -> list[tuple[str, str | None]]:
         raise ValueError(f"line {reader.line_num}: not a hostname,note CSV row ({exc})") from None
     for i, record in enumerate(records):
         cells = [c.strip() for c in record]
-        if not cells or not cells[0] or cells[0].startswith("#"):
+        if not cells or not cells[0]:
+            continue
+        if cells[0].startswith("#"):
+            skipped.counts[COMMENT] += 1
             continue
         if i == 0 and cells[0].lower() == "hostname":
             continue
@@ -160,4 +207,4 @@ def import_rows(data: str) -> list[tuple[str, str | None]]:
         if problem:
             raise ValueError(f"row {i + 1}: the note: {problem}")
         rows.append((cells[0], note))
-    return rows
+    return Read(rows, skipped)

@@ -1,5 +1,9 @@
 """/no_follow: the operators' entries. Add one or paste many (preview, then save),
-remove with a confirmation, CSV export and import. crawler.db.deny_entries does every write."""
+remove with a confirmation, CSV export and import. crawler.db.deny_entries does every write.
+
+A paste or an import of more than entry_input.MAX_NAMES names is refused whole, with the
+reason beside the field; skipped lines and repeated names are counted on screen.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from io import BytesIO
 from flask import Blueprint, abort, flash, redirect, render_template, request, send_file, url_for
 
 from crawler.core.denylist import NO_FOLLOW
-from crawler.db import bulk, deny_entries
+from crawler.db import deny_entries
 from crawler.db.pages import deny_lists, paging
 from webpanel import entry_input
 from webpanel.core import actor, arg, choice, engine, search_page
@@ -18,12 +22,29 @@ from webpanel.forms import ConfirmForm, ImportForm, NoFollowForm
 bp = Blueprint("no_follow", __name__, url_prefix="/no_follow")
 
 
-def render_index(form: NoFollowForm, preview: entry_input.Preview | None = None, status: int = 200):
+@bp.context_processor
+def limits() -> dict:
+    return {"max_names": entry_input.MAX_NAMES}
+
+
+def render_index(
+    form: NoFollowForm,
+    preview: entry_input.Preview | None = None,
+    status: int = 200,
+    counted: str = "",
+):
     """The list with the add form (and a preview of the form's lines, if any)."""
     q, match = arg("q"), choice("match", paging.MATCHES)
     page, error = search_page(deny_lists.entry_page, NO_FOLLOW, q, match)
     body = render_template(
-        "no_follow/index.html", page=page, q=q, match=match, error=error, form=form, preview=preview
+        "no_follow/index.html",
+        page=page,
+        q=q,
+        match=match,
+        error=error,
+        form=form,
+        preview=preview,
+        counted=counted,
     )
     return body, status
 
@@ -42,17 +63,21 @@ def add():
     form = NoFollowForm()
     if not form.validate_on_submit():
         return render_index(form, status=400)
-    values = entry_input.lines(form.entries.data)[: entry_input.MAX_LINES]
+    pasted = entry_input.lines(form.entries.data)
+    if too_many := pasted.too_many():
+        form.entries.errors = [too_many]
+        return render_index(form, status=400, counted=pasted.counted())
     note = form.note.data or None
     if form.save.data:
-        changes = bulk.collect(
-            bulk.add_no_follow(engine(), values, actor(), note=note, force=form.force.data)
+        changes = deny_entries.add_no_follow(
+            engine(), pasted.items, actor(), note=note, force=form.force.data
         )
-        return render_template("no_follow/summary.html", summary=entry_input.Summary(changes))
-    preview = entry_input.preview(db.session, values, form.force.data)
+        summary = entry_input.Summary(changes, pasted.counted())
+        return render_template("no_follow/summary.html", summary=summary)
+    preview = entry_input.preview(db.session, pasted.items, form.force.data)
     form.entries.errors = [c.describe_problem() for c in preview.problems]
     status = 400 if preview.problems and not preview.storable else 200
-    return render_index(form, preview if preview.storable else None, status)
+    return render_index(form, preview if preview.storable else None, status, pasted.counted())
 
 
 @bp.route("/<hostname>/remove", methods=["GET", "POST"])
@@ -88,21 +113,31 @@ def import_csv():
         return render_template("no_follow/import.html", form=form, preview=None)
     data = form.csv_text.data or _read_upload(form)
     try:
-        rows = entry_input.import_rows(data or "")[: entry_input.MAX_LINES]
+        read = entry_input.import_rows(data or "")
     except ValueError as exc:  # e.g. a cell past the csv module's field limit
-        form.file.errors = [*form.file.errors, str(exc)]
-        return render_template("no_follow/import.html", form=form, preview=None), 400
-    if not rows:
-        form.file.errors = [*form.file.errors, "no hostname rows in that file"]
-        return render_template("no_follow/import.html", form=form, preview=None), 400
+        return _refuse_file(form, str(exc))
+    if not read.items:
+        return _refuse_file(form, "no hostname rows in that file")
+    if too_many := read.too_many():
+        form.csv_text.data = ""  # not carried to a save
+        return _refuse_file(form, too_many)
+    rows = read.items
     if form.save.data and form.csv_text.data:
-        summary = entry_input.Summary(_save_rows(rows, form.force.data))
+        summary = entry_input.Summary(_save_rows(rows, form.force.data), read.counted())
         return render_template("no_follow/summary.html", summary=summary)
     form.csv_text.data = data
     preview = entry_input.preview(
         db.session, [v for v, _ in rows], form.force.data, [n for _, n in rows]
     )
-    return render_template("no_follow/import.html", form=form, preview=preview)
+    return render_template(
+        "no_follow/import.html", form=form, preview=preview, counted=read.counted()
+    )
+
+
+def _refuse_file(form: ImportForm, why: str):
+    """The import form again, with the reason beside the file field; nothing written."""
+    form.file.errors = [*form.file.errors, why]
+    return render_template("no_follow/import.html", form=form, preview=None), 400
 
 
 def _read_upload(form: ImportForm) -> str | None:
@@ -119,4 +154,4 @@ def _read_upload(form: ImportForm) -> str | None:
 
 def _save_rows(rows: list[tuple[str, str | None]], force: bool):
     """Every row in one bulk batch (one transaction), each with its note; results in order."""
-    return bulk.collect(bulk.add_no_follow(engine(), rows, actor(), force=force))
+    return deny_entries.add_no_follow(engine(), rows, actor(), force=force)

@@ -2,7 +2,7 @@
 
 A wildcard zone is only flagged (blocks stay reserved for the trap rule): its
 page offers one button that puts the root on no_follow, logged in the change log like any
-other entry.
+other entry. crawler.db.pages.roots gives the rows; their words and JSON are here.
 """
 
 from __future__ import annotations
@@ -19,6 +19,47 @@ from webpanel.forms import EmptyForm
 
 bp = Blueprint("roots", __name__, url_prefix="/roots")
 WILDCARD_NOTE = "wildcard zone (a random name under it resolves), from /roots"
+SORT_LABELS = {
+    "hosts": "most hosts first",
+    "near_block": "nearest a block first",
+    "failed": "most failed first",
+    "name": "root A→Z",
+}
+
+
+@bp.app_template_filter("window_text")
+def window_text(line: root_pages.RootLine) -> str:
+    """'38 of the last 50 failed' (or of fewer, while the window fills; none after an unblock)."""
+    if not line.window_size:
+        return "no subdomain in the window yet"
+    return f"{line.window_failed} of the last {line.window_size} failed"
+
+
+@bp.app_template_filter("due_text")
+def due_text(line: root_pages.RootLine) -> str:
+    return f"{line.due:,}+" if line.due_capped else f"{line.due:,}"
+
+
+def root_json(line: root_pages.RootLine, budget: int, near_block: int) -> dict:
+    """One root as GET /api/roots gives it."""
+    return {
+        "root": line.root,
+        "hosts": line.hosts,
+        "due": line.due,
+        "due_capped": line.due_capped,
+        "crawled_ok": line.crawled_ok,
+        "failed": line.failed,
+        "window": {"failed": line.window_failed, "size": line.window_size},
+        "near_block": line.window_failed >= near_block,
+        "claimed_this_hour": line.claimed_hour,
+        "budget": budget,
+        "held_until": line.held_until.isoformat() if line.held_until else None,
+        "wildcard": line.wildcard,
+        "wildcard_probe": (
+            {"name": line.probe, "outcome": line.probe_outcome} if line.probe else None
+        ),
+        "entry": {"hostname": line.entry, "rule": line.entry_rule} if line.entry else None,
+    }
 
 
 def root_budget() -> int:
@@ -31,7 +72,7 @@ def root_filter() -> root_pages.RootFilter:
         q=arg("q"),
         match=choice("match", paging.MATCHES),
         wildcards=request.args.get("wildcards") == "1",
-        sort=choice("sort", root_pages.SORT_LABELS),
+        sort=choice("sort", SORT_LABELS),
     )
 
 
@@ -45,7 +86,7 @@ def index():
         page=page,
         flt=flt,
         error=error,
-        sorts=root_pages.SORT_LABELS,
+        sorts=SORT_LABELS,
         budget=root_budget(),
         near_block=current_app.config["TRAP_NEAR_BLOCK"],
         window=current_app.config["TRAP_WINDOW"],

@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from crawler.core.inputs import note_problem
-from crawler.db.deny_entries import EntryChange
+from crawler.db.bulk import EntryChange
 
 DASH_HINT = "names that start with '-' go after '--', as in: hostcrawl no-follow add -- -name.test"
 

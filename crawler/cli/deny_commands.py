@@ -1,8 +1,9 @@
 """`hostcrawl no-follow` and `hostcrawl blocked`: deny entries, a few or a whole block list.
 
-Every change goes through crawler.db.bulk: names as arguments print a line each;
-`-f FILE` (plain, CSV, hosts file, Adblock `||name^`; gzip; '-' for stdin) shows
-progress and a summary, and `--report FILE` keeps every line's result.
+Every change goes through crawler.db.deny_entries, the one write path of any size:
+names as arguments print a line each; `-f FILE` (plain, CSV, hosts file, Adblock
+`||name^`; gzip; '-' for stdin) shows progress and a summary, and `--report FILE` keeps
+every line's result.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import click
 
 from crawler.cli.bulkrun import finish, run_file
 from crawler.cli.common import ACTOR, checked_note, engine, friendly_errors, report
-from crawler.db import bulk, deny_entries
+from crawler.db import deny_entries
 
 LIST_FILE = click.Path(dir_okay=False, allow_dash=True)
 REPORT_FILE = click.Path(dir_okay=False)
@@ -45,7 +46,7 @@ def no_follow_add(domains: tuple[str, ...], path, note: str | None, force: bool,
     """Add DOMAINS (or the names in FILE) to no_follow."""
 
     def change(items):
-        return bulk.add_no_follow(engine(), items, ACTOR, note=note, force=force)
+        return deny_entries.add_no_follow_batches(engine(), items, ACTOR, note=note, force=force)
 
     apply(change, domains, path, report_path, "no_follow add")
 
@@ -60,7 +61,7 @@ def no_follow_remove(domains: tuple[str, ...], path, note: str | None, report_pa
     """Remove DOMAINS (or the names in FILE) from no_follow."""
 
     def change(items):
-        return bulk.remove_no_follow(engine(), items, ACTOR, note=note)
+        return deny_entries.remove_no_follow_batches(engine(), items, ACTOR, note=note)
 
     apply(change, domains, path, report_path, "no_follow remove")
 
@@ -97,6 +98,6 @@ def blocked_unblock(hosts: tuple[str, ...], path, note: str | None, report_path)
     """Unblock HOSTS (or those in FILE); the hosts their blocks took out come back."""
 
     def change(items):
-        return bulk.unblock(engine(), items, ACTOR, note=note)
+        return deny_entries.unblock_batches(engine(), items, ACTOR, note=note)
 
     apply(change, hosts, path, report_path, "unblock")

@@ -1,15 +1,13 @@
-"""Bulk writes: seeds and deny entries by the hundred thousand.
+"""Bulk writes: names by the hundred thousand, a batch at a time; seeds here.
 
 Names are normalized, deduplicated and refused in Python with the core's rules,
-then COPYed into a temporary staging table. The deny check is one SQL join of the
-staged names against the entries above each (host_parents()), and each write one
+then COPYed into a temporary staging table, and each write is one
 INSERT/UPDATE ... SELECT over the stage. Each batch is one transaction: a kill
 leaves whole batches only, and a rerun answers "already" for what was written.
+Every write locks rows in hostname order, as every bulk write here does.
 
-Every write locks rows in hostname order, as every bulk write here does. A batch
-of deny entries writes one change-log row (its count; the names in change_log_items) and
-reaches running workers: a NOTIFY per name for a small batch, one "reload" for a
-big one. Results come per batch, in input order, as EntryChange.
+Seeds are written here; deny entries (one name or a million) by crawler.db.deny_entries
+on the same stage. Results come per batch, in input order, as EntryChange.
 """
 
 from __future__ import annotations
@@ -21,18 +19,34 @@ from itertools import islice
 
 from sqlalchemy import Connection, Engine, text
 
-from crawler.core.denylist import BLOCKED, NO_FOLLOW
-from crawler.core.hostnames import HostnameError, normalize, normalize_entry, root, seed_refusal
-from crawler.db.bulk_change_log import STAGED_NOTES, announce, record_batch
-from crawler.db.deny_entries import FORGET_ENTRY_ONLY_ROWS, SYSTEM, EntryChange
+from crawler.core.hostnames import HostnameError, normalize, root, seed_refusal, shown
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
-from crawler.db.routing import NEAREST_ENTRY
 from crawler.db.statistics import analyzes_after
+
+
+@dataclass(frozen=True)
+class EntryChange:
+    """The result of one operator input: what was stored, or why not."""
+
+    input: str
+    hostname: str | None
+    status: str  # added | already | removed | absent | refused | queued | unblocked
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "refused"
+
+    def describe(self) -> str:
+        if self.hostname is None:
+            return f"{shown(self.input)}: {self.message}"
+        stored = self.hostname if self.input == self.hostname else f"{self.input} → {self.hostname}"
+        return f"{stored}: {self.status}" + (f" ({self.message})" if self.message else "")
+
 
 BATCH = 20_000
 REPEATED = "repeated in this list"
-REMOVAL = {BLOCKED: ("unblock", "unblocked"), NO_FOLLOW: ("no_follow.remove", "removed")}
 
 Item = str | tuple[str, str | None]  # a value, or (value, its own note)
 
@@ -70,68 +84,6 @@ QUEUE_SEEDS = text(
      WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
     """
 )
-# New names become entries as they are inserted; existing rows are changed below.
-INSERT_ENTRIES = text(
-    """
-    INSERT INTO queue (hostname, root, status_reason, note)
-    SELECT hostname, root, 'no_follow', note FROM bulk_names ORDER BY hostname
-    ON CONFLICT (hostname) DO NOTHING
-    RETURNING hostname
-    """
-)
-LOCK_STAGED = text(
-    """
-    SELECT q.hostname, q.status_reason FROM queue q JOIN bulk_names s USING (hostname)
-     ORDER BY q.hostname FOR UPDATE OF q
-    """
-)
-SET_NO_FOLLOW = text(
-    """
-    UPDATE queue q SET status_reason = 'no_follow', note = s.note
-      FROM bulk_names s
-     WHERE q.hostname = s.hostname AND q.status_reason IS DISTINCT FROM 'no_follow'
-    """
-)
-# Every routed row under a new entry leaves routing, credited to the nearest new entry.
-# OFFSET 0 keeps the row filters out of the lateral scan, so it is always the range
-# scan of ix_queue_reversed, whatever the planner believes of the queue's size.
-TAKE_OUT_UNDER = text(
-    """
-    WITH under AS (
-        SELECT DISTINCT ON (r.hostname) r.hostname, s.hostname AS entry
-          FROM bulk_names s
-         CROSS JOIN LATERAL (
-               SELECT hostname, denied_by, status_reason FROM queue
-                WHERE reverse(hostname::text) >= reverse(s.hostname) || '.'
-                  AND reverse(hostname::text) < reverse(s.hostname) || '/'
-               OFFSET 0) r
-         WHERE r.denied_by IS NULL AND r.status_reason IS NULL
-         ORDER BY r.hostname, length(s.hostname) DESC),
-    locked AS (
-        SELECT q.hostname, under.entry FROM queue q JOIN under USING (hostname)
-         ORDER BY q.hostname FOR UPDATE OF q)
-    UPDATE queue q SET denied_by = locked.entry FROM locked WHERE q.hostname = locked.hostname
-    """
-)
-REMOVE_ENTRIES = text(
-    """
-    WITH old AS (
-        SELECT q.hostname, q.blocked_reason, q.note FROM queue q JOIN bulk_names s USING (hostname)
-         WHERE q.status_reason = :rule ORDER BY q.hostname FOR UPDATE OF q)
-    UPDATE queue q SET status_reason = NULL, blocked_reason = NULL, blocked_at = NULL, note = NULL
-      FROM old WHERE q.hostname = old.hostname
-    RETURNING q.hostname, coalesce(old.blocked_reason, old.note)
-    """
-)
-PUT_BACK = text(
-    f"""
-    UPDATE queue q SET denied_by = {NEAREST_ENTRY}
-      FROM (SELECT hostname, denied_by FROM queue WHERE denied_by = ANY(:entries)
-             ORDER BY hostname FOR UPDATE) AS t
-     WHERE q.hostname = t.hostname
-    RETURNING t.denied_by AS entry, q.denied_by
-    """
-).bindparams(*names_param("entries"))
 
 
 @dataclass
@@ -187,7 +139,7 @@ def no_refusal(hostname: str) -> None:
     """Deny entries and removals refuse nothing beyond normalize()'s rules."""
 
 
-def _prepare(
+def prepare(
     chunk: list[tuple[str, str | None]],
     name_of: Callable[[str], str],
     refusal: Callable[[str], str | None],
@@ -252,7 +204,7 @@ def seed(
         return seed_refusal(hostname, allow_private=allow_private, force=force)
 
     prepared = (
-        _prepare(chunk, normalize, refusal, None, "already") for chunk in batches(items, size)
+        prepare(chunk, normalize, refusal, None, "already") for chunk in batches(items, size)
     )
     yield from overlapped(prepared, lambda batch: _write_seeds(engine, batch))
 
@@ -291,98 +243,6 @@ def _write_seeds(engine: Engine, batch: Batch) -> None:
     for hostname, i in batch.first.items():
         if batch.results[i] is None:
             batch.settle(hostname, "queued" if hostname in new else "already")
-
-
-# -- deny entries ------------------------------------------------------------------------
-
-
-def add_no_follow(
-    engine: Engine,
-    items: Iterable[Item],
-    actor: str = SYSTEM,
-    note: str | None = None,
-    force: bool = False,
-    size: int = BATCH,
-) -> Iterator[list[EntryChange]]:
-    """Add no_follow entries a batch at a time; a blocked entry becomes no_follow.
-
-    The hosts under each new entry leave routing; one change-log row per batch.
-    """
-
-    def name_of(value: str) -> str:
-        return normalize_entry(value, force=force)
-
-    prepared = (_prepare(c, name_of, no_refusal, note, "already") for c in batches(items, size))
-    yield from overlapped(prepared, lambda batch: _write_no_follow(engine, batch, actor, note))
-
-
-@analyzes_after
-@retry_conflicts
-def _write_no_follow(engine: Engine, batch: Batch, actor: str, note: str | None) -> None:
-    with engine.begin() as conn:
-        stage(conn, batch)
-        conn.execute(INSERT_HOSTS)
-        fresh = set(conn.execute(INSERT_ENTRIES).scalars())
-        previous = {h: None if h in fresh else rule for h, rule in conn.execute(LOCK_STAGED)}
-        already = [h for h, rule in previous.items() if rule == NO_FOLLOW]
-        if already:
-            conn.execute(UNSTAGE, {"names": already})
-        added = [h for h in batch.first if previous.get(h) != NO_FOLLOW]
-        if added:
-            conn.execute(SET_NO_FOLLOW)
-            conn.execute(TAKE_OUT_UNDER)
-            details = [batch.notes[added[0]]] if len(added) == 1 else STAGED_NOTES
-            record_batch(conn, actor, "no_follow.add", added, details, note)
-            announce(conn, "add", added, NO_FOLLOW)
-    for hostname in batch.first:
-        rule = previous.get(hostname)
-        if rule == NO_FOLLOW:
-            batch.settle(hostname, "already")
-        else:
-            batch.settle(hostname, "added", "was blocked" if rule == BLOCKED else "")
-
-
-def remove_no_follow(
-    engine: Engine, items: Iterable[Item], actor: str = SYSTEM, note: str | None = None
-) -> Iterator[list[EntryChange]]:
-    """Remove no_follow entries a batch at a time; the hosts they took out come back."""
-    return _remove(engine, items, NO_FOLLOW, actor, note)
-
-
-def unblock(
-    engine: Engine, items: Iterable[Item], actor: str = SYSTEM, note: str | None = None
-) -> Iterator[list[EntryChange]]:
-    """Lift blocks a batch at a time; the hosts they took out come back."""
-    return _remove(engine, items, BLOCKED, actor, note)
-
-
-def _remove(
-    engine: Engine, items: Iterable[Item], rule: str, actor: str, note: str | None
-) -> Iterator[list[EntryChange]]:
-    prepared = (_prepare(c, normalize, no_refusal, note, "absent") for c in batches(items, BATCH))
-    yield from overlapped(prepared, lambda batch: _write_removal(engine, batch, rule, actor, note))
-
-
-@analyzes_after
-@retry_conflicts
-def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: str | None) -> None:
-    action, status = REMOVAL[rule]
-    with engine.begin() as conn:
-        stage(conn, batch, with_roots=False)
-        removed = dict(conn.execute(REMOVE_ENTRIES, {"rule": rule}).all())
-        restored = dict.fromkeys(removed, 0)
-        if removed:
-            for entry, now_by in conn.execute(PUT_BACK, {"entries": list(removed)}):
-                restored[entry] += now_by is None
-            names = sorted(removed)
-            conn.execute(FORGET_ENTRY_ONLY_ROWS, {"names": names})
-            record_batch(conn, actor, action, names, [removed[h] for h in names], note)
-            announce(conn, "remove", names, rule)
-    for hostname in batch.first:
-        if hostname in removed:
-            batch.settle(hostname, status, f"{restored[hostname]} hosts back in routing")
-        else:
-            batch.settle(hostname, "absent", f"no {rule} entry")
 
 
 def collect(batches: Iterable[list[EntryChange]]) -> list[EntryChange]:

@@ -1,8 +1,10 @@
-"""A bulk change's trace (crawler.db.bulk): one change-log row per batch, and word to workers.
+"""A deny-entry change's trace (crawler.db.deny_entries): its change-log row, and word to workers.
 
-The change-log row holds the batch's count; its names go to one change_log_items row (arrays:
-a batch of 20,000 names costs one row to log). Listening workers hear of each name
-in a small batch, and get one "reload" for a big one (crawler.db.listener).
+One name reads as it always has: the name, and the note or reason. A batch's change-log
+row holds its count; its names go to one change_log_items row (arrays: a batch of 20,000
+names costs one row to log). Listening workers hear of each name in a small batch, and
+get one "reload" for a big one (crawler.db.listener). Both are written in the change's
+transaction, so workers hear of it when, and only when, it commits.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import json
 from sqlalchemy import Connection, text
 
 from crawler.db import change_log
-from crawler.db.deny_entries import DENYLIST_CHANNEL, notify
 from crawler.db.hostsql import names_param
+
+DENYLIST_CHANNEL = "hostcrawl_denylist"
 
 NOTIFY_EACH_UP_TO = 100  # more names than this: one "reload" instead of a NOTIFY each
 
@@ -60,8 +63,16 @@ def announce(conn: Connection, change: str, names: list[str], rule: str) -> None
         for hostname in names:
             notify(conn, change, hostname, rule)
         return
-    payload = json.dumps({"change": "reload", "count": len(names), "rule": rule})
+    send(conn, {"change": "reload", "count": len(names), "rule": rule})
+
+
+def notify(conn: Connection, change: str, hostname: str, rule: str) -> None:
+    """Tell every listening worker of one name, when this transaction commits."""
+    send(conn, {"change": change, "hostname": hostname, "rule": rule})
+
+
+def send(conn: Connection, payload: dict) -> None:
     conn.execute(
         text("SELECT pg_notify(:channel, :payload)"),
-        {"channel": DENYLIST_CHANNEL, "payload": payload},
+        {"channel": DENYLIST_CHANNEL, "payload": json.dumps(payload)},
     )

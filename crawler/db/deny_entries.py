@@ -1,50 +1,57 @@
-"""Deny entries (docs/design.md, rules 2 and 8): blocked and no_follow rows, and NOTIFY to workers.
+"""Deny entries (docs/design.md, rules 2 and 8): blocked and no_follow rows, and their writer.
 
-An entry is a queue row with `status_reason` set. Every change is written with
-its change-log row and a pg_notify in one transaction, so every listening worker
+An entry is a queue row with `status_reason` set. Every change, of one name or of a
+million, goes through the same batch writer (crawler.db.bulk's staging table): a block,
+a no_follow added or removed, an unblock. Each batch is written with its change-log row
+and its NOTIFY in one transaction (crawler.db.bulk_change_log), so every listening worker
 hears of it when, and only when, it commits.
+
+Each change comes twice: `add_no_follow()` returns every result in one list (a few names:
+the panel, the API, a block), `add_no_follow_batches()` yields each batch's results as it
+commits (a file of any size: the CLI's progress). Both are the same writer.
+
+Lifting an entry (an unblock, a no_follow removed) also empties the trap window of the
+root it names, in the same transaction: a new block then needs a full window of new
+failures, and the change log says the window was cleared.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 
 from sqlalchemy import Connection, Engine, text
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, Denial, DenyList
-from crawler.core.hostnames import HostnameError, normalize, normalize_entry, root, shown
-from crawler.db import change_log, routing
+from crawler.core.hostnames import normalize, normalize_entry, root
+from crawler.db.bulk import (
+    BATCH,
+    INSERT_HOSTS,
+    UNSTAGE,
+    Batch,
+    EntryChange,
+    Item,
+    batches,
+    collect,
+    overlapped,
+    prepare,
+    stage,
+)
+from crawler.db.bulk_change_log import STAGED_NOTES, announce, record_batch
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
+from crawler.db.routing import NEAREST_ENTRY
+from crawler.db.statistics import analyzes_after
 
 log = logging.getLogger(__name__)
 
-DENYLIST_CHANNEL = "hostcrawl_denylist"
 SYSTEM = "system"  # the change log's actor when none is named
-
-
-@dataclass(frozen=True)
-class EntryChange:
-    """The result of one operator input: what was stored, or why not."""
-
-    input: str
-    hostname: str | None
-    status: str  # added | already | removed | absent | refused | queued | unblocked
-    message: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status != "refused"
-
-    def describe(self) -> str:
-        if self.hostname is None:
-            return f"{shown(self.input)}: {self.message}"
-        stored = self.hostname if self.input == self.hostname else f"{self.input} → {self.hostname}"
-        return f"{stored}: {self.status}" + (f" ({self.message})" if self.message else "")
-
+ADD_ACTION = {BLOCKED: "block", NO_FOLLOW: "no_follow.add"}
+# The rules already on a name that a new entry leaves as they are: the operator's
+# no_follow wins over a block.
+KEPT = {BLOCKED: (BLOCKED, NO_FOLLOW), NO_FOLLOW: (NO_FOLLOW,)}
+REMOVAL = {BLOCKED: ("unblock", "unblocked"), NO_FOLLOW: ("no_follow.remove", "removed")}
 
 COVERING_ENTRIES = text(
     "SELECT hostname, status_reason FROM queue"
@@ -55,6 +62,106 @@ LIST_ENTRIES = text(
     "SELECT hostname, blocked_reason, blocked_at, note FROM queue"
     " WHERE status_reason = :rule ORDER BY hostname"
 )
+
+# New names become entries as they are inserted (the stage's note is a no_follow's note,
+# a block's reason); existing rows are changed by SET_ENTRY below.
+INSERT_ENTRY = {
+    NO_FOLLOW: text(
+        """
+        INSERT INTO queue (hostname, root, status_reason, note)
+        SELECT hostname, root, 'no_follow', note FROM bulk_names ORDER BY hostname
+        ON CONFLICT (hostname) DO NOTHING
+        RETURNING hostname
+        """
+    ),
+    BLOCKED: text(
+        """
+        INSERT INTO queue (hostname, root, status_reason, blocked_reason, blocked_at)
+        SELECT hostname, root, 'blocked', note, now() FROM bulk_names ORDER BY hostname
+        ON CONFLICT (hostname) DO NOTHING
+        RETURNING hostname
+        """
+    ),
+}
+SET_ENTRY = {
+    NO_FOLLOW: text(
+        """
+        UPDATE queue q SET status_reason = 'no_follow', note = s.note
+          FROM bulk_names s
+         WHERE q.hostname = s.hostname AND q.status_reason IS DISTINCT FROM 'no_follow'
+        """
+    ),
+    BLOCKED: text(
+        """
+        UPDATE queue q SET status_reason = 'blocked', blocked_reason = s.note, blocked_at = now()
+          FROM bulk_names s
+         WHERE q.hostname = s.hostname AND q.status_reason IS DISTINCT FROM 'blocked'
+        """
+    ),
+}
+LOCK_STAGED = text(
+    """
+    SELECT q.hostname, q.status_reason FROM queue q JOIN bulk_names s USING (hostname)
+     ORDER BY q.hostname FOR UPDATE OF q
+    """
+)
+# Every routed row under a new entry leaves routing, credited to the nearest new entry.
+# OFFSET 0 keeps the row filters out of the lateral scan, so it is always the range
+# scan of ix_queue_reversed, whatever the planner believes of the queue's size.
+TAKE_OUT_UNDER = text(
+    """
+    WITH under AS (
+        SELECT DISTINCT ON (r.hostname) r.hostname, s.hostname AS entry
+          FROM bulk_names s
+         CROSS JOIN LATERAL (
+               SELECT hostname, denied_by, status_reason FROM queue
+                WHERE reverse(hostname::text) >= reverse(s.hostname) || '.'
+                  AND reverse(hostname::text) < reverse(s.hostname) || '/'
+               OFFSET 0) r
+         WHERE r.denied_by IS NULL AND r.status_reason IS NULL
+         ORDER BY r.hostname, length(s.hostname) DESC),
+    locked AS (
+        SELECT q.hostname, under.entry FROM queue q JOIN under USING (hostname)
+         ORDER BY q.hostname FOR UPDATE OF q)
+    UPDATE queue q SET denied_by = locked.entry FROM locked WHERE q.hostname = locked.hostname
+    """
+)
+REMOVE_ENTRIES = text(
+    """
+    WITH old AS (
+        SELECT q.hostname, q.blocked_reason, q.note FROM queue q JOIN bulk_names s USING (hostname)
+         WHERE q.status_reason = :rule ORDER BY q.hostname FOR UPDATE OF q)
+    UPDATE queue q SET status_reason = NULL, blocked_reason = NULL, blocked_at = NULL, note = NULL
+      FROM old WHERE q.hostname = old.hostname
+    RETURNING q.hostname, coalesce(old.blocked_reason, old.note)
+    """
+)
+PUT_BACK = text(
+    f"""
+    UPDATE queue q SET denied_by = {NEAREST_ENTRY}
+      FROM (SELECT hostname, denied_by FROM queue WHERE denied_by = ANY(:entries)
+             ORDER BY hostname FOR UPDATE) AS t
+     WHERE q.hostname = t.hostname
+    RETURNING t.denied_by AS entry, q.denied_by
+    """
+).bindparams(*names_param("entries"))
+# A row made only to hold an entry (never routed, crawled or audited) is no host:
+# once the entry goes, so does the row (its queue row with it, ON DELETE CASCADE).
+FORGET_ENTRY_ONLY_ROWS = text(
+    """
+    DELETE FROM hosts h USING queue q
+     WHERE h.hostname = ANY(:names) AND q.hostname = h.hostname
+       AND q.status_reason IS NULL AND q.next_claim_at IS NULL
+       AND h.last_crawled_at IS NULL AND h.audited_at IS NULL AND h.crawl_count = 0
+    """
+).bindparams(*names_param("names"))
+# The trap windows of the lifted roots (the roots table's counts follow, by trigger).
+CLEAR_WINDOWS = text("DELETE FROM trap_window WHERE root = ANY(:names) RETURNING root").bindparams(
+    *names_param("names")
+)
+
+
+# -- reads -------------------------------------------------------------------------------
 
 
 def current_denial(conn: Connection, hostname: str) -> Denial | None:
@@ -76,144 +183,159 @@ def list_entries(engine: Engine, rule: str) -> list[dict]:
         return [dict(r._mapping) for r in conn.execute(LIST_ENTRIES, {"rule": rule})]
 
 
-@retry_conflicts
+# -- the write path ----------------------------------------------------------------------
+
+
 def upsert_blocked(engine: Engine, hostname: str, reason: str, actor: str = SYSTEM) -> bool:
     """Block a hostname (a trap root) with a readable reason; True if newly blocked.
 
     A no_follow entry stays as it is: the operator's word wins.
     """
-    with engine.begin() as conn:
-        previous = ensure_row(conn, hostname)
-        if previous in (BLOCKED, NO_FOLLOW):
-            return False
-        conn.execute(
-            text(
-                "UPDATE queue SET status_reason = 'blocked', blocked_reason = :reason,"
-                " blocked_at = now() WHERE hostname = :hostname"
-            ),
-            {"hostname": hostname, "reason": reason},
-        )
-        routing.take_out_under(conn, hostname)
-        change_log.record(conn, actor, "block", hostname, reason)
-        notify(conn, "add", hostname, BLOCKED)
+    (change,) = collect(_add_batches(engine, BLOCKED, [(hostname, reason)], actor, None, normalize))
+    if change.status != "added":
+        return False
     log.warning("blocked %s: %s", hostname, reason)
     return True
 
 
 def add_no_follow(
     engine: Engine,
-    values: Sequence[str],
+    items: Iterable[Item],
     actor: str = SYSTEM,
     note: str | None = None,
     force: bool = False,
 ) -> list[EntryChange]:
-    """Add operator no_follow entries; each input normalized and reported."""
-    changes = []
-    for value in values:
-        try:
-            hostname = normalize_entry(value, force=force)
-        except HostnameError as exc:
-            changes.append(EntryChange(value, None, "refused", exc.reason))
-            continue
-        changes.append(_add_no_follow(engine, value, hostname, note, actor))
-    return changes
+    """Add no_follow entries; every input's result, in order (add_no_follow_batches())."""
+    return collect(add_no_follow_batches(engine, items, actor, note, force))
 
 
-@retry_conflicts
-def _add_no_follow(
-    engine: Engine, value: str, hostname: str, note: str | None, actor: str
-) -> EntryChange:
-    with engine.begin() as conn:
-        previous = ensure_row(conn, hostname)
-        if previous == NO_FOLLOW:
-            return EntryChange(value, hostname, "already")
-        conn.execute(
-            text("UPDATE queue SET status_reason = 'no_follow', note = :note WHERE hostname = :h"),
-            {"h": hostname, "note": note},
-        )
-        routing.take_out_under(conn, hostname)
-        change_log.record(conn, actor, "no_follow.add", hostname, note)
-        notify(conn, "add", hostname, NO_FOLLOW)
-    return EntryChange(value, hostname, "added", "was blocked" if previous else "")
+def add_no_follow_batches(
+    engine: Engine,
+    items: Iterable[Item],
+    actor: str = SYSTEM,
+    note: str | None = None,
+    force: bool = False,
+    size: int = BATCH,
+) -> Iterator[list[EntryChange]]:
+    """Add no_follow entries a batch at a time; a blocked entry becomes no_follow.
+
+    The hosts under each new entry leave routing; one change-log row per batch.
+    """
+
+    def name_of(value: str) -> str:
+        return normalize_entry(value, force=force)
+
+    return _add_batches(engine, NO_FOLLOW, items, actor, note, name_of, size)
 
 
 def remove_no_follow(
-    engine: Engine, values: Sequence[str], actor: str = SYSTEM, note: str | None = None
+    engine: Engine, items: Iterable[Item], actor: str = SYSTEM, note: str | None = None
 ) -> list[EntryChange]:
-    """Remove no_follow entries; the hosts they took out of routing come back."""
-    return [_remove_entry(engine, v, NO_FOLLOW, "no_follow.remove", actor, note) for v in values]
+    """Remove no_follow entries; every input's result, in order."""
+    return collect(remove_no_follow_batches(engine, items, actor, note))
+
+
+def remove_no_follow_batches(
+    engine: Engine, items: Iterable[Item], actor: str = SYSTEM, note: str | None = None
+) -> Iterator[list[EntryChange]]:
+    """Remove no_follow entries a batch at a time; the hosts they took out come back."""
+    return _remove_batches(engine, items, NO_FOLLOW, actor, note)
 
 
 def unblock(
-    engine: Engine, values: Sequence[str], actor: str = SYSTEM, note: str | None = None
+    engine: Engine, items: Iterable[Item], actor: str = SYSTEM, note: str | None = None
 ) -> list[EntryChange]:
-    """Lift blocks (false positives); the hosts they took out come back."""
-    return [_remove_entry(engine, v, BLOCKED, "unblock", actor, note) for v in values]
+    """Lift blocks (false positives); every input's result, in order."""
+    return collect(unblock_batches(engine, items, actor, note))
 
 
-REMOVE_ENTRY = text(
-    """
-    WITH old AS (
-        SELECT hostname, blocked_reason, note FROM queue
-         WHERE hostname = :hostname AND status_reason = :rule FOR UPDATE)
-    UPDATE queue q SET status_reason = NULL, blocked_reason = NULL,
-           blocked_at = NULL, note = NULL
-      FROM old WHERE q.hostname = old.hostname
-    RETURNING old.blocked_reason, old.note
-    """
-)
-# A row made only to hold an entry (never routed, crawled or audited) is no host:
-# once the entry goes, so does the row (its queue row with it, ON DELETE CASCADE).
-# Used by every removal, one name or a batch.
-FORGET_ENTRY_ONLY_ROWS = text(
-    """
-    DELETE FROM hosts h USING queue q
-     WHERE h.hostname = ANY(:names) AND q.hostname = h.hostname
-       AND q.status_reason IS NULL AND q.next_claim_at IS NULL
-       AND h.last_crawled_at IS NULL AND h.audited_at IS NULL AND h.crawl_count = 0
-    """
-).bindparams(*names_param("names"))
+def unblock_batches(
+    engine: Engine, items: Iterable[Item], actor: str = SYSTEM, note: str | None = None
+) -> Iterator[list[EntryChange]]:
+    """Lift blocks a batch at a time; the hosts they took out come back."""
+    return _remove_batches(engine, items, BLOCKED, actor, note)
 
 
+def no_refusal(hostname: str) -> None:
+    """Deny entries and removals refuse nothing beyond normalization's rules."""
+
+
+def _add_batches(
+    engine: Engine,
+    rule: str,
+    items: Iterable[Item],
+    actor: str,
+    note: str | None,
+    name_of: Callable[[str], str],
+    size: int = BATCH,
+) -> Iterator[list[EntryChange]]:
+    prepared = (prepare(c, name_of, no_refusal, note, "already") for c in batches(items, size))
+    return overlapped(prepared, lambda batch: _write_entries(engine, batch, rule, actor, note))
+
+
+@analyzes_after
 @retry_conflicts
-def _remove_entry(
-    engine: Engine, value: str, rule: str, action: str, actor: str, note: str | None
-) -> EntryChange:
-    try:
-        hostname = normalize(value)
-    except HostnameError as exc:
-        return EntryChange(value, None, "refused", exc.reason)
+def _write_entries(engine: Engine, batch: Batch, rule: str, actor: str, note: str | None) -> None:
     with engine.begin() as conn:
-        found = conn.execute(REMOVE_ENTRY, {"hostname": hostname, "rule": rule}).first()
-        if found is None:
-            return EntryChange(value, hostname, "absent", f"no {rule} entry")
-        restored = routing.put_back(conn, hostname)
-        conn.execute(FORGET_ENTRY_ONLY_ROWS, {"names": [hostname]})
-        detail = "; ".join(filter(None, [note, found.blocked_reason or found.note]))
-        change_log.record(conn, actor, action, hostname, detail or None)
-        notify(conn, "remove", hostname, rule)
-    status = "unblocked" if rule == BLOCKED else "removed"
-    return EntryChange(value, hostname, status, f"{restored} hosts back in routing")
+        stage(conn, batch)
+        conn.execute(INSERT_HOSTS)
+        fresh = set(conn.execute(INSERT_ENTRY[rule]).scalars())
+        previous = {h: None if h in fresh else r for h, r in conn.execute(LOCK_STAGED)}
+        kept = [h for h, r in previous.items() if r in KEPT[rule]]
+        if kept:
+            conn.execute(UNSTAGE, {"names": kept})
+        added = [h for h in batch.first if previous.get(h) not in KEPT[rule]]
+        if added:
+            conn.execute(SET_ENTRY[rule])
+            conn.execute(TAKE_OUT_UNDER)
+            details = [batch.notes[added[0]]] if len(added) == 1 else STAGED_NOTES
+            record_batch(conn, actor, ADD_ACTION[rule], added, details, note)
+            announce(conn, "add", added, rule)
+    for hostname in batch.first:
+        was = previous.get(hostname)
+        if was in KEPT[rule]:
+            batch.settle(hostname, "already", "" if was == rule else f"a {was} entry")
+        else:
+            batch.settle(hostname, "added", f"was {was}" if was else "")
 
 
-def ensure_row(conn: Connection, hostname: str) -> str | None:
-    """Make sure hosts and queue rows exist (locked); return the current rule."""
-    conn.execute(
-        text("INSERT INTO hosts (hostname, root) VALUES (:h, :r) ON CONFLICT DO NOTHING"),
-        {"h": hostname, "r": root(hostname)},
-    )
-    conn.execute(
-        text("INSERT INTO queue (hostname) VALUES (:h) ON CONFLICT DO NOTHING"), {"h": hostname}
-    )
-    return conn.execute(
-        text("SELECT status_reason FROM queue WHERE hostname = :h FOR UPDATE"), {"h": hostname}
-    ).scalar_one()
+def _remove_batches(
+    engine: Engine, items: Iterable[Item], rule: str, actor: str, note: str | None
+) -> Iterator[list[EntryChange]]:
+    prepared = (prepare(c, normalize, no_refusal, note, "absent") for c in batches(items, BATCH))
+    return overlapped(prepared, lambda batch: _write_removal(engine, batch, rule, actor, note))
 
 
-def notify(conn: Connection, change: str, hostname: str, rule: str) -> None:
-    """Tell every listening worker, when this transaction commits."""
-    payload = json.dumps({"change": change, "hostname": hostname, "rule": rule})
-    conn.execute(
-        text("SELECT pg_notify(:channel, :payload)"),
-        {"channel": DENYLIST_CHANNEL, "payload": payload},
-    )
+@analyzes_after
+@retry_conflicts
+def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: str | None) -> None:
+    action, status = REMOVAL[rule]
+    with engine.begin() as conn:
+        stage(conn, batch, with_roots=False)
+        removed = dict(conn.execute(REMOVE_ENTRIES, {"rule": rule}).all())
+        restored = dict.fromkeys(removed, 0)
+        cleared: Counter[str] = Counter()
+        if removed:
+            names = sorted(removed)
+            for entry, now_by in conn.execute(PUT_BACK, {"entries": names}):
+                restored[entry] += now_by is None
+            conn.execute(FORGET_ENTRY_ONLY_ROWS, {"names": names})
+            roots = [h for h in names if root(h) == h]
+            cleared.update(conn.execute(CLEAR_WINDOWS, {"names": roots}).scalars())
+            details = [_lifted(removed[h], cleared[h]) for h in names]
+            record_batch(conn, actor, action, names, details, note)
+            announce(conn, "remove", names, rule)
+    for hostname in batch.first:
+        if hostname in removed:
+            message = f"{restored[hostname]} hosts back in routing"
+            if cleared[hostname]:
+                message += f"; trap window cleared ({cleared[hostname]} outcomes)"
+            batch.settle(hostname, status, message)
+        else:
+            batch.settle(hostname, "absent", f"no {rule} entry")
+
+
+def _lifted(reason_or_note: str | None, cleared: int) -> str | None:
+    """A lifted entry's change-log detail: its reason or note, and the window it cleared."""
+    window = f"trap window cleared ({cleared} outcomes)" if cleared else None
+    return "; ".join(filter(None, [reason_or_note, window])) or None

@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from crawler.core import config
-from crawler.db.deny_entries import DENYLIST_CHANNEL
+from crawler.db.bulk_change_log import DENYLIST_CHANNEL
 from crawler.db.engine import CONNECT_ARGS, checked_database_url
 
 log = logging.getLogger(__name__)

@@ -44,7 +44,13 @@ def reversed_name(column: str) -> object:
 
 
 class Host(Base):
-    """A discovered hostname and the facts of its last crawl."""
+    """A discovered hostname and the facts of its last crawl.
+
+    Its writes keep two tables by statement-level triggers: `roots` (roots_count_new_hosts,
+    roots_count_outcomes, roots_count_gone_hosts, roots_forget_all: migration 0006) and
+    `host_hours` (host_hours_count_new, host_hours_count_crawls, host_hours_forget_all:
+    migration 0009).
+    """
 
     __tablename__ = "hosts"
 
@@ -77,7 +83,12 @@ class Host(Base):
 
 
 class QueueRow(Base):
-    """Routing state of a hostname; a deny entry when status_reason is set."""
+    """Routing state of a hostname; a deny entry when status_reason is set.
+
+    Triggers: queue_fill_root fills `root` before an insert that leaves it out (migration
+    0006); roots_lower_next_due_insert and roots_lower_next_due_update keep
+    `roots.next_due_at` (the function's current body: migration 0009).
+    """
 
     __tablename__ = "queue"
 
@@ -137,7 +148,12 @@ class QueueRow(Base):
 
 
 class TrapWindowRow(Base):
-    """The latest outcome of one subdomain in its root's trap window."""
+    """The latest outcome of one subdomain in its root's trap window.
+
+    Its writes keep `roots.window_size` and `window_failed` by the triggers
+    roots_count_windows_insert, _update and _delete (migration 0006). Lifting a deny
+    entry empties its root's window (crawler.db.deny_entries).
+    """
 
     __tablename__ = "trap_window"
 
@@ -187,7 +203,16 @@ class WildcardProbe(Base):
 
 
 class RootRow(Base):
-    """Per-root counters and claim state, kept by triggers (migration 0006)."""
+    """Per-root counters and claim state, kept by triggers on other tables.
+
+    - hosts, outcomes: roots_count_new_hosts, roots_count_outcomes, roots_count_gone_hosts
+      and roots_forget_all on `hosts` (migration 0006).
+    - the trap window: roots_count_windows_insert, _update and _delete on `trap_window`
+      (function roots_count_windows, migration 0006).
+    - next_due_at: roots_lower_next_due_insert and _update on `queue` (the function
+      roots_lower_next_due was created by migration 0006; its current body is 0009's).
+    held_until is written by the claim (crawler.db.claims), not by a trigger.
+    """
 
     __tablename__ = "roots"
 
@@ -212,7 +237,11 @@ class RootRow(Base):
 
 
 class RootClaims(Base):
-    """Hosts of a root claimed in one minute: the rolling-hour budget sums them."""
+    """Hosts of a root claimed in one minute: the rolling-hour budget sums them.
+
+    Written by the claim itself (crawler.db.claims), no trigger; pruned by
+    crawler.db.retention.
+    """
 
     __tablename__ = "root_claims"
 
@@ -225,7 +254,8 @@ class RootClaims(Base):
 
 class HostHour(Base):
     """Hosts discovered and crawled (by outcome group) in one hour, kept by triggers on
-    hosts (migration 0009). One row per hour and writer shard: the reader sums them."""
+    hosts: host_hours_count_new, host_hours_count_crawls and host_hours_forget_all (their
+    bodies: migration 0009). One row per hour and writer shard: the reader sums them."""
 
     __tablename__ = "host_hours"
 
@@ -259,12 +289,15 @@ class ChangeLogEntry(Base):
 
 
 class ChangeLogItems(Base):
-    """The names of one bulk change, in one row: the change-log row holds the batch's count.
+    """The names of one batch of a deny-entry change, in one row: the change-log row holds
+    the batch's count (a change of one name has no items row).
 
     Arrays, not a row per name: a batch of 20,000 names costs one row to log.
     """
 
     __tablename__ = "change_log_items"
+    # Which batch added a name (the entry lists' "added at ... by ..."): migration 0016.
+    __table_args__ = (Index("ix_change_log_items_names", "names", postgresql_using="gin"),)
 
     change_id: Mapped[int] = mapped_column(
         ForeignKey("change_log.id", ondelete="CASCADE"), primary_key=True

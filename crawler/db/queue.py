@@ -21,7 +21,7 @@ from crawler.core.hostnames import root
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import is_network_failure
 from crawler.db import bulk
-from crawler.db.deny_entries import EntryChange
+from crawler.db.bulk import EntryChange
 from crawler.db.hostsql import INTS, names_param
 from crawler.db.retry import retry_conflicts
 

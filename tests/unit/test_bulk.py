@@ -1,4 +1,4 @@
-"""crawler.db.bulk on the database: seeds and deny entries in batches, each one whole."""
+"""Seeds (crawler.db.bulk) and deny entries (crawler.db.deny_entries) in batches, each whole."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def test_no_follow_in_bulk_takes_hosts_out_once_and_logs_one_row(db):
     deny_entries.add_no_follow(db, ["old.test"])
     names = ["a.test", "x.a.test", "b.test", "old.test", "bad..x", "a.test"]
     names += [f"e{i}.test" for i in range(150)]
-    changes = bulk.collect(bulk.add_no_follow(db, names, "ann", note="from a list"))
+    changes = deny_entries.add_no_follow(db, names, "ann", note="from a list")
     assert statuses(changes)[:6] == [
         ("a.test", "added"),
         ("x.a.test", "added"),
@@ -149,7 +149,7 @@ def test_a_big_batch_reaches_a_listening_worker_by_one_reload(db):
     try:
         assert worker.listener.ready.wait(10)
         names = [f"w{i}.test" for i in range(bulk_change_log.NOTIFY_EACH_UP_TO + 50)]
-        bulk.collect(bulk.add_no_follow(db, names))
+        deny_entries.add_no_follow(db, names)
         wait_until(lambda: all(worker.denial(f"x.{n}") for n in names), what="the worker to reload")
     finally:
         worker.stop()
@@ -157,9 +157,9 @@ def test_a_big_batch_reaches_a_listening_worker_by_one_reload(db):
 
 def test_removal_in_bulk_puts_back_what_each_entry_took(db):
     insert_hosts(db, ["www.a.test", "y.x.a.test", "www.b.test"])
-    bulk.collect(bulk.add_no_follow(db, ["a.test", "x.a.test"]))
+    deny_entries.add_no_follow(db, ["a.test", "x.a.test"])
     deny_entries.upsert_blocked(db, "b.test", "a trap")
-    removed = bulk.collect(bulk.remove_no_follow(db, ["x.a.test", "nope.test", "b.test"]))
+    removed = deny_entries.remove_no_follow(db, ["x.a.test", "nope.test", "b.test"])
     assert statuses(removed) == [
         ("x.a.test", "removed"),
         ("nope.test", "absent"),
@@ -167,7 +167,7 @@ def test_removal_in_bulk_puts_back_what_each_entry_took(db):
     ]
     denied_by = dict(rows(db, "SELECT hostname, denied_by FROM queue WHERE status_reason IS NULL"))
     assert denied_by["y.x.a.test"] == "a.test"  # a.test still covers it
-    unblocked = bulk.collect(bulk.unblock(db, ["b.test"], "ann", note="false positive"))
+    unblocked = deny_entries.unblock(db, ["b.test"], "ann", note="false positive")
     assert statuses(unblocked) == [("b.test", "unblocked")]
     assert unblocked[0].message == "1 hosts back in routing"
     assert rows(db, "SELECT detail FROM change_log WHERE action = 'unblock'") == [

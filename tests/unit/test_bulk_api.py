@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from crawler.db import bulk
+from crawler.db import deny_entries
 from tests.unit.test_panel_support import give_api_token, insert_hosts, post_form
 
 pytest_plugins = ["tests.unit.test_panel_support"]
@@ -50,7 +50,7 @@ def test_a_failed_batch_writes_nothing(app, db, operators, monkeypatch):
     def broken(conn, *args):  # the change-log row fails after the entries were written
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(bulk, "record_batch", broken)
+    monkeypatch.setattr(deny_entries, "record_batch", broken)
     app.config["PROPAGATE_EXCEPTIONS"] = False
     try:
         response = app.test_client().post(
@@ -63,8 +63,6 @@ def test_a_failed_batch_writes_nothing(app, db, operators, monkeypatch):
 
 
 def test_api_unblock_in_bulk(app, db, operators):
-    from crawler.db import deny_entries
-
     auth = give_api_token(db, "bob", "bob-token")
     insert_hosts(db, ["www.t1.test"])
     for name in ("t1.test", "t2.test"):

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries
-from crawler.db.deny_entries import DENYLIST_CHANNEL
+from crawler.db.bulk_change_log import DENYLIST_CHANNEL
 from crawler.db.listener import conninfo
 from crawler.livedenylist import LiveDenyList
 from tests.dbhelpers import record_outcome

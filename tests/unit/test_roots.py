@@ -9,6 +9,7 @@ from crawler.db import queue, windows
 from crawler.db.pages import roots as root_pages
 from tests.dbhelpers import record_outcomes
 from tests.unit.test_panel_support import give_api_token, post_form
+from webpanel.roots import SORT_LABELS, window_text
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 NEAR_BLOCK = config.setting("TRAP_NEAR_BLOCK").default
@@ -28,8 +29,9 @@ def test_a_root_with_45_failures_of_50_is_near_a_block(db):
         page = root_pages.root_page(conn, root_pages.RootFilter(sort="near_block"))
     first = page.rows[0]
     assert first.root == "trap.test" and first.window_failed >= NEAR_BLOCK
-    assert first.window_text == "45 of the last 50 failed"
+    assert window_text(first) == "45 of the last 50 failed"
     assert not any(r.window_failed >= NEAR_BLOCK for r in page.rows[1:])
+    assert SORT_LABELS.keys() == root_pages.ROOT_SORTS.keys()  # every sort offered exists
     with db.connect() as conn:
         by_hosts = root_pages.root_page(conn, root_pages.RootFilter(sort="hosts"))
     assert [r.root for r in by_hosts.rows] == ["calm.test", "trap.test"]

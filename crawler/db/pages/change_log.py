@@ -1,4 +1,4 @@
-"""The change log (`/audit`)."""
+"""The change log's rows (`/audit`), newest first; their words are the panel's."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from crawler.db.pages.paging import (
 
 # -- the change log --------------------------------------------------------------------
 
-AUDIT_ORDER = Order((ChangeLogEntry.id,), ("int",), descending=True)
+CHANGE_ORDER = Order((ChangeLogEntry.id,), ("int",), descending=True)
 
 
 def change_page(
@@ -32,7 +32,7 @@ def change_page(
     before: str | None = None,
     limit: int = DEFAULT_LIMIT,
 ) -> Page:
-    """Audit entries, newest first; q is a hostname prefix."""
+    """Change-log rows, newest first; q is a hostname prefix."""
     stmt = select(
         ChangeLogEntry.id,
         ChangeLogEntry.at,
@@ -48,7 +48,7 @@ def change_page(
         stmt = stmt.where(ChangeLogEntry.action == action)
     if actor:
         stmt = stmt.where(ChangeLogEntry.actor == actor)
-    return paginate(conn, stmt, AUDIT_ORDER, after, before, limit)
+    return paginate(conn, stmt, CHANGE_ORDER, after, before, limit)
 
 
 def change_actions(conn) -> list[str]:

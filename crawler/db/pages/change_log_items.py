@@ -1,5 +1,5 @@
-"""The names of one bulk change (`/audit/<id>/items`): its change-log row counts them,
-one change_log_items row holds them as arrays (migration 0008)."""
+"""The names of one batch of a change (`/audit/<id>/items`): its change-log row counts
+them, one change_log_items row holds them as arrays (migration 0008)."""
 
 from __future__ import annotations
 

@@ -11,12 +11,14 @@ from sqlalchemy import (
     Text,
     any_,
     bindparam,
+    cast,
     func,
     select,
     text,
     true,
+    union_all,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, array
 
 from crawler.core.denylist import BLOCKED, RULES
 from crawler.db.hostsql import suffix_range
@@ -48,27 +50,7 @@ def entry_statement(rule: str, q: str = "", match: str = PREFIX) -> Select:
         .where(ENTRY.c.denied_by == QueueRow.hostname)
         .scalar_subquery()
     )
-    action = "block" if rule == BLOCKED else "no_follow.add"
-    # A change of one name logs it in change_log.hostname; a batch logs its first name
-    # there and every name in change_log_items: either way the latest one says when.
-    alone = (
-        select(ChangeLogEntry.id, ChangeLogEntry.at, ChangeLogEntry.actor)
-        .where(ChangeLogEntry.hostname == QueueRow.hostname, ChangeLogEntry.action == action)
-        .correlate(QueueRow)
-    )
-    in_batch = (
-        select(ChangeLogEntry.id, ChangeLogEntry.at, ChangeLogEntry.actor)
-        .join(ChangeLogItems, ChangeLogItems.change_id == ChangeLogEntry.id)
-        .where(ChangeLogEntry.action == action, QueueRow.hostname == any_(ChangeLogItems.names))
-        .correlate(QueueRow)
-    )
-    changes = alone.union_all(in_batch).subquery("changes")
-    added = (
-        select(changes.c.at, changes.c.actor)
-        .order_by(changes.c.id.desc())
-        .limit(1)
-        .lateral("added")
-    )
+    added = added_by(rule)
     stmt = (
         select(
             QueueRow.hostname,
@@ -84,6 +66,25 @@ def entry_statement(rule: str, q: str = "", match: str = PREFIX) -> Select:
     )
     searched = search_condition(QueueRow.hostname, QUEUE_REVERSED, q, match)
     return stmt if searched is None else stmt.where(searched)
+
+
+def added_by(rule: str):
+    """The latest change that added an entry (its time and actor): a change-log row of its
+    own, or a batch whose names hold it (by ix_change_log_items_names)."""
+    action = ChangeLogEntry.action == ("block" if rule == BLOCKED else "no_follow.add")
+    own = (
+        select(ChangeLogEntry.id, ChangeLogEntry.at, ChangeLogEntry.actor)
+        .where(ChangeLogEntry.hostname == QueueRow.hostname, action)
+        .correlate(QueueRow)
+    )
+    in_batch = (
+        select(ChangeLogEntry.id, ChangeLogEntry.at, ChangeLogEntry.actor)
+        .join(ChangeLogItems, ChangeLogItems.change_id == ChangeLogEntry.id)
+        .where(ChangeLogItems.names.contains(cast(array([QueueRow.hostname]), ARRAY(Text))), action)
+        .correlate(QueueRow)
+    )
+    both = union_all(own, in_batch).subquery()
+    return select(both.c.at, both.c.actor).order_by(both.c.id.desc()).limit(1).lateral("added")
 
 
 def entry_page(

@@ -1,8 +1,9 @@
-"""The Roots page (`/roots`, `GET /api/roots`) and a root's own page.
+"""The rows of the Roots page (`/roots`, `GET /api/roots`) and of a root's own page.
 
 Every figure is read off the `roots` table, which triggers keep on every write
-(migration 0006): a page costs one index walk over roots plus a few lookups per
-row shown, never a GROUP BY over hosts, so it stays fast at a million hosts.
+(migrations 0006 and 0009): a page costs one index walk over roots plus a few lookups
+per row shown, never a GROUP BY over hosts, so it stays fast at a million hosts.
+Their words and JSON are the panel's (webpanel.roots).
 """
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ from crawler.db.pages.paging import (
     search_condition,
 )
 
-# "38 of the last 50 failed": from this many on, a root is near a block (all 50 block it).
-# Due hosts are counted up to this many per root shown ("1,000+").
+# Due hosts are counted up to this many per root shown (the panel says "1,000+").
 DUE_CAP = 1000
 
 # Columns, not the ORM entity: the same rows from a Connection or the panel's Session.
@@ -41,12 +41,6 @@ ROOT_SORTS: dict[str, Order] = {
     "hosts": Order((RootRow.hosts, RootRow.root), ("int", "str"), descending=True),
     "near_block": Order((RootRow.window_failed, RootRow.root), ("int", "str"), descending=True),
     "failed": Order((RootRow.failed, RootRow.root), ("int", "str"), descending=True),
-}
-SORT_LABELS = {
-    "hosts": "most hosts first",
-    "near_block": "nearest a block first",
-    "failed": "most failed first",
-    "name": "root A→Z",
 }
 
 # Per root shown: due hosts (capped), budget use this hour, its wildcard probe and
@@ -86,7 +80,7 @@ class RootFilter:
 
 @dataclass
 class RootLine:
-    """One root as /roots and the API show it."""
+    """One root's row: its counts, trap window, budget use, wildcard probe and entry."""
 
     root: str
     hosts: int
@@ -104,35 +98,9 @@ class RootLine:
     entry_rule: str | None
 
     @property
-    def window_text(self) -> str:
-        """'38 of the last 50 failed' (or of fewer, while the window fills)."""
-        if not self.window_size:
-            return "no subdomain crawled yet"
-        return f"{self.window_failed} of the last {self.window_size} failed"
-
-    @property
-    def due_text(self) -> str:
-        return f"{self.due:,}+" if self.due >= DUE_CAP else f"{self.due:,}"
-
-    def as_dict(self, budget: int, near_block: int) -> dict:
-        return {
-            "root": self.root,
-            "hosts": self.hosts,
-            "due": self.due,
-            "due_capped": self.due >= DUE_CAP,
-            "crawled_ok": self.crawled_ok,
-            "failed": self.failed,
-            "window": {"failed": self.window_failed, "size": self.window_size},
-            "near_block": self.window_failed >= near_block,
-            "claimed_this_hour": self.claimed_hour,
-            "budget": budget,
-            "held_until": self.held_until.isoformat() if self.held_until else None,
-            "wildcard": self.wildcard,
-            "wildcard_probe": (
-                {"name": self.probe, "outcome": self.probe_outcome} if self.probe else None
-            ),
-            "entry": {"hostname": self.entry, "rule": self.entry_rule} if self.entry else None,
-        }
+    def due_capped(self) -> bool:
+        """More hosts are due than were counted (DUE_CAP)."""
+        return self.due >= DUE_CAP
 
 
 def _roots(flt: RootFilter):
