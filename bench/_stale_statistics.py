@@ -19,7 +19,7 @@ from _common import registered_domain, subdomain_of, verdict
 from sqlalchemy import create_engine, text
 
 from crawler.core.blocklists import read_lines
-from crawler.db import bulk, export, statistics
+from crawler.db import bulk, deny_entries, export, statistics
 from crawler.db.pages import dashboard
 from crawler.db.pages import hosts as host_pages
 
@@ -75,7 +75,7 @@ def load(engine, hosts: int, block_list: int, rng: random.Random) -> None:
     lines = [f"0.0.0.0 {name}" for name in (covered + fresh)[:block_list]]
     items = ((item.value, item.note) for item in read_lines(lines))
     with mock.patch.object(statistics, "analyze_after_bulk_write", lambda *a, **k: []):
-        bulk.collect(bulk.add_no_follow(engine, items))
+        deny_entries.add_no_follow(engine, items)
 
 
 def run(url: str, hosts: int, block_list: int) -> bool:

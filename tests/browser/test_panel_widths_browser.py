@@ -18,7 +18,7 @@ if not CHROMIUM.exists():
         pytest.fail(why, pytrace=False)
     pytest.skip(why, allow_module_level=True)
 
-from crawler.db import bulk, deny_entries, queue  # noqa: E402
+from crawler.db import deny_entries, queue  # noqa: E402
 from tests.browser.test_roots_browser import a_crawl_with_a_farm, log_in  # noqa: E402
 
 pytest_plugins = ["tests.unit.test_panel_support"]
@@ -49,7 +49,7 @@ def a_busy_panel(db, operators):
     a_crawl_with_a_farm(db)
     deny_entries.upsert_blocked(db, "trap-with-a-long-name.example", "subdomain generator " * 12)
     names = [f"tracker{i}.example" for i in range(30)]
-    for _ in bulk.add_no_follow(db, names, actor="alice", note="a long note " * 8):
+    for _ in deny_entries.add_no_follow_batches(db, names, actor="alice", note="a long note " * 8):
         pass
     queue.save_hosts(db, [f"www.site{i}.example" for i in range(5)])
     with db.begin() as conn:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from crawler.core.denylist import NO_FOLLOW
-from crawler.db import bulk, deny_entries
+from crawler.db import deny_entries
 from crawler.db.pages import deny_lists
 
 
 def test_every_name_of_a_batch_shows_its_time_and_actor(db):
     names = [f"n{i}.test" for i in range(5)]
-    for _ in bulk.add_no_follow(db, names, actor="alice", size=3):  # two batches
+    for _ in deny_entries.add_no_follow_batches(db, names, actor="alice", size=3):  # two batches
         pass
     deny_entries.add_no_follow(db, ["single.test"], actor="bob")
     with db.connect() as conn:
@@ -19,10 +19,10 @@ def test_every_name_of_a_batch_shows_its_time_and_actor(db):
 
 
 def test_a_name_added_again_shows_the_latest_time(db):
-    for _ in bulk.add_no_follow(db, ["a.test", "b.test"], actor="alice"):
+    for _ in deny_entries.add_no_follow_batches(db, ["a.test", "b.test"], actor="alice"):
         pass
     deny_entries.remove_no_follow(db, ["b.test"])
-    for _ in bulk.add_no_follow(db, ["b.test", "c.test"], actor="carol"):
+    for _ in deny_entries.add_no_follow_batches(db, ["b.test", "c.test"], actor="carol"):
         pass
     with db.connect() as conn:
         rows = deny_lists.entry_page(conn, NO_FOLLOW).rows

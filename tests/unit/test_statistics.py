@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 
-from crawler.db import bulk, statistics
+from crawler.db import bulk, deny_entries, statistics
 from crawler.db.export import export_statement
 from crawler.db.pages.hosts import HostFilter, host_statement
 
@@ -45,7 +45,7 @@ def test_a_large_bulk_write_analyzes_what_it_changed(db):
     after = analyses(db)
     assert after["hosts"] > before["hosts"] and after["queue"] > before["queue"]
     assert believed_rows(db, "hosts") == HOSTS
-    bulk.collect(bulk.add_no_follow(db, [f"e{i}.entry.test" for i in range(ENTRIES)]))
+    deny_entries.add_no_follow(db, [f"e{i}.entry.test" for i in range(ENTRIES)])
     assert believed_rows(db, "queue") == HOSTS + ENTRIES  # the entries' rows are known
 
 
@@ -65,7 +65,7 @@ def stale(db):
     bulk.collect(bulk.seed(db, names))
     entries = [f"d{i}.test" for i in range(0, 97, 10)] + [f"e{i}.x.test" for i in range(ENTRIES)]
     with mock.patch.object(statistics, "analyze_after_bulk_write", lambda *a, **k: []):
-        bulk.collect(bulk.add_no_follow(db, entries[:ENTRIES]))
+        deny_entries.add_no_follow(db, entries[:ENTRIES])
     assert believed_rows(db, "queue") == HOSTS
     covered = {f"d{i}.test" for i in range(0, 97, 10)}
     return db, sorted(n for n in names if n.split(".", 1)[1] not in covered)
