@@ -31,6 +31,7 @@ from crawler.pipelines import HostWritePipeline
 from crawler.resolver import OutcomeResolver
 
 log = logging.getLogger(__name__)
+DOWNLOAD_HANDLER = "crawler.download.HostcrawlDownloadHandler"
 
 # DESIGN.md 'Scrapy 2.19 facts': what a crawler of the open web should not run with.
 PRODUCTION_DEFAULTS = {
@@ -73,6 +74,12 @@ class HostcrawlAddon:
         # root to ROOT_CONCURRENCY hosts across workers, so a worker may fetch all of
         # a root's claimed hosts at once.
         settings.set("CONCURRENT_REQUESTS_PER_DOMAIN", settings.getint("ROOT_CONCURRENCY"), "addon")
+        # TCP connect and TLS handshake bounded by CONNECT_TIMEOUT (unless the project
+        # chose its own handler for a scheme).
+        handlers = settings.getdict("DOWNLOAD_HANDLERS")
+        for scheme in ("http", "https"):
+            handlers.setdefault(scheme, DOWNLOAD_HANDLER)
+        settings.set("DOWNLOAD_HANDLERS", handlers, settings.getpriority("DOWNLOAD_HANDLERS") or 0)
         # Early, so a denied request costs nothing: no robots.txt fetch, no retry.
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", BlacklistMiddleware, 50)
         for builtin, ours, priority in (

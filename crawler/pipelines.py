@@ -47,7 +47,8 @@ class HostWritePipeline:
         self.retry = timedelta(seconds=settings.getfloat("OUTAGE_RETRY_AFTER"))
         # A request that failed this long after the world answered again may have
         # started (and waited out its timeouts) during the outage.
-        timeouts = settings.getfloat("DNS_TIMEOUT") + settings.getfloat("DOWNLOAD_TIMEOUT")
+        # The resolver asks a silent server twice.
+        timeouts = 2 * settings.getfloat("DNS_TIMEOUT") + settings.getfloat("DOWNLOAD_TIMEOUT")
         self.outage_edge = (settings.getint("RETRY_TIMES") + 1) * timeouts
         self._finishes = Batcher("finishing hosts", self._finish_many)
 

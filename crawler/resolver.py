@@ -131,6 +131,7 @@ class OutcomeResolver:
     ) -> None:
         self.reactor = reactor
         self.timeout = timeout
+        self.attempts = (timeout, timeout)
         self._cache = _Cache(cache_size)
         if nameservers:
             self._client = client.Resolver(servers=nameservers, reactor=reactor)
@@ -175,7 +176,8 @@ class OutcomeResolver:
 
     async def _lookup(self, hostname: str, query: str, hops: int) -> Resolution:
         try:
-            answers, authority, _ = await self._client.lookupAddress(query, (self.timeout,))
+            # Asked twice: a silent server gets one retry, then it is a DNS_TIMEOUT.
+            answers, authority, _ = await self._client.lookupAddress(query, self.attempts)
         except dns_error.DNSNameError as exc:
             return Resolution(hostname, DNS_NXDOMAIN, ttl=_negative_ttl(exc))
         except (dns_error.DNSServerError, dns_error.DNSFormatError):

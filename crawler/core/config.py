@@ -73,7 +73,20 @@ SETTINGS: tuple[Setting, ...] = (
         "tried once when https fails below HTTP (TCP, TLS); empty = off",
     ),
     Setting("DNS_NAMESERVERS", "", str, "host:port,... for the resolver; empty = the system's"),
-    Setting("DNS_TIMEOUT", 5.0, float, "seconds a DNS lookup may take", minimum=0.1),
+    Setting(
+        "DNS_TIMEOUT",
+        5.0,
+        float,
+        "seconds a DNS server may take to answer; one retry, then DNS_TIMEOUT",
+        minimum=0.1,
+    ),
+    Setting(
+        "CONNECT_TIMEOUT",
+        5.0,
+        float,
+        "seconds a TCP connect may take, and again the TLS handshake (apart from DOWNLOAD_TIMEOUT)",
+        minimum=0.1,
+    ),
     # --- the trap rule ---
     Setting(
         "TRAP_WINDOW",

@@ -54,10 +54,13 @@ class HostsSpider(scrapy.Spider):
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.setup(crawler)
+        # Scrapy makes the spider before the add-ons apply their settings: read them
+        # once the spider opens.
+        crawler.signals.connect(spider.setup, signal=scrapy.signals.spider_opened)
         return spider
 
-    def setup(self, crawler) -> None:
+    def setup(self) -> None:
+        crawler = self.crawler
         settings = crawler.settings
         self.state = CrawlState.of(crawler)
         self.url_template = settings.get("HOST_URL_TEMPLATE")

@@ -110,6 +110,26 @@ def test_nxdomain_is_not_retried_but_servfail_is(crawler):
     assert isinstance(retried, Request) and retried.meta["retry_times"] == 1
 
 
+def test_waits_spent_in_full_are_not_retried_in_the_same_claim(crawler):
+    """A silent DNS server was asked twice already; a host that hung at HTTP held its
+    slot for the whole download timeout. Both come back through the queue instead."""
+    from scrapy.exceptions import CannotResolveHostError, DownloadTimeoutError
+    from twisted.internet import error as tx
+
+    from crawler.resolver import DNSFailure, Resolution
+
+    retry = AnswerAwareRetryMiddleware.from_crawler(crawler)
+    request = Request("http://x.test/")
+    silent = CannotResolveHostError("x")
+    silent.__cause__ = DNSFailure(Resolution("x.test", "DNS_TIMEOUT"))
+    assert retry.process_exception(request, silent) is None
+    hung = DownloadTimeoutError("Getting http://x.test/ took longer than 3 seconds.")
+    assert retry.process_exception(request, hung) is None
+    connect = DownloadTimeoutError("connect")
+    connect.__cause__ = tx.TimeoutError()
+    assert isinstance(retry.process_exception(request, connect), Request)  # TCP_TIMEOUT
+
+
 def test_robots_parsers_are_kept_for_a_bounded_number_of_hosts(db):
     from twisted.internet.defer import Deferred
 
