@@ -19,6 +19,9 @@ Run as ``python -m tests.fakeweb.demo``. Everything stays on loopback:
    SIGTERM, then the panel and the fakeweb are stopped. ``DEMO_NO_SERVE=1``
    skips this step.
 
+``DEMO_SLOW=1`` crawls the same world in fakeweb's slow mode (tests/fakeweb/slow.py):
+sites answer after 0.3-1.2 s, 7% hang after connecting, 3% get no DNS reply.
+
 Logs: var/demo/crawl.log, var/demo/fakeweb/ (http.jsonl, dns.jsonl).
 """
 
@@ -43,6 +46,7 @@ from crawler.core import config
 from crawler.db import deny_entries, queue
 
 from .handle import PROJECT_ROOT, FakeWeb
+from .slow import slow_web
 from .world import World, link_host
 
 ROOTS = ["alpha.test", "beta.test", "gamma.test"]
@@ -288,6 +292,13 @@ def main() -> int:
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     world, names = build_world()
+    if os.environ.get("DEMO_SLOW") == "1":
+        kinds = slow_web(world, names, keep=(names[0],), seed=7)
+        print(
+            f"  slow mode: {len(kinds['answering'])} sites answer after 0.3-1.2 s,"
+            f" {len(kinds['hanging'])} hang after connecting, {len(kinds['no_dns'])}"
+            " get no DNS reply"
+        )
     web = FakeWeb(world, workdir=workdir / "fakeweb")
     panel = None
     try:
