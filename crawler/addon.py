@@ -20,6 +20,7 @@ from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.settings import SETTINGS_PRIORITIES
 
+from crawler.concurrency import InFlightControl
 from crawler.core import config
 from crawler.metrics import PrometheusMetrics
 from crawler.middlewares import (
@@ -90,6 +91,7 @@ class HostcrawlAddon:
             settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ours, priority)
         settings.set_in_component_priority_dict("ITEM_PIPELINES", HostWritePipeline, 300)
         settings.set_in_component_priority_dict("EXTENSIONS", PrometheusMetrics, 500)
+        settings.set_in_component_priority_dict("EXTENSIONS", InFlightControl, 500)
 
     def install_resolver(self) -> None:
         """Make sure the reactor resolves through OutcomeResolver.

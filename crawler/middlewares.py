@@ -148,7 +148,8 @@ class AnswerAwareRetryMiddleware(RetryMiddleware):
         return super().process_exception(request, exception)
 
 
-IN_FLIGHT_BOUND = 1024  # more than CONCURRENT_REQUESTS: robots.txt fetches pending at once
+# robots.txt fetches pending at once: at most the hosts in flight (MAX_IN_FLIGHT).
+IN_FLIGHT_BOUND = 1024
 
 
 def robots_key(request: Request) -> str:
@@ -176,6 +177,7 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
         super().__init__(crawler)
         # netloc -> the failure of its robots.txt fetch, when the page would fail alike.
         self._unreachable: dict[str, Exception] = {}
+        self._pending_bound = max(IN_FLIGHT_BOUND, crawler.settings.getint("MAX_IN_FLIGHT"))
 
     async def process_request(self, request: Request, spider=None) -> None:
         await super().process_request(request)
@@ -220,7 +222,7 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
         excess = len(self._parsers) - self.MAX_PARSERS
         if excess <= 0:
             return
-        oldest = list(itertools.islice(self._parsers, excess + IN_FLIGHT_BOUND))
+        oldest = list(itertools.islice(self._parsers, excess + self._pending_bound))
         for netloc in oldest:
             if excess <= 0:
                 break

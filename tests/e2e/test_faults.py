@@ -28,7 +28,7 @@ def test_database_restart_and_outage_mid_crawl(db, fakeweb_factory, start_crawle
     names = world.graph(400, roots=["alpha.test", "beta.test", "gamma.test"])
     web = fakeweb_factory(world)
     queue.seed(db, [names[0]])
-    workers = [start_crawler(web, CLAIM_BATCH=4, CONCURRENT_REQUESTS=8) for _ in range(2)]
+    workers = [start_crawler(web, CLAIM_BATCH=4, MAX_IN_FLIGHT=8) for _ in range(2)]
 
     wait_until(lambda: crawled_pages(web) >= 60, 90, "60 pages before the restart")
     postgres.stop()
@@ -92,7 +92,7 @@ def test_kill_storm(db, fakeweb_factory, start_crawler):
     settings = {
         "CLAIM_LEASE": 2,
         "CLAIM_BATCH": 4,
-        "CONCURRENT_REQUESTS": 8,
+        "MAX_IN_FLIGHT": 8,
         "CLOSE_WHEN_DRAINED": 0,
     }
     running = []
@@ -150,7 +150,7 @@ def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, sta
     api = create_app({"TESTING": True, "SECRET_KEY": "test"}).test_client()
     auth = {"Authorization": "Bearer t"}
     queue.seed(db, [names[0]])
-    workers = [start_crawler(web, CLAIM_BATCH=4, CONCURRENT_REQUESTS=8) for _ in range(2)]
+    workers = [start_crawler(web, CLAIM_BATCH=4, MAX_IN_FLIGHT=8) for _ in range(2)]
 
     changes = 0
     for i in range(60):  # flip entries while the crawl runs
