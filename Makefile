@@ -30,6 +30,7 @@ bench: install
 	$(BIN)/python bench/audit.py
 	$(BIN)/python bench/selfcheck.py
 	$(BIN)/python bench/crawl.py
+	$(BIN)/python bench/slowweb.py
 	$(BIN)/python bench/panel.py
 	$(BIN)/python bench/roots.py
 	$(BIN)/python bench/growth.py
