@@ -94,18 +94,22 @@ class HostcrawlAddon:
         settings.set_in_component_priority_dict("EXTENSIONS", InFlightControl, 500)
 
     def install_resolver(self) -> None:
-        """Make sure the reactor resolves through OutcomeResolver.
+        """Make sure the reactor resolves through an OutcomeResolver of this crawl's settings.
 
         Only CrawlerProcess installs TWISTED_DNS_RESOLVER, from its own settings,
-        before any spider's: a spider run by CrawlerRunner, or one that asks for
-        this add-on in its custom_settings, would otherwise keep the default.
+        before any spider's and before this add-on's: a spider run by
+        CrawlerRunner, or one that asks for this add-on in its custom_settings,
+        would otherwise keep the default, and `scrapy crawl` a resolver with
+        Scrapy's 60-second DNS_TIMEOUT instead of ours.
         """
         from twisted.internet import reactor
 
-        if isinstance(reactor.resolver, OutcomeResolver):
+        ours = OutcomeResolver.from_crawler(self.crawler, reactor)
+        installed = reactor.resolver
+        if isinstance(installed, OutcomeResolver) and installed.same_as(ours):
             return
-        OutcomeResolver.from_crawler(self.crawler, reactor).install_on_reactor()
-        log.info("hostcrawl: DNS through OutcomeResolver")
+        ours.install_on_reactor()
+        log.info("hostcrawl: DNS through OutcomeResolver (timeout %g s, asked twice)", ours.timeout)
 
     def log_settings(self) -> None:
         """One line: every hostcrawl setting of this crawl and where its value came from."""

@@ -130,6 +130,7 @@ class OutcomeResolver:
         cache_size: int = 100_000,
     ) -> None:
         self.reactor = reactor
+        self.nameservers = nameservers or []
         self.timeout = timeout
         self.attempts = (timeout, timeout)
         self._cache = _Cache(cache_size)
@@ -150,6 +151,10 @@ class OutcomeResolver:
             settings.getfloat("DNS_TIMEOUT"),
             settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0,
         )
+
+    def same_as(self, other: OutcomeResolver) -> bool:
+        """Asks the same servers with the same timeout."""
+        return (self.nameservers, self.timeout) == (other.nameservers, other.timeout)
 
     def install_on_reactor(self) -> None:
         self.reactor.installResolver(self)
