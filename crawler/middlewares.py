@@ -183,7 +183,8 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
         await super().process_request(request)
         if request.meta.get("dont_obey_robotstxt"):
             return
-        failure = self._unreachable.get(robots_key(request))
+        # Once: a retry, or the host claimed again later, goes to the network.
+        failure = self._unreachable.pop(robots_key(request), None)
         if failure is not None:
             self._stats.inc_value("hostcrawl/robotstxt/failure_carried")
             raise failure

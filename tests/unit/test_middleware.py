@@ -143,3 +143,24 @@ def test_robots_parsers_are_kept_for_a_bounded_number_of_hosts(db):
     middleware._parsers.update({f"h{i}.test": None for i in range(5)})
     middleware._forget_oldest()
     assert list(middleware._parsers) == ["busy.test", "h3.test", "h4.test"]
+
+
+def test_a_failed_robots_txt_settles_the_page_request_once(db):
+    """robots.txt timed out: the page request fails alike at once, instead of waiting a
+    download timeout again; a later request (a retry, a new claim) goes to the network."""
+    import asyncio
+
+    from scrapy.exceptions import DownloadTimeoutError
+
+    from crawler.middlewares import FrontPageRobotsTxtMiddleware
+
+    crawler = get_crawler(Spider, settings_dict={"ROBOTSTXT_OBEY": True})
+    middleware = FrontPageRobotsTxtMiddleware.from_crawler(crawler)
+    hung = DownloadTimeoutError("Getting https://hung.test/robots.txt took longer than 3 seconds.")
+    middleware._parsers["https://hung.test"] = None  # what a failed fetch leaves
+    middleware._unreachable["https://hung.test"] = hung
+    page = Request("https://hung.test/")
+    with pytest.raises(DownloadTimeoutError):
+        asyncio.run(middleware.process_request(page))
+    assert asyncio.run(middleware.process_request(page)) is None
+    assert crawler.stats.get_value("hostcrawl/robotstxt/failure_carried") == 1
