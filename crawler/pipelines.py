@@ -10,6 +10,7 @@ is lost, the host is simply crawled again.
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 from scrapy.exceptions import DropItem
@@ -20,8 +21,11 @@ from crawler.core.outcomes import (
     DNS_NOANSWER,
     DNS_NXDOMAIN,
     DNS_REFUSED,
+    DNS_TIMEOUT,
     HTTP_TIMEOUT,
     NETWORK_FAILURES,
+    TCP_TIMEOUT,
+    TLS_TIMEOUT,
 )
 from crawler.db import queue, routing
 from crawler.db.queue import Crawled, CrawlResult
@@ -50,6 +54,15 @@ class HostWritePipeline:
         # The resolver asks a silent server twice.
         timeouts = 2 * settings.getfloat("DNS_TIMEOUT") + settings.getfloat("DOWNLOAD_TIMEOUT")
         self.outage_edge = (settings.getint("RETRY_TIMES") + 1) * timeouts
+        # How long a failure of each kind waited before it came: the world's verdict
+        # must be newer than the wait's start to say whose failure it was.
+        connect = settings.getfloat("CONNECT_TIMEOUT")
+        self.waited = {
+            DNS_TIMEOUT: 2 * settings.getfloat("DNS_TIMEOUT"),
+            TCP_TIMEOUT: connect,
+            TLS_TIMEOUT: connect,
+            HTTP_TIMEOUT: settings.getfloat("DOWNLOAD_TIMEOUT"),
+        }
         self._finishes = Batcher("finishing hosts", self._finish_many)
 
     @classmethod
@@ -76,7 +89,8 @@ class HostWritePipeline:
         """A failure while the world does not answer us says nothing about the host: it
         is tried again soon (still claimed, so a draining crawl waits), not settled."""
         world = self.state.world
-        answering, why = await world.answers()
+        began = time.monotonic() - self.waited.get(item.outcome, 0.0)
+        answering, why = await world.answers(newer_than=began)
         if answering is not False and not world.down_within(self.outage_edge):
             return
         why = why or "just after our resolver or network came back"

@@ -60,12 +60,19 @@ class WorldCheck:
         self._last: tuple[float, bool | None, str] | None = None
         self._running: asyncio.Task | None = None
 
-    async def answers(self, other_than: str = "") -> tuple[bool | None, str]:
+    async def answers(
+        self, other_than: str = "", newer_than: float = float("-inf")
+    ) -> tuple[bool | None, str]:
         """(True, '') when a canary answers, (False, why) when none does, (None, why)
-        when there is no canary to ask (a fresh crawl)."""
+        when there is no canary to ask (a fresh crawl).
+
+        `newer_than` (monotonic): a failure that waited out a timeout began that long
+        ago; a verdict from before then says nothing about it and is asked again.
+        """
         now = time.monotonic()
-        if self._last is not None and now - self._last[0] < self.keep[self._last[1]]:
-            return self._last[1], self._last[2]
+        last = self._last
+        if last is not None and now - last[0] < self.keep[last[1]] and last[0] >= newer_than:
+            return last[1], last[2]
         if self._running is None or self._running.done():
             self._running = asyncio.ensure_future(self._check(other_than))
         return await asyncio.shield(self._running)
