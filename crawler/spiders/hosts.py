@@ -1,6 +1,6 @@
 """The `hosts` spider: claim due hosts, fetch each front page, yield one item per host.
 
-Claims are lazy (DESIGN.md §6): hosts are claimed only when there is room in
+Claims are lazy: hosts are claimed only when there is room in
 flight, so leases are not spent waiting in the scheduler. The room is the
 worker's in-flight limit (crawler/concurrency.py sizes it at run time, up to
 MAX_IN_FLIGHT); one claim fills it, a CLAIM_BATCH up to MAX_CLAIM_BATCHES of them.
