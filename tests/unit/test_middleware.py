@@ -110,7 +110,7 @@ def test_nxdomain_is_not_retried_but_servfail_is(crawler):
     assert isinstance(retried, Request) and retried.meta["retry_times"] == 1
 
 
-def test_waits_spent_in_full_are_not_retried_in_the_same_claim(crawler):
+def test_waits_spent_in_full_are_not_retried_in_the_same_claim():
     """A silent DNS server was asked twice already; a host that hung at HTTP held its
     slot for the whole download timeout. Both come back through the queue instead."""
     from scrapy.exceptions import CannotResolveHostError, DownloadTimeoutError
@@ -118,6 +118,8 @@ def test_waits_spent_in_full_are_not_retried_in_the_same_claim(crawler):
 
     from crawler.resolver import DNSFailure, Resolution
 
+    crawler = get_crawler(Spider)
+    crawler.spider = crawler._create_spider("test")
     retry = AnswerAwareRetryMiddleware.from_crawler(crawler)
     request = Request("http://x.test/")
     silent = CannotResolveHostError("x")
