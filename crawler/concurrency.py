@@ -8,11 +8,10 @@ spare and moves the limit:
 
 - raised (doubled until the first cut, then by a quarter) while the limit is
   what holds the worker back (the spider has about that many hosts in flight),
-  the worker is not CPU-bound and its memory is under BUDGET_HEADROOM of
-  MEMORY_BUDGET_MB;
+  the reactor keeps time (its lag under LAG_LOW) and the memory is under
+  BUDGET_HEADROOM of MEMORY_BUDGET_MB;
 - cut by a fifth when it is CPU-bound (its CPU near one core, or the reactor
-  lagging while its CPU is busy), by almost a third when the memory is over
-  its budget;
+  later than LAG_HIGH), by almost a third when the memory is over its budget;
 - always within [MIN_IN_FLIGHT, MAX_IN_FLIGHT].
 
 The spider claims up to the limit (crawler/spiders/hosts.py) and the downloader
@@ -37,8 +36,8 @@ TICK = 0.5  # seconds between decisions
 PROBE = 0.05  # seconds between reactor lag probes
 START_IN_FLIGHT = 128
 MIN_IN_FLIGHT = 64  # what a worker kept in flight before it sized itself
-LAG_HIGH = 0.25  # seconds: the reactor is late (CPU-bound, if our CPU is busy too)
-CPU_BUSY = 0.6  # share of one core
+LAG_LOW = 0.1  # seconds: the reactor keeps time
+LAG_HIGH = 0.25  # seconds: the reactor is late (the machine has no time to spare)
 CPU_HIGH = 0.9  # share of one core: the event loop is saturated
 BUDGET_HEADROOM = 0.8  # raise only below this share of the memory budget
 REQUESTS_PER_HOST = 2  # robots.txt and the page request it holds back
@@ -64,14 +63,15 @@ def next_limit(
 ) -> tuple[int, str]:
     """The next limit and why: "memory", "cpu", "raise" or "" (kept).
 
-    A lagging reactor counts only with our own CPU busy: on a machine shared with
-    other processes, the loop also lags while this worker waits.
+    A late reactor cuts whoever takes the CPU: on a machine shared with other
+    processes (a database, a fakeweb), more in flight only makes it later.
     """
     if rss > budget:
         return int(limit * 0.7), "memory"
-    if cpu >= CPU_HIGH or (lag > LAG_HIGH and cpu >= CPU_BUSY):
+    if cpu >= CPU_HIGH or lag > LAG_HIGH:
         return int(limit * 0.8), "cpu"
-    if in_flight >= 0.9 * limit and rss < BUDGET_HEADROOM * budget:
+    spare = lag < LAG_LOW and rss < BUDGET_HEADROOM * budget
+    if spare and in_flight >= 0.9 * limit:
         return (limit * 2 if growing else int(limit * 1.25) + 1), "raise"
     return limit, ""
 
