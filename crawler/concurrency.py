@@ -116,6 +116,7 @@ class InFlightControl:
     def open(self, spider) -> None:
         self._cpu, self._wall = cpu_seconds(), time.monotonic()
         self._logged = self._wall
+        self.crawler.stats.max_value("hostcrawl/in_flight/limit_peak", self.limit)
         self._apply()
         self._probe()
         self._schedule(TICK, self.tick)
