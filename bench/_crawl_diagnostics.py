@@ -10,8 +10,6 @@ from pathlib import Path
 
 from _crawl_runs import PROJECT_ROOT, run_child
 
-from crawler import settings as production
-
 # -- diagnostics: one more crawl, instrumented (run below target or with --profile) ----------
 
 
@@ -212,9 +210,10 @@ def diagnose(reset, ours_settings: list[str], work: Path, bare_cpu: float, full:
                 active = statistics.mean(s[1] for s in samples)
                 print(
                     f"#   mean over the run: {in_flight:.1f} hosts in flight (claimed, not settled;"
-                    f" up to 2 x CLAIM_BATCH), of which {busy / elapsed:.1f} in a database call"
+                    f" up to the worker's own limit), of which {busy / elapsed:.1f} in a database"
+                    " call"
                     f" (waiting included); {active:.1f} requests in the downloader (robots.txt"
-                    f" included; CONCURRENT_REQUESTS {production.CONCURRENT_REQUESTS})"
+                    " included; the worker allows two per host in flight)"
                 )
             claims = data["claims"]
             if claims:

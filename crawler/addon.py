@@ -21,6 +21,7 @@ from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.settings import SETTINGS_PRIORITIES
 
+from crawler.concurrency import InFlightControl
 from crawler.core import config
 from crawler.metrics import PrometheusMetrics
 from crawler.middlewares import (
@@ -33,6 +34,7 @@ from crawler.pruning import ScheduledPrune
 from crawler.resolver import OutcomeResolver
 
 log = logging.getLogger(__name__)
+DOWNLOAD_HANDLER = "crawler.download.HostcrawlDownloadHandler"
 
 # docs/design.md, "Scrapy 2.19 facts": what a crawler of the open web should not run with.
 PRODUCTION_DEFAULTS = {
@@ -75,6 +77,12 @@ class HostcrawlAddon:
         # root to ROOT_CONCURRENCY hosts across workers, so a worker may fetch all of
         # a root's claimed hosts at once.
         settings.set("CONCURRENT_REQUESTS_PER_DOMAIN", settings.getint("ROOT_CONCURRENCY"), "addon")
+        # TCP connect and TLS handshake bounded by CONNECT_TIMEOUT (unless the project
+        # chose its own handler for a scheme).
+        handlers = settings.getdict("DOWNLOAD_HANDLERS")
+        for scheme in ("http", "https"):
+            handlers.setdefault(scheme, DOWNLOAD_HANDLER)
+        settings.set("DOWNLOAD_HANDLERS", handlers, settings.getpriority("DOWNLOAD_HANDLERS") or 0)
         # Early, so a denied request costs nothing: no robots.txt fetch, no retry.
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", BlacklistMiddleware, 50)
         for builtin, ours, priority in (
@@ -86,19 +94,25 @@ class HostcrawlAddon:
         settings.set_in_component_priority_dict("ITEM_PIPELINES", HostWritePipeline, 300)
         settings.set_in_component_priority_dict("EXTENSIONS", PrometheusMetrics, 500)
         settings.set_in_component_priority_dict("EXTENSIONS", ScheduledPrune, 500)
+        settings.set_in_component_priority_dict("EXTENSIONS", InFlightControl, 500)
 
     def install_resolver(self) -> None:
-        """Make the reactor resolve through an OutcomeResolver made from this crawl's settings.
+        """Make sure the reactor resolves through an OutcomeResolver of this crawl's settings.
 
-        Only CrawlerProcess installs TWISTED_DNS_RESOLVER, and from its own settings,
-        before the add-ons apply theirs: without DNS_NAMESERVERS or DNS_TIMEOUT from
-        the environment. A spider run by CrawlerRunner, or one that asks for this
-        add-on in its custom_settings, would otherwise keep the default resolver.
+        Only CrawlerProcess installs TWISTED_DNS_RESOLVER, from its own settings,
+        before any spider's and before this add-on's: a spider run by
+        CrawlerRunner, or one that asks for this add-on in its custom_settings,
+        would otherwise keep the default, and `scrapy crawl` a resolver with
+        Scrapy's 60-second DNS_TIMEOUT instead of ours.
         """
         from twisted.internet import reactor
 
-        OutcomeResolver.from_crawler(self.crawler, reactor).install_on_reactor()
-        log.info("hostcrawl: DNS through OutcomeResolver")
+        ours = OutcomeResolver.from_crawler(self.crawler, reactor)
+        installed = reactor.resolver
+        if isinstance(installed, OutcomeResolver) and installed.same_as(ours):
+            return
+        ours.install_on_reactor()
+        log.info("hostcrawl: DNS through OutcomeResolver (timeout %g s, asked twice)", ours.timeout)
 
     def log_settings(self) -> None:
         """One line: every hostcrawl setting of this crawl and where its value came from."""

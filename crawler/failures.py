@@ -28,7 +28,9 @@ from crawler.core.outcomes import (
     TCP_RESET,
     TCP_TIMEOUT,
     TLS_HANDSHAKE,
+    TLS_TIMEOUT,
 )
+from crawler.download import TLSHandshakeTimeout
 from crawler.resolver import DNSFailure, last_failure
 
 
@@ -59,8 +61,10 @@ def classify(exc: BaseException, hostname: str) -> str:
 
 
 def _connection_failure(cause: BaseException) -> str:
-    """TLS_HANDSHAKE when OpenSSL is among the reasons, else TCP_RESET."""
+    """TLS_TIMEOUT or TLS_HANDSHAKE when the TLS layer is among the reasons, else TCP_RESET."""
     reasons = [getattr(r, "value", r) for r in getattr(cause, "reasons", [])] or [cause]
+    if any(isinstance(r, TLSHandshakeTimeout) for r in reasons):
+        return TLS_TIMEOUT
     if any(isinstance(r, SSL.Error) for r in reasons):
         return TLS_HANDSHAKE
     return TCP_RESET

@@ -16,6 +16,10 @@ nothing here writes the text format by hand.
     hostcrawl_denylist_entries            entries in this worker's deny list
     hostcrawl_world_unproven_since_seconds  when the world stopped being proven to answer
                                           this worker (Unix time; 0 while a canary answers)
+    hostcrawl_in_flight                   hosts in flight now
+    hostcrawl_in_flight_limit             the worker's own limit of them (up to MAX_IN_FLIGHT)
+    hostcrawl_reactor_lag_seconds         how late the event loop ran a timer, last tick
+    hostcrawl_resident_memory_bytes       the worker's resident memory (RSS)
 
 Several workers on one machine need one port each (METRICS_PORT=9410, 9411...).
 """
@@ -33,6 +37,17 @@ log = logging.getLogger(__name__)
 
 OUTCOME_PREFIX = "hostcrawl/hosts/outcome/"
 DENIED_PREFIX = "hostcrawl/blacklist/filtered/"
+# Gauges the in-flight control (crawler/concurrency.py) keeps in the stats: name, key, scale.
+GAUGES = {
+    "hostcrawl_in_flight": ("hostcrawl/in_flight", 1, "Hosts in flight now."),
+    "hostcrawl_in_flight_limit": ("hostcrawl/in_flight/limit", 1, "The worker's in-flight limit."),
+    "hostcrawl_reactor_lag_seconds": (
+        "hostcrawl/reactor_lag_ms",
+        0.001,
+        "How late the event loop ran a timer (last tick).",
+    ),
+    "hostcrawl_resident_memory_bytes": ("hostcrawl/rss_mb", 2**20, "Resident memory (RSS)."),
+}
 SIMPLE_COUNTERS = {
     "hostcrawl_links_saved": ("hostcrawl/hosts/links_saved", "New hostnames saved from pages."),
     "hostcrawl_blocks": ("hostcrawl/traps/blocked", "Trap roots this worker blocked."),
@@ -71,6 +86,8 @@ class StatsCollector:
         yield denied
         for name, (key, help_text) in SIMPLE_COUNTERS.items():
             yield CounterMetricFamily(name, help_text, value=stats.get(key, 0))
+        for name, (key, scale, help_text) in GAUGES.items():
+            yield GaugeMetricFamily(name, help_text, value=stats.get(key, 0) * scale)
         yield GaugeMetricFamily(
             "hostcrawl_denylist_entries",
             "Entries in this worker's deny list.",

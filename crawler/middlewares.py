@@ -22,7 +22,14 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
 from crawler.core.hostnames import normalize_or_none
-from crawler.core.outcomes import DNS_NOANSWER, DNS_NXDOMAIN, OK
+from crawler.core.outcomes import (
+    DNS_NOANSWER,
+    DNS_NXDOMAIN,
+    DNS_TIMEOUT,
+    HTTP_TIMEOUT,
+    NETWORK_FAILURES,
+    OK,
+)
 from crawler.failures import classify
 from crawler.state import CrawlState
 
@@ -116,21 +123,40 @@ class BlacklistMiddleware:
             self.state.observe_soon(hostname, outcome)
 
 
-class AnswerAwareRetryMiddleware(RetryMiddleware):
-    """RetryMiddleware that does not retry an authoritative 'no such name'.
+# Not retried in the same claim. NXDOMAIN and NOANSWER are answers, not glitches:
+# retrying them makes a trap cost three lookups per junk name. A DNS timeout was
+# already asked twice by the resolver. A host that accepted the connection and then
+# kept silent for the whole download timeout would hold its slot as long again: it
+# comes back through the queue later, like any failure.
+NOT_RETRIED = frozenset({DNS_NXDOMAIN, DNS_NOANSWER, DNS_TIMEOUT, HTTP_TIMEOUT})
+# A robots.txt fetch that failed so says how the page request to the same host will:
+# the page request settles at once with the same failure instead of waiting again.
+CARRIED_TO_THE_PAGE = NETWORK_FAILURES | {HTTP_TIMEOUT}
 
-    NXDOMAIN is an answer, not a glitch; retrying it makes a trap cost three
-    lookups per junk name. SERVFAIL and timeouts are still retried.
+
+class AnswerAwareRetryMiddleware(RetryMiddleware):
+    """RetryMiddleware that does not retry answers and waits already spent in full.
+
+    SERVFAIL, refused and reset connections and connect/TLS timeouts are still
+    retried (RETRY_TIMES).
     """
 
     def process_exception(self, request: Request, exception: Exception):
         outcome = classify(exception, request_hostname(request) or "")
-        if outcome in (DNS_NXDOMAIN, DNS_NOANSWER):
+        if outcome in NOT_RETRIED:
             return None
         return super().process_exception(request, exception)
 
 
-IN_FLIGHT_BOUND = 1024  # more than CONCURRENT_REQUESTS: robots.txt fetches pending at once
+# robots.txt fetches pending at once: at most the hosts in flight (MAX_IN_FLIGHT).
+IN_FLIGHT_BOUND = 1024
+
+
+def robots_key(request: Request) -> str:
+    """Whose robots.txt rules a request: its scheme and netloc (a host tried over https
+    and then over plain http, the fallback, has one per scheme)."""
+    url = urlparse_cached(request)
+    return f"{url.scheme}://{url.netloc}"
 
 
 class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
@@ -140,16 +166,31 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
     of hosts, that is the process's memory) and logs an unreachable
     robots.txt as an ERROR with a traceback (for a crawler of dead hosts,
     the common case). This keeps the parsers of the last MAX_PARSERS hosts
-    and counts fetch failures in stats, logging them at DEBUG.
+    and counts fetch failures in stats, logging them at DEBUG. When robots.txt
+    failed below HTTP or timed out, the page request fails the same way at
+    once: a host that hangs costs one download timeout, not two.
     """
 
     MAX_PARSERS = 10_000
 
+    def __init__(self, crawler) -> None:
+        super().__init__(crawler)
+        # netloc -> the failure of its robots.txt fetch, when the page would fail alike.
+        self._unreachable: dict[str, Exception] = {}
+        self._pending_bound = max(IN_FLIGHT_BOUND, crawler.settings.getint("MAX_IN_FLIGHT"))
+
+    async def process_request(self, request: Request, spider=None) -> None:
+        await super().process_request(request)
+        if request.meta.get("dont_obey_robotstxt"):
+            return
+        # Once: a retry, or the host claimed again later, goes to the network.
+        failure = self._unreachable.pop(robots_key(request), None)
+        if failure is not None:
+            self._stats.inc_value("hostcrawl/robotstxt/failure_carried")
+            raise failure
+
     async def robot_parser(self, request: Request):
-        # Keyed by scheme too: a host tried over https and then over plain http
-        # (the fallback) has a robots.txt per scheme, and the one used is read.
-        url = urlparse_cached(request)
-        netloc = f"{url.scheme}://{url.netloc}"
+        netloc = robots_key(request)
         if netloc not in self._parsers:
             self._forget_oldest()
             self._parsers[netloc] = Deferred()
@@ -164,6 +205,8 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
                 await self._parse_robots(response, netloc, request)
             except Exception as exc:
                 log.debug("robots.txt of %s unavailable: %s", netloc, exc)
+                if classify(exc, request_hostname(request) or "") in CARRIED_TO_THE_PAGE:
+                    self._unreachable[netloc] = exc
                 self._robots_error(exc, netloc)
             self._stats.inc_value("robotstxt/request_count")
         parser = self._parsers[netloc]
@@ -180,10 +223,11 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
         excess = len(self._parsers) - self.MAX_PARSERS
         if excess <= 0:
             return
-        oldest = list(itertools.islice(self._parsers, excess + IN_FLIGHT_BOUND))
+        oldest = list(itertools.islice(self._parsers, excess + self._pending_bound))
         for netloc in oldest:
             if excess <= 0:
                 break
             if not isinstance(self._parsers[netloc], Deferred):
                 del self._parsers[netloc]
+                self._unreachable.pop(netloc, None)
                 excess -= 1

@@ -10,13 +10,20 @@ is lost, the host is simply crawled again.
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 from scrapy.exceptions import DropItem
 
 from crawler.batches import Batcher
 from crawler.core.links import FilteredLinks
-from crawler.core.outcomes import HTTP_TIMEOUT, NETWORK_FAILURES
+from crawler.core.outcomes import (
+    DNS_TIMEOUT,
+    HTTP_TIMEOUT,
+    NETWORK_FAILURES,
+    TCP_TIMEOUT,
+    TLS_TIMEOUT,
+)
 from crawler.db import queue, routing
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.retry import in_thread_until_up
@@ -41,8 +48,18 @@ class HostWritePipeline:
         self.retry = timedelta(seconds=settings.getfloat("OUTAGE_RETRY_AFTER"))
         # A request that failed this long after the world answered again may have
         # started (and waited out its timeouts) during the outage.
-        timeouts = settings.getfloat("DNS_TIMEOUT") + settings.getfloat("DOWNLOAD_TIMEOUT")
+        # The resolver asks a silent server twice.
+        timeouts = 2 * settings.getfloat("DNS_TIMEOUT") + settings.getfloat("DOWNLOAD_TIMEOUT")
         self.outage_edge = (settings.getint("RETRY_TIMES") + 1) * timeouts
+        # How long a failure of each kind waited before it came: the world's verdict
+        # must be newer than the wait's start to say whose failure it was.
+        connect = settings.getfloat("CONNECT_TIMEOUT")
+        self.waited = {
+            DNS_TIMEOUT: 2 * settings.getfloat("DNS_TIMEOUT"),
+            TCP_TIMEOUT: connect,
+            TLS_TIMEOUT: connect,
+            HTTP_TIMEOUT: settings.getfloat("DOWNLOAD_TIMEOUT"),
+        }
         self._finishes = Batcher("finishing hosts", self._finish_many)
 
     @classmethod
@@ -69,7 +86,8 @@ class HostWritePipeline:
         """A failure while the world is not proven to answer us says nothing about the
         host: it is tried again soon (still claimed, so a draining crawl waits), not
         settled, and stays out of the trap window."""
-        why = await self.state.world.holds_back(item.hostname, self.outage_edge)
+        began = time.monotonic() - self.waited.get(item.outcome, 0.0)
+        why = await self.state.world.holds_back(item.hostname, self.outage_edge, began)
         if not why:
             return
         await in_thread_until_up(

@@ -130,7 +130,9 @@ class OutcomeResolver:
         cache_size: int = 100_000,
     ) -> None:
         self.reactor = reactor
+        self.nameservers = nameservers or []
         self.timeout = timeout
+        self.attempts = (timeout, timeout)
         self._cache = _Cache(cache_size)
         if nameservers:
             self._client = client.Resolver(servers=nameservers, reactor=reactor)
@@ -149,6 +151,10 @@ class OutcomeResolver:
             settings.getfloat("DNS_TIMEOUT"),
             settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0,
         )
+
+    def same_as(self, other: OutcomeResolver) -> bool:
+        """Asks the same servers with the same timeout."""
+        return (self.nameservers, self.timeout) == (other.nameservers, other.timeout)
 
     def install_on_reactor(self) -> None:
         self.reactor.installResolver(self)
@@ -175,7 +181,8 @@ class OutcomeResolver:
 
     async def _lookup(self, hostname: str, query: str, hops: int) -> Resolution:
         try:
-            answers, authority, _ = await self._client.lookupAddress(query, (self.timeout,))
+            # Asked twice: a silent server gets one retry, then it is a DNS_TIMEOUT.
+            answers, authority, _ = await self._client.lookupAddress(query, self.attempts)
         except dns_error.DNSNameError as exc:
             return Resolution(hostname, DNS_NXDOMAIN, ttl=_negative_ttl(exc))
         except (dns_error.DNSServerError, dns_error.DNSFormatError):

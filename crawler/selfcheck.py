@@ -77,12 +77,19 @@ class WorldCheck:
         self._last: tuple[float, bool | None, str] | None = None
         self._running: dict[str, asyncio.Task] = {}
 
-    async def answers(self, other_than: str = "", fresh: bool = False) -> tuple[bool | None, str]:
+    async def answers(
+        self, other_than: str = "", fresh: bool = False, newer_than: float = float("-inf")
+    ) -> tuple[bool | None, str]:
         """(True, '') when a canary answers, (False, why) when none does, (None, why)
-        when there is no canary to ask. `fresh`: ask now, whatever answer is kept."""
+        when there is no canary to ask. `fresh`: ask now, whatever answer is kept.
+
+        `newer_than` (monotonic): a failure that waited out a timeout began that long
+        ago; a verdict from before then says nothing about it and is asked again.
+        """
         now = time.monotonic()
         last = self._last
-        if not fresh and last is not None and now - last[0] < self.keep[last[1]]:
+        kept = last is not None and now - last[0] < self.keep[last[1]] and last[0] >= newer_than
+        if not fresh and kept:
             return last[1], last[2]
         running = self._running.get(other_than)
         if running is None or running.done():
@@ -99,13 +106,14 @@ class WorldCheck:
     async def proven(self) -> bool:
         return (await self.answers())[0] is True
 
-    async def holds_back(self, hostname: str, edge: float) -> str:
+    async def holds_back(self, hostname: str, edge: float, began: float = float("-inf")) -> str:
         """Why a failure of `hostname` below HTTP is ours, not the host's ('' when it is
         its own): the world is unproven now, or was in the last `edge` seconds (the
-        request may have started then). A failure held back counts in the logs."""
+        request may have started then). `began`: when the failure's wait began
+        (monotonic). A failure held back counts in the logs."""
         self._asking.add(hostname)
         try:
-            answering, why = await self.answers()
+            answering, why = await self.answers(newer_than=began)
         finally:
             self._asking.discard(hostname)
         if answering is True and not self.down_within(edge):

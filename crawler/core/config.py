@@ -73,7 +73,20 @@ SETTINGS: tuple[Setting, ...] = (
         "tried once when https fails below HTTP (TCP, TLS); empty = off",
     ),
     Setting("DNS_NAMESERVERS", "", str, "host:port,... for the resolver; empty = the system's"),
-    Setting("DNS_TIMEOUT", 5.0, float, "seconds a DNS lookup may take", minimum=0.1),
+    Setting(
+        "DNS_TIMEOUT",
+        5.0,
+        float,
+        "seconds a DNS server may take to answer; one retry, then DNS_TIMEOUT",
+        minimum=0.1,
+    ),
+    Setting(
+        "CONNECT_TIMEOUT",
+        5.0,
+        float,
+        "seconds a TCP connect may take, and again the TLS handshake (apart from DOWNLOAD_TIMEOUT)",
+        minimum=0.1,
+    ),
     # --- the trap rule ---
     Setting(
         "TRAP_WINDOW",
@@ -108,7 +121,13 @@ SETTINGS: tuple[Setting, ...] = (
         "TRAP_RECHECK_INTERVAL", 30.0, float, "seconds between looks at deferred blocks", minimum=1
     ),
     # --- claiming ---
-    Setting("CLAIM_BATCH", 32, int, "hosts claimed at a time", minimum=1),
+    Setting(
+        "CLAIM_BATCH",
+        32,
+        int,
+        "fewest hosts claimed at a time; a claim fills the room up to the in-flight limit",
+        minimum=1,
+    ),
     Setting(
         "CLAIM_LEASE",
         600,
@@ -125,6 +144,20 @@ SETTINGS: tuple[Setting, ...] = (
         False,
         bool,
         "1 = stop when nothing is due and no worker holds a claim",
+    ),
+    Setting(
+        "MAX_IN_FLIGHT",
+        1000,
+        int,
+        "most hosts a worker keeps in flight; it sizes itself below this by CPU and memory",
+        minimum=1,
+    ),
+    Setting(
+        "MEMORY_BUDGET_MB",
+        500,
+        int,
+        "MB of resident memory a worker keeps under by lowering its hosts in flight",
+        minimum=50,
     ),
     Setting(
         "ROOT_CONCURRENCY",

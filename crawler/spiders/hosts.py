@@ -1,8 +1,10 @@
 """The `hosts` spider: claim due hosts, fetch each front page, yield one item per host.
 
-Claims are lazy (docs/design.md, rule 6): a batch is claimed only when there is room in
-flight, so leases are not spent waiting in the scheduler. Every claimed host
-settles as exactly one HostItem — crawled, failed or denied — which the
+Claims are lazy: hosts are claimed only when there is room in
+flight, so leases are not spent waiting in the scheduler. The room is the
+worker's in-flight limit (crawler/concurrency.py sizes it at run time, up to
+MAX_IN_FLIGHT); one claim fills it, a CLAIM_BATCH up to MAX_CLAIM_BATCHES of them.
+Every claimed host settles as exactly one HostItem — crawled, failed or denied — which the
 pipeline writes (result, new links and next date in one transaction). A host
 stays "in flight" until its item has passed the pipelines.
 """
@@ -19,6 +21,7 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
 
+from crawler.concurrency import InFlightControl
 from crawler.core.denylist import Denial
 from crawler.core.hostnames import root
 from crawler.core.links import filter_links
@@ -44,6 +47,8 @@ MAX_TITLE = 500
 # Failures below HTTP on the host's own address: plain HTTP may still answer.
 # A DNS failure is the same for both schemes, so it never falls back.
 FALLS_BACK = frozenset({TCP_REFUSED, TCP_RESET, TCP_TIMEOUT, TLS_HANDSHAKE, TLS_TIMEOUT})
+# Most hosts one claim takes, in CLAIM_BATCHes: a bigger claim locks more roots at once.
+MAX_CLAIM_BATCHES = 8
 
 
 class HostsSpider(scrapy.Spider):
@@ -66,6 +71,7 @@ class HostsSpider(scrapy.Spider):
         self.url_template = settings.get("HOST_URL_TEMPLATE")
         self.fallback_template = settings.get("HTTP_FALLBACK_TEMPLATE")
         self.batch = settings.getint("CLAIM_BATCH")
+        self.control = InFlightControl.of(crawler)
         self.root_limits = claims.RootLimits(
             settings.getint("ROOT_CONCURRENCY"), settings.getint("ROOT_BUDGET")
         )
@@ -96,7 +102,7 @@ class HostsSpider(scrapy.Spider):
                 "claiming",
                 claims.claim_polite,
                 s.engine,
-                self.batch,
+                self._claim_size(),
                 s.worker,
                 self.lease,
                 self.root_limits,
@@ -127,10 +133,22 @@ class HostsSpider(scrapy.Spider):
             "checking for pending work", claims.crawl_pending, self.state.engine, self.lease
         )
 
+    def _free_slots(self) -> int:
+        """Hosts that fit under the in-flight limit now."""
+        return self.control.limit - len(self.in_flight)
+
+    def _claim_step(self) -> int:
+        """The fewest hosts worth a claim: a CLAIM_BATCH, or half the limit if less."""
+        return min(self.batch, max(1, self.control.limit // 2))
+
+    def _claim_size(self) -> int:
+        """Enough hosts to fill the room, in one claim of at most MAX_CLAIM_BATCHES batches."""
+        return max(self._claim_step(), min(self._free_slots(), MAX_CLAIM_BATCHES * self.batch))
+
     async def _wait_for_room(self, poll: bool = False) -> None:
-        """Wait until fewer than two batches are in flight (or, polling, a bounded while)."""
+        """Wait until a claim's worth fits under the in-flight limit (or, polling, a while)."""
         while not self._denied and (
-            len(self.in_flight) >= 2 * self.batch or self.crawler.engine.needs_backout() or poll
+            self._free_slots() < self._claim_step() or self.crawler.engine.needs_backout() or poll
         ):
             if not poll:
                 self._room.clear()

@@ -13,7 +13,7 @@ from tests.e2e.conftest import host_facts, known_hosts, leases_ran_out, wait_unt
 from tests.fakeweb import World
 
 OUTAGE_SECONDS = 30
-CONCURRENT_REQUESTS = 8
+MAX_IN_FLIGHT = 8  # a worker's hosts in flight, its own sizing capped
 
 
 def crawled_pages(web) -> int:
@@ -29,7 +29,7 @@ def test_database_restart_and_outage_mid_crawl(db, fakeweb_factory, start_crawle
     names = world.graph(400, roots=["alpha.test", "beta.test", "gamma.test"])
     web = fakeweb_factory(world)
     queue.seed(db, [names[0]])
-    workers = [start_crawler(web, CLAIM_BATCH=4, CONCURRENT_REQUESTS=8) for _ in range(2)]
+    workers = [start_crawler(web, CLAIM_BATCH=4, MAX_IN_FLIGHT=8) for _ in range(2)]
 
     wait_until(lambda: crawled_pages(web) >= 60, 90, "60 pages before the restart")
     postgres.stop()
@@ -93,7 +93,7 @@ def test_kill_storm(db, fakeweb_factory, start_crawler):
     settings = {
         "CLAIM_LEASE": 2,
         "CLAIM_BATCH": 4,
-        "CONCURRENT_REQUESTS": 8,
+        "MAX_IN_FLIGHT": 8,
         "CLOSE_WHEN_DRAINED": 0,
     }
     running = []
@@ -151,9 +151,7 @@ def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, sta
     api = create_app({"TESTING": True, "SECRET_KEY": "test"}).test_client()
     auth = {"Authorization": "Bearer t"}
     queue.seed(db, [names[0]])
-    workers = [
-        start_crawler(web, CLAIM_BATCH=4, CONCURRENT_REQUESTS=CONCURRENT_REQUESTS) for _ in range(2)
-    ]
+    workers = [start_crawler(web, CLAIM_BATCH=4, MAX_IN_FLIGHT=MAX_IN_FLIGHT) for _ in range(2)]
 
     changes = 0
     for i in range(60):  # flip entries while the crawl runs
@@ -192,9 +190,9 @@ def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, sta
         assert conn.execute(text("SELECT count(*) FROM change_log")).scalar() == changes
     # Once a worker has heard the entry, its downloader middleware turns every gamma.test
     # request away; only those already past it can still reach fakeweb: the downloader's
-    # CONCURRENT_REQUESTS places (queued in a slot or in flight), each with its robots.txt.
+    # MAX_IN_FLIGHT places (queued in a slot or in flight), each with its robots.txt.
     late = [r for r in web.requests()[seen_before_heard:] if r["host"].endswith("gamma.test")]
-    assert len(late) <= len(workers) * 2 * CONCURRENT_REQUESTS, f"fetched after: {late}"
+    assert len(late) <= len(workers) * 2 * MAX_IN_FLIGHT, f"fetched after: {late}"
     # Links met while their domain was listed were dropped (that is the rule); every
     # host that was saved and is routable now was crawled: nothing stranded.
     with db.connect() as conn:

@@ -27,9 +27,12 @@ HTTP_CASES = {
 HTTPS_CASES = {
     "secure.test": ("page", "OK", 200),
     "badtls.test": ("tls_broken", "TLS_HANDSHAKE", None),
-    # A stalled handshake: Scrapy's download timeout does not say which phase
-    # stalled, so the crawl cannot call it TLS_TIMEOUT (the audit can).
-    "stalltls.test": ("blackhole", "HTTP_TIMEOUT", None),
+    # A stalled handshake: bounded by CONNECT_TIMEOUT, apart from the download's.
+    "stalltls.test": ("blackhole", "TLS_TIMEOUT", None),
+    # TCP and TLS done, then silence at HTTP: an answer's timeout, no network failure.
+    "hungtls.test": ("hang", "HTTP_TIMEOUT", None),
+    # A body that trickles in is bounded by the download timeout as well as by size.
+    "drip.test": ("trickle", "HTTP_TIMEOUT", None),
 }
 
 
@@ -40,6 +43,10 @@ def build_world(cases: dict) -> World:
             world.site(host)
         elif isinstance(how, int):
             world.site(host, status=how)
+        elif how == "hang":
+            world.hang(host)
+        elif how == "trickle":
+            world.trickle(world.site(host, title="x" * 400), chunk=16, every=0.2)
         else:
             world.host(host, how)
     return world
@@ -56,7 +63,13 @@ def crawled(engine, tmp_path_factory):
             queue.seed(db, list(cases))
             # The fallback off: each failure kind as the first scheme meets it.
             settings = crawl_settings(
-                web, scheme, DOWNLOAD_TIMEOUT=2, RETRY_TIMES=0, HTTP_FALLBACK_TEMPLATE=""
+                web,
+                scheme,
+                DOWNLOAD_TIMEOUT=2,
+                CONNECT_TIMEOUT=1,
+                DNS_TIMEOUT=0.5,  # asked twice: within the download timeout
+                RETRY_TIMES=0,
+                HTTP_FALLBACK_TEMPLATE="",
             )
             CrawlerProcess(settings, logs / f"{scheme}.log").wait()
     with engine.connect() as conn:

@@ -20,6 +20,9 @@ Run as ``python -m tests.fakeweb.demo``. Everything stays on loopback:
    SIGTERM, then the panel and the fakeweb are stopped. ``DEMO_NO_SERVE=1``
    skips this step.
 
+``DEMO_SLOW=1`` crawls the same world in fakeweb's slow mode (tests/fakeweb/slow.py):
+sites answer after 0.3-1.2 s, 7% hang after connecting, 3% get no DNS reply.
+
 Logs: var/demo/crawl.log, var/demo/fakeweb/ (http.jsonl, dns.jsonl).
 The crawler and the panel it starts get the demo database's URL as DATABASE_URL.
 """
@@ -45,6 +48,7 @@ from crawler.core import config
 from crawler.db import deny_entries, queue
 
 from .handle import PROJECT_ROOT, FakeWeb
+from .slow import slow_web
 from .world import World, link_host
 
 ROOTS = ["alpha.test", "beta.test", "gamma.test"]
@@ -310,6 +314,13 @@ def main() -> int:
     shutil.rmtree(workdir / "fakeweb", ignore_errors=True)
     (workdir / "crawl.log").unlink(missing_ok=True)
     world, names = build_world()
+    if os.environ.get("DEMO_SLOW") == "1":
+        kinds = slow_web(world, names, keep=(names[0],), seed=7)
+        print(
+            f"  slow mode: {len(kinds['answering'])} sites answer after 0.3-1.2 s,"
+            f" {len(kinds['hanging'])} hang after connecting, {len(kinds['no_dns'])}"
+            " get no DNS reply"
+        )
     web = FakeWeb(world, workdir=workdir / "fakeweb")
     panel = None
     try:

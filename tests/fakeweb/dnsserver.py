@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import struct
 
 import dns.exception
@@ -32,6 +33,12 @@ class DnsResponder:
         self.log = log
         self.silent = False  # run-time switch: drop every query
         self.nxdomain = False  # run-time switch: every name "does not exist" (a lying resolver)
+
+    def delay(self) -> float:
+        """Seconds the next reply waits (the world's slow DNS), 0 for none."""
+        if not self.world.dns_delay:
+            return 0.0
+        return random.uniform(*self.world.dns_delay)
 
     def respond(self, wire: bytes, proto: str) -> bytes | None:
         """Reply to one query message; None means send nothing."""
@@ -101,7 +108,12 @@ class DnsUdpProtocol(asyncio.DatagramProtocol):
     def datagram_received(self, data: bytes, addr) -> None:
         """Answer one datagram."""
         reply = self.responder.respond(data, "udp")
-        if reply is not None:
+        if reply is None:
+            return
+        delay = self.responder.delay()
+        if delay:
+            asyncio.get_running_loop().call_later(delay, self.transport.sendto, reply, addr)
+        else:
             self.transport.sendto(reply, addr)
 
 
@@ -115,6 +127,7 @@ def tcp_handler(responder: DnsResponder):
                 (length,) = struct.unpack("!H", await reader.readexactly(2))
                 reply = responder.respond(await reader.readexactly(length), "tcp")
                 if reply is not None:
+                    await asyncio.sleep(responder.delay())
                     writer.write(struct.pack("!H", len(reply)) + reply)
                     await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):

@@ -66,6 +66,7 @@ class Responses:
         """Render all pages, redirects and robots.txt files of world."""
         self.ports = {f"{scheme}_port": port for scheme, port in (ports or {}).items()}
         self.delay = world.delay
+        self.timing = world.timing
         self.farms = world.farms
         self.sizes = {
             (host, path): page["size"]
@@ -198,6 +199,7 @@ class HttpProtocol(asyncio.Protocol):
         self.transport = None
         self.local = ("", 0)
         self.left, self.close_after, self.paused = 0, False, False
+        self.pending: list[str] = []  # roots of the requests read and not yet answered
 
     def connection_made(self, transport) -> None:
         """Remember the transport and the address the client connected to."""
@@ -254,18 +256,46 @@ class HttpProtocol(asyncio.Protocol):
         close = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
         size = 0 if method == "HEAD" else self.responses.sizes.get((host, path), 0)
         reply = (head if method == "HEAD" else head + body, size, close)
-        if self.responses.delay:
-            loop = asyncio.get_running_loop()
-            loop.call_later(self.responses.delay, self._answered, site_root(host), reply)
+        self.pending.append(site_root(host))
+        timing = self.responses.timing.get(host, {})
+        if timing.get("hang"):
+            return  # in flight until the client gives up
+        delay = self.responses.delay + timing.get("delay", 0)
+        trickle = timing.get("trickle") if method != "HEAD" else None
+        if trickle:
+            self._trickle(head, body, close, *trickle)
+        elif delay:
+            asyncio.get_running_loop().call_later(delay, self._answered, reply)
         else:
-            self._answered(site_root(host), reply)
+            self._answered(reply)
 
-    def _answered(self, root: str, reply: tuple) -> None:
+    def _answered(self, reply: tuple) -> None:
         """Send a response; the request no longer counts as in flight for its root."""
         try:
             self._send(*reply)
         finally:
-            IN_FLIGHT.end(root)
+            self._settled()
+
+    def _settled(self) -> None:
+        """The oldest request of this connection is answered (or its client left)."""
+        if self.pending:
+            IN_FLIGHT.end(self.pending.pop(0))
+
+    def _trickle(self, head: bytes, body: bytes, close: bool, chunk: int, every: float) -> None:
+        """The head at once, then the body `chunk` bytes every `every` seconds."""
+        if self.transport is None:
+            return
+        if head:
+            self.transport.write(head)
+        if not body:
+            self._settled()
+            if close:
+                self.transport.close()
+            return
+        self.transport.write(body[:chunk])
+        asyncio.get_running_loop().call_later(
+            every, self._trickle, b"", body[chunk:], close, chunk, every
+        )
 
     def _send(self, data: bytes, stream: int, close: bool) -> None:
         """Write a response; a huge body streams under flow control."""
@@ -297,8 +327,10 @@ class HttpProtocol(asyncio.Protocol):
         self.transport.close()
 
     def connection_lost(self, exc) -> None:
-        """Drop the transport."""
+        """Drop the transport; requests left unanswered are no longer in flight."""
         self.transport = None
+        while self.pending:
+            self._settled()
 
 
 class MisbehavingProtocol(asyncio.Protocol):

@@ -98,6 +98,10 @@ class World:
         self.pages: dict[str, dict[str, dict]] = {}  # host -> path -> page
         self.robots: dict[str, str] = {}  # host -> robots.txt body
         self.farms: dict[str, int] = {}  # wildcard farm -> fresh links per page
+        # Slow mode (tests/fakeweb/slow.py): host -> {"delay": s} | {"hang": True} |
+        # {"trickle": [bytes, every s]}; and DNS replies delayed by uniform(lo, hi) s.
+        self.timing: dict[str, dict] = {}
+        self.dns_delay: list[float] | None = None
 
     # -- building -----------------------------------------------------------
 
@@ -280,6 +284,32 @@ class World:
             raise ValueError(f"unknown behaviour {behaviour!r}") from None
         return {"kind": kind, "address": address, "ttl": ttl}
 
+    # -- slow mode ----------------------------------------------------------
+
+    def answer_after(self, name: str, seconds: float) -> str:
+        """Every HTTP answer of host `name` waits `seconds` (a slow server)."""
+        name = normalize_host(name)
+        self.timing[name] = {"delay": seconds}
+        return name
+
+    def hang(self, name: str) -> str:
+        """Host `name` resolves, accepts TCP and TLS, reads the request and never answers."""
+        name = normalize_host(name)
+        self._ensure_served(name)
+        self.timing[name] = {"hang": True}
+        return name
+
+    def trickle(self, name: str, chunk: int = 64, every: float = 0.5) -> str:
+        """Host `name` sends its answer's head at once, then its body `chunk` bytes
+        every `every` seconds."""
+        name = normalize_host(name)
+        self.timing[name] = {"trickle": [chunk, every]}
+        return name
+
+    def slow_dns(self, low: float, high: float) -> None:
+        """Every DNS reply waits uniform(low, high) seconds (silent names stay silent)."""
+        self.dns_delay = [low, high]
+
     # -- querying -----------------------------------------------------------
 
     def match(self, name: str) -> tuple[dict, str]:
@@ -341,7 +371,7 @@ class World:
     def to_dict(self) -> dict:
         """JSON-able representation."""
         keys = ("seed", "ttl", "negative_ttl", "delay", "names", "zones", "pages", "robots")
-        keys += ("farms",)
+        keys += ("farms", "timing", "dns_delay")
         return {"version": 1, **{key: getattr(self, key) for key in keys}}
 
     @classmethod
@@ -356,6 +386,8 @@ class World:
         for key in ("names", "zones", "pages", "robots"):
             setattr(world, key, data[key])
         world.farms = data.get("farms", {})
+        world.timing = data.get("timing", {})
+        world.dns_delay = data.get("dns_delay")
         return world
 
     def to_json(self) -> str:

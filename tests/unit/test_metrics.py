@@ -79,6 +79,10 @@ def test_a_worker_serves_its_stats_as_metrics():
     stats.inc_value("hostcrawl/traps/blocked")
     stats.inc_value("hostcrawl/traps/deferred", 3)
     stats.inc_value("hostcrawl/blacklist/filtered/no_follow", 4)
+    stats.set_value("hostcrawl/in_flight", 300)  # what crawler/concurrency.py records
+    stats.set_value("hostcrawl/in_flight/limit", 512)
+    stats.set_value("hostcrawl/reactor_lag_ms", 40)
+    stats.set_value("hostcrawl/rss_mb", 210)
     metrics.claims = 9
     spider = Spider("probe")
     metrics.open(spider)
@@ -97,5 +101,9 @@ def test_a_worker_serves_its_stats_as_metrics():
     assert found[("hostcrawl_deferred_blocks_total", ())] == 3
     assert found[("hostcrawl_denied_total", (("rule", "no_follow"),))] == 4
     assert found[("hostcrawl_denylist_entries", ())] == 0  # no deny list loaded here
+    assert found[("hostcrawl_in_flight", ())] == 300
+    assert found[("hostcrawl_in_flight_limit", ())] == 512
+    assert found[("hostcrawl_reactor_lag_seconds", ())] == pytest.approx(0.04)
+    assert found[("hostcrawl_resident_memory_bytes", ())] == 210 * 2**20
     with pytest.raises(OSError):  # closed with the spider
         urllib.request.urlopen(url, timeout=2)

@@ -110,6 +110,28 @@ def test_nxdomain_is_not_retried_but_servfail_is(crawler):
     assert isinstance(retried, Request) and retried.meta["retry_times"] == 1
 
 
+def test_waits_spent_in_full_are_not_retried_in_the_same_claim():
+    """A silent DNS server was asked twice already; a host that hung at HTTP held its
+    slot for the whole download timeout. Both come back through the queue instead."""
+    from scrapy.exceptions import CannotResolveHostError, DownloadTimeoutError
+    from twisted.internet import error as tx
+
+    from crawler.resolver import DNSFailure, Resolution
+
+    crawler = get_crawler(Spider)
+    crawler.spider = crawler._create_spider("test")
+    retry = AnswerAwareRetryMiddleware.from_crawler(crawler)
+    request = Request("http://x.test/")
+    silent = CannotResolveHostError("x")
+    silent.__cause__ = DNSFailure(Resolution("x.test", "DNS_TIMEOUT"))
+    assert retry.process_exception(request, silent) is None
+    hung = DownloadTimeoutError("Getting http://x.test/ took longer than 3 seconds.")
+    assert retry.process_exception(request, hung) is None
+    connect = DownloadTimeoutError("connect")
+    connect.__cause__ = tx.TimeoutError()
+    assert isinstance(retry.process_exception(request, connect), Request)  # TCP_TIMEOUT
+
+
 def test_robots_parsers_are_kept_for_a_bounded_number_of_hosts(db):
     from twisted.internet.defer import Deferred
 
@@ -123,3 +145,24 @@ def test_robots_parsers_are_kept_for_a_bounded_number_of_hosts(db):
     middleware._parsers.update({f"h{i}.test": None for i in range(5)})
     middleware._forget_oldest()
     assert list(middleware._parsers) == ["busy.test", "h3.test", "h4.test"]
+
+
+def test_a_failed_robots_txt_settles_the_page_request_once(db):
+    """robots.txt timed out: the page request fails alike at once, instead of waiting a
+    download timeout again; a later request (a retry, a new claim) goes to the network."""
+    import asyncio
+
+    from scrapy.exceptions import DownloadTimeoutError
+
+    from crawler.middlewares import FrontPageRobotsTxtMiddleware
+
+    crawler = get_crawler(Spider, settings_dict={"ROBOTSTXT_OBEY": True})
+    middleware = FrontPageRobotsTxtMiddleware.from_crawler(crawler)
+    hung = DownloadTimeoutError("Getting https://hung.test/robots.txt took longer than 3 seconds.")
+    middleware._parsers["https://hung.test"] = None  # what a failed fetch leaves
+    middleware._unreachable["https://hung.test"] = hung
+    page = Request("https://hung.test/")
+    with pytest.raises(DownloadTimeoutError):
+        asyncio.run(middleware.process_request(page))
+    assert asyncio.run(middleware.process_request(page)) is None
+    assert crawler.stats.get_value("hostcrawl/robotstxt/failure_carried") == 1

@@ -22,6 +22,7 @@ from twisted.python.failure import Failure
 from twisted.web._newclient import ResponseNeverReceived
 
 from crawler.core.outcomes import is_network_failure
+from crawler.download import TLSHandshakeTimeout
 from crawler.failures import classify
 from crawler.resolver import DNSFailure, Resolution
 
@@ -58,6 +59,7 @@ CASES = [
     (DownloadTimeoutError("Getting http://slow.test/ took longer than 2 seconds."), "HTTP_TIMEOUT"),
     (DownloadCancelledError(MAX_SIZE), "HTTP_TOO_LARGE"),
     (never_received(SSL.Error([("SSL routines", "", "wrong version number")])), "TLS_HANDSHAKE"),
+    (never_received(TLSHandshakeTimeout("took longer than 5 s")), "TLS_TIMEOUT"),
     (never_received(tx.ConnectionLost()), "TCP_RESET"),
     (wrapped(DownloadFailedError("lost"), tx.ConnectionLost()), "TCP_RESET"),
     (ValueError("something else"), "HTTP_ERROR"),

@@ -1,0 +1,153 @@
+"""Pages per second on a slow web against the same world answering at once; peak in flight, RSS.
+
+Targets, at default settings: the slow world keeps >= 0.7 x the fast world's
+pages/s; the worker's peak RSS <= 500 MB (MEMORY_BUDGET_MB's default).
+
+One world, World(SEED).graph(HOSTS, ROOTS, links_per_page=LINKS), served by
+two fakewebs on loopback side by side:
+
+- fast (the baseline): every host answers at once, as bench/crawl.py's world;
+- slow (tests/fakeweb/slow.py): 90% of hosts answer after 0.3-1.2 s (robots.txt
+  and page alike), 7% accept TCP and TLS and then hang past every timeout, 3%
+  never get a DNS reply; every DNS reply waits 20-80 ms.
+
+Each round, fast then slow, empties the database, seeds every host of the
+world and runs `python -m scrapy crawl hosts` with the production settings
+(crawler.settings, the add-on) except HOST_URL_TEMPLATE (https on fakeweb's
+port, the plain-HTTP fallback on), DNS_NAMESERVERS and CLOSE_WHEN_DRAINED=1:
+no timeout, no concurrency and no claim size is tuned.
+
+pages/s = 95% of the answering hosts / the time from the first request the
+fakeweb saw to the moment the 95%-th answering host's front page was answered
+(its request's time plus its answer delay, from fakeweb's event log). The
+slow world's hanging hosts settle a download timeout later: they are in the
+outcome counts, not in the rate. Peak in flight is the worker's own stat
+(hostcrawl/in_flight/peak); peak RSS is the worker process's ru_maxrss (wait4).
+
+    python bench/slowweb.py            1,200 hosts over 300 roots
+    python bench/slowweb.py --big      10,000 hosts over 2,000 roots
+    python bench/slowweb.py --keep     keep the logs (the path is printed)
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from _common import machine_line, start_database, verdict
+from _crawl_runs import PROJECT_ROOT, run_child, scrapy_args
+from crawl import EVERY_TABLE
+
+SEED = 20261201
+SIZES = {"default": (1_200, 300), "big": (10_000, 2_000)}  # hosts, roots
+LINKS = 8
+SHARE = 0.95  # of the answering hosts, fetched
+TARGET_RATIO = 0.7
+TARGET_RSS_MB = 500
+EXPECTED = {"answering": "OK", "hanging": "HTTP_TIMEOUT", "no_dns": "DNS_TIMEOUT"}
+
+
+def fetch_rate(web, world, answering: list[str]) -> tuple[float, float]:
+    """(pages/s, seconds) for SHARE of the answering hosts, from the first request."""
+    requests = web.requests()
+    first = min(r["t"] for r in requests)
+    answered: dict[str, float] = {}
+    for r in requests:
+        if r["path"] == "/" and r["method"] == "GET" and r["host"] not in answered:
+            answered[r["host"]] = r["t"] + world.timing.get(r["host"], {}).get("delay", 0)
+    times = sorted(answered[h] for h in answering if h in answered)
+    needed = int(SHARE * len(answering))
+    if len(times) < needed:
+        return 0.0, float("nan")
+    seconds = times[needed - 1] - first
+    return needed / seconds, seconds
+
+
+def main() -> None:
+    sys.path.insert(0, str(PROJECT_ROOT))
+    from sqlalchemy import create_engine, text
+
+    from crawler.db import bulk
+    from tests.fakeweb import FakeWeb, World
+    from tests.fakeweb.slow import slow_web
+
+    print(machine_line())
+    overall = time.perf_counter()
+    hosts, n_roots = SIZES["big" if "--big" in sys.argv else "default"]
+    work = Path(tempfile.mkdtemp(prefix="hostcrawl-bench-slowweb-"))
+    if "--keep" in sys.argv:
+        print(f"# logs kept in {work}")
+    else:
+        atexit.register(shutil.rmtree, work, True)
+    engine = create_engine(start_database(), pool_size=2)
+
+    roots = [f"site{i:04}.test" for i in range(n_roots)]
+    fast = World(seed=SEED)
+    names = fast.graph(hosts, roots=roots, links_per_page=LINKS)
+    slow = World(seed=SEED)
+    slow.graph(hosts, roots=roots, links_per_page=LINKS)
+    kinds = slow_web(slow, names, seed=SEED)
+    worlds = {"fast": (fast, {"answering": names}), "slow": (slow, kinds)}
+    print(
+        f"# world: {hosts:,} hosts under {n_roots:,} roots, all seeded; slow:"
+        f" {len(kinds['answering']):,} answer after 0.3-1.2 s, {len(kinds['hanging']):,} hang"
+        f" after TLS, {len(kinds['no_dns']):,} get no DNS reply, DNS replies 20-80 ms"
+    )
+
+    def reset() -> None:
+        with engine.begin() as conn:
+            tables = conn.execute(text(EVERY_TABLE)).scalar()
+            conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+        bulk.collect(bulk.seed(engine, names))
+
+    results = {}
+    for mode, (world, by_kind) in worlds.items():
+        web = FakeWeb(world, workdir=work / f"fakeweb-{mode}").start()
+        try:
+            settings = web.scrapy_settings("https")
+            reset()
+            command = scrapy_args(["crawl", "hosts"], settings, CLOSE_WHEN_DRAINED=1)
+            r = run_child(command, work / f"{mode}.log")
+            r["rate"], r["seconds"] = fetch_rate(web, world, by_kind["answering"])
+        finally:
+            web.stop()
+        with engine.connect() as conn:
+            outcomes = dict(conn.execute(text("SELECT hostname, outcome FROM hosts")).all())
+        r["settled"] = Counter(
+            (kind, outcomes.get(h) == EXPECTED[kind]) for kind, hs in by_kind.items() for h in hs
+        )
+        results[mode] = r
+        wrong = {kind: n for (kind, right), n in r["settled"].items() if not right}
+        print(
+            f"# {mode}: {SHARE:.0%} of {len(by_kind['answering']):,} answering hosts in"
+            f" {r['seconds']:.2f} s from the first request; process {r['wall']:.1f} s,"
+            f" CPU {r['cpu']:.1f} s; peak in flight"
+            f" {r['stats'].get('hostcrawl/in_flight/peak', 0):.0f} (limit up to"
+            f" {r['stats'].get('hostcrawl/in_flight/limit_peak', 0):.0f}), peak RSS"
+            f" {r['rss_mb']:.0f} MB; hosts not settled as expected: {wrong or 'none'}"
+        )
+
+    ratio = results["slow"]["rate"] / results["fast"]["rate"]
+    rss = max(r["rss_mb"] for r in results.values())
+    print(f"fast world (answers at once): {results['fast']['rate']:,.0f} pages/s (baseline)")
+    print(
+        f"slow world (0.3-1.2 s, 7% hang, 3% no DNS): {results['slow']['rate']:,.0f} pages/s"
+        f" (ratio vs fast: {ratio:.2f}, target >= {TARGET_RATIO}) {verdict(ratio >= TARGET_RATIO)}"
+    )
+    in_flight = results["slow"]["stats"].get("hostcrawl/in_flight/peak", 0)
+    print(f"slow world peak in flight: {in_flight:.0f} hosts")
+    print(
+        f"worker peak RSS: {rss:.0f} MB (target <= {TARGET_RSS_MB} MB)"
+        f" {verdict(rss <= TARGET_RSS_MB)}"
+    )
+    print(f"# {time.perf_counter() - overall:.0f} s in all")
+    engine.dispose()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""How many hosts a worker keeps in flight: sized by the worker itself, up to MAX_IN_FLIGHT.
+
+On a fast web the CPU is the limit; on the real web most of a request is
+waiting (answers in seconds, hosts that hang, names that never resolve), and
+a fixed number in flight leaves the machine idle. A Scrapy extension
+(installed by the add-on) looks every TICK seconds at what the worker has to
+spare and moves the limit:
+
+- raised (doubled until the first cut, then by a quarter) while the limit is
+  what holds the worker back (the spider has about that many hosts in flight),
+  the reactor keeps time (its lag under LAG_LOW) and the memory is under
+  BUDGET_HEADROOM of MEMORY_BUDGET_MB;
+- cut by a fifth when it is CPU-bound (its CPU near one core, or the reactor
+  later than LAG_HIGH), by almost a third when the memory is over its budget;
+- always within [MIN_IN_FLIGHT, MAX_IN_FLIGHT].
+
+The spider claims up to the limit (crawler/spiders/hosts.py) and the downloader
+may run two requests per host (robots.txt and the page it gates). The figures
+go to the stats (`hostcrawl/in_flight...`, `hostcrawl/reactor_lag_ms...`,
+`hostcrawl/rss_mb...`), the Prometheus metrics and a line in the log every
+LOGSTATS_INTERVAL seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import time
+
+from scrapy import signals
+
+log = logging.getLogger(__name__)
+
+TICK = 0.5  # seconds between decisions
+PROBE = 0.05  # seconds between reactor lag probes
+START_IN_FLIGHT = 128
+MIN_IN_FLIGHT = 64  # what a worker kept in flight before it sized itself
+LAG_LOW = 0.1  # seconds: the reactor keeps time
+LAG_HIGH = 0.25  # seconds: the reactor is late (the machine has no time to spare)
+CPU_HIGH = 0.9  # share of one core: the event loop is saturated
+BUDGET_HEADROOM = 0.8  # raise only below this share of the memory budget
+REQUESTS_PER_HOST = 2  # robots.txt and the page request it holds back
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def rss_bytes() -> int:
+    """This process's resident memory now (Linux /proc), else its peak so far."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * PAGE_SIZE
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def next_limit(
+    limit: int, in_flight: int, lag: float, cpu: float, rss: int, budget: int, growing: bool
+) -> tuple[int, str]:
+    """The next limit and why: "memory", "cpu", "raise" or "" (kept).
+
+    A late reactor cuts whoever takes the CPU: on a machine shared with other
+    processes (a database, a fakeweb), more in flight only makes it later.
+    """
+    if rss > budget:
+        return int(limit * 0.7), "memory"
+    if cpu >= CPU_HIGH or lag > LAG_HIGH:
+        return int(limit * 0.8), "cpu"
+    spare = lag < LAG_LOW and rss < BUDGET_HEADROOM * budget
+    if spare and in_flight >= 0.9 * limit:
+        return (limit * 2 if growing else int(limit * 1.25) + 1), "raise"
+    return limit, ""
+
+
+class InFlightControl:
+    """The worker's limit of hosts in flight, moved by what it has to spare."""
+
+    ATTRIBUTE = "_hostcrawl_in_flight"
+
+    @classmethod
+    def of(cls, crawler) -> InFlightControl:
+        control = getattr(crawler, cls.ATTRIBUTE, None)
+        if control is None:
+            control = cls(crawler)
+            setattr(crawler, cls.ATTRIBUTE, control)
+        return control
+
+    @classmethod
+    def from_crawler(cls, crawler) -> InFlightControl:
+        return cls.of(crawler)
+
+    def __init__(self, crawler) -> None:
+        settings = crawler.settings
+        self.crawler = crawler
+        self.maximum = settings.getint("MAX_IN_FLIGHT")
+        self.budget = settings.getint("MEMORY_BUDGET_MB") * 2**20
+        self.log_every = settings.getfloat("LOGSTATS_INTERVAL")
+        self.limit = min(self.maximum, START_IN_FLIGHT)
+        self.growing = True  # doubling until the first cut, as TCP's slow start
+        self.lag = 0.0
+        self._calls: list = []
+        self._lag_max = 0.0
+        self._expected = 0.0
+        self._cpu = self._wall = 0.0
+        self._logged = 0.0
+        crawler.signals.connect(self.open, signal=signals.spider_opened)
+        crawler.signals.connect(self.close, signal=signals.spider_closed)
+
+    def in_flight(self) -> int:
+        return len(getattr(self.crawler.spider, "in_flight", ()))
+
+    def open(self, spider) -> None:
+        self._cpu, self._wall = cpu_seconds(), time.monotonic()
+        self._logged = self._wall
+        self.crawler.stats.max_value("hostcrawl/in_flight/limit_peak", self.limit)
+        self._apply()
+        self._probe()
+        self._schedule(TICK, self.tick)
+
+    def close(self, spider) -> None:
+        for call in self._calls:
+            if call.active():
+                call.cancel()
+        self._calls.clear()
+
+    def _schedule(self, delay: float, function) -> None:
+        from twisted.internet import reactor
+
+        self._calls = [c for c in self._calls if c.active()]
+        self._calls.append(reactor.callLater(delay, function))
+
+    def _probe(self) -> None:
+        """Reactor lag: how late a timer fires (the loop was busy with other work)."""
+        now = time.monotonic()
+        if self._expected:
+            self._lag_max = max(self._lag_max, now - self._expected)
+        self._expected = now + PROBE
+        self._schedule(PROBE, self._probe)
+
+    def tick(self) -> None:
+        now, cpu_now = time.monotonic(), cpu_seconds()
+        cpu = (cpu_now - self._cpu) / max(now - self._wall, 1e-6)
+        self._cpu, self._wall = cpu_now, now
+        self.lag, self._lag_max = self._lag_max, 0.0
+        rss = rss_bytes()
+        in_flight = self.in_flight()
+        limit, why = next_limit(
+            self.limit, in_flight, self.lag, cpu, rss, self.budget, self.growing
+        )
+        if why in ("cpu", "memory"):
+            self.growing = False
+        self.limit = min(self.maximum, max(MIN_IN_FLIGHT, limit))
+        self._apply()
+        self._record(in_flight, rss, cpu)
+        if why in ("cpu", "memory"):
+            log.debug("in-flight limit %d (%s)", self.limit, why)
+        if now - self._logged >= self.log_every:
+            self._logged = now
+            log.info(
+                "hostcrawl: %d hosts in flight (limit %d of %d), reactor lag %.0f ms,"
+                " CPU %.0f%%, RSS %.0f MB (budget %.0f MB)",
+                in_flight,
+                self.limit,
+                self.maximum,
+                self.lag * 1000,
+                cpu * 100,
+                rss / 2**20,
+                self.budget / 2**20,
+            )
+        self._schedule(TICK, self.tick)
+
+    def _apply(self) -> None:
+        """The downloader follows: two requests per host may be active at once."""
+        self.crawler.engine.downloader.total_concurrency = REQUESTS_PER_HOST * self.limit
+
+    def _record(self, in_flight: int, rss: int, cpu: float) -> None:
+        stats = self.crawler.stats
+        stats.set_value("hostcrawl/in_flight", in_flight)
+        stats.max_value("hostcrawl/in_flight/peak", in_flight)
+        stats.set_value("hostcrawl/in_flight/limit", self.limit)
+        stats.max_value("hostcrawl/in_flight/limit_peak", self.limit)
+        stats.set_value("hostcrawl/reactor_lag_ms", round(self.lag * 1000))
+        stats.max_value("hostcrawl/reactor_lag_ms/peak", round(self.lag * 1000))
+        stats.set_value("hostcrawl/rss_mb", round(rss / 2**20))
+        stats.max_value("hostcrawl/rss_mb/peak", round(rss / 2**20))
+        stats.set_value("hostcrawl/cpu_percent", round(cpu * 100))

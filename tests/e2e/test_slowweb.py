@@ -1,0 +1,97 @@
+"""A crawl of a small slow web: slow answers, hosts that hang after TLS, names without DNS.
+
+Small timeouts (settings) keep it short; what it shows holds at any timeout:
+every host settles with its own outcome, a root whose hosts only hang at
+HTTP is no trap and holds back no other root, and no root ever has more than
+ROOT_CONCURRENCY requests being answered at once (fakeweb's own count).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+from crawler.db import queue
+from tests.fakeweb import World
+
+GOOD = ["good.test", *(f"{x}.good.test" for x in "abcdefg")]  # answer after 0.05-0.15 s
+HUNG = ["hung.test", *(f"{x}.hung.test" for x in "abcd")]  # TCP and TLS, then silence
+MIXED = {  # host: expected outcome
+    "mixed.test": "OK",
+    "a.mixed.test": "OK",
+    "b.mixed.test": "HTTP_TIMEOUT",
+    "c.mixed.test": "DNS_TIMEOUT",
+    "d.mixed.test": "DNS_TIMEOUT",
+}
+ROOT_CONCURRENCY = 2
+# Asked (HEAD) by the self-check when a failure comes: a root of its own, so that its
+# requests, which no claim holds, do not mix into the counts of the crawled roots.
+CANARY = "canary.test"
+
+
+def slow_world() -> World:
+    world = World(seed=11)
+    for i, host in enumerate(GOOD + ["mixed.test", "a.mixed.test"]):
+        world.answer_after(world.site(host), 0.05 + 0.01 * i)
+    for host in [*HUNG, "b.mixed.test"]:
+        world.hang(host)
+    for host in ("c.mixed.test", "d.mixed.test"):
+        world.host(host, "silent")
+    world.site(CANARY)
+    world.slow_dns(0.02, 0.08)
+    return world
+
+
+def test_a_slow_web_settles_every_host_and_stays_polite(db, fakeweb_factory, crawl):
+    web = fakeweb_factory(slow_world())
+    expected = {h: "OK" for h in GOOD} | {h: "HTTP_TIMEOUT" for h in HUNG} | MIXED
+    queue.seed(db, list(expected))
+    worker = crawl(
+        web,
+        "https",
+        DOWNLOAD_TIMEOUT=3,
+        CONNECT_TIMEOUT=1,
+        DNS_TIMEOUT=0.5,  # asked twice
+        ROOT_CONCURRENCY=ROOT_CONCURRENCY,
+        CANARY_HOSTS=CANARY,
+        TRAP_WINDOW=3,  # a root whose last 3 subdomains failed below HTTP would be blocked
+    )
+
+    with db.connect() as conn:
+        outcomes = dict(conn.execute(text("SELECT hostname, outcome FROM hosts")).all())
+        denied = conn.execute(text("SELECT hostname FROM queue WHERE status_reason IS NOT NULL"))
+        denied = denied.scalars().all()
+        hung_window = "SELECT hostname, outcome FROM trap_window WHERE root = 'hung.test'"
+        window = dict(conn.execute(text(hung_window)).all())
+    assert outcomes == expected
+    # Hanging at HTTP is an answer's timeout, not a trap's failure: the root's window
+    # is full (TRAP_WINDOW of its 4 subdomains) of them, and nothing is blocked.
+    assert denied == []
+    assert list(window.values()) == ["HTTP_TIMEOUT"] * 3
+
+    # A hung host waited out one download timeout, on its robots.txt; its page request
+    # settled with the same outcome without a second wait, and nothing was retried.
+    for host in HUNG:
+        assert [r["path"] for r in web.fetches(host, path=None)] == ["/robots.txt"]
+    assert "hostcrawl/robotstxt/failure_carried" in worker.log()
+
+    # The hung root held back no other: every page of good.test was fetched while
+    # hung.test still had hosts waiting for their turn.
+    good_done = max(r["t"] for h in GOOD for r in web.fetches(h))
+    last_hung_start = max(r["t"] for h in HUNG for r in web.fetches(h, path=None))
+    assert good_done < last_hung_start
+
+    # Politeness: never more than ROOT_CONCURRENCY requests of one root at once, and
+    # the limit was reached (the count is live).
+    peak: dict[str, int] = {}
+    for r in web.requests():
+        if r["host"] == CANARY:
+            continue
+        assert r["method"] == "GET"
+        root = ".".join(r["host"].split(".")[-2:])
+        peak[root] = max(peak.get(root, 0), r["root_in_flight"])
+    assert max(peak.values()) == ROOT_CONCURRENCY
+    assert peak["hung.test"] == ROOT_CONCURRENCY
+
+    # The worker's own figures are in its stats.
+    for key in ("hostcrawl/in_flight/peak", "hostcrawl/reactor_lag_ms", "hostcrawl/rss_mb"):
+        assert f"'{key}'" in worker.log()

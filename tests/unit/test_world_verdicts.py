@@ -1,0 +1,45 @@
+"""WorldCheck: whose failure was it? A verdict from before a failure's wait began is no answer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from crawler.selfcheck import WorldCheck
+
+
+def world_saying(*outcomes: str) -> WorldCheck:
+    world = WorldCheck(None, lambda: None, ["http://{hostname}/"], canary_hosts=["c.test"])
+    said = iter(outcomes)
+
+    async def ask(hostname: str) -> str:
+        world.lookups += 1
+        return next(said)
+
+    world.ask = ask
+    return world
+
+
+def test_a_fresh_healthy_verdict_is_kept_for_a_failure_that_began_after_it():
+    world = world_saying("OK", "DNS_TIMEOUT")
+
+    async def run():
+        assert await world.answers() == (True, "")
+        return await world.answers(newer_than=time.monotonic() - 60)
+
+    assert asyncio.run(run()) == (True, "")
+    assert world.lookups == 1
+
+
+def test_a_failure_that_began_after_the_verdict_asks_the_world_again():
+    """The world answered; then our resolver went silent and a lookup waited out its
+    timeout: the old verdict cannot clear it."""
+    world = world_saying("OK", "DNS_TIMEOUT")
+
+    async def run():
+        assert await world.answers() == (True, "")
+        return await world.answers(newer_than=time.monotonic() + 1)
+
+    answering, why = asyncio.run(run())
+    assert answering is False and "c.test DNS_TIMEOUT" in why
+    assert world.lookups == 2
