@@ -89,6 +89,19 @@ def link_hostname(href: str, page_host: str, page_scheme: str = "http") -> str |
     return _link_host(url.hostname)
 
 
+def link_origin(href: str, page_host: str, page_scheme: str = "http") -> tuple[str, str] | None:
+    """The (scheme, hostname) a `<base href>` on a page of `page_host` gives, or None.
+
+    Relative links resolve against it as browsers do; only its scheme and host can
+    change a link's host. A base that is no http(s) URL is ignored (None).
+    """
+    url = _parse(href, _base_url(page_scheme, page_host))
+    if url is None or url.protocol not in _WEB_PROTOCOLS:
+        return None
+    hostname = _link_host(url.hostname)
+    return (url.protocol[:-1], hostname) if hostname else None
+
+
 def _parse(href: str, base: can_ada.URL | None) -> can_ada.URL | None:
     """The WHATWG parse of `href` against `base`, or None where browsers fail it."""
     try:
