@@ -26,6 +26,7 @@ test: install
 bench: install
 	$(BIN)/python bench/denylist.py
 	$(BIN)/python bench/linkfilter.py
+	$(BIN)/python bench/yield.py
 	$(BIN)/python bench/claims.py
 	$(BIN)/python bench/audit.py
 	$(BIN)/python bench/selfcheck.py
