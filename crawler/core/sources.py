@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
+from crawler.core.hostnames import is_public_suffix, normalize_or_none
+
 LINKS = "links"
 RESOURCES = "resources"
 METADATA = "metadata"
@@ -189,13 +191,17 @@ _URL_DIRECTIVES = frozenset({"form-action", "frame-ancestors", "base-uri", "repo
 def name_urls(names: Iterable[str], place: str) -> Iterator[tuple[str, str]]:
     """Hostnames (certificate names, a CNAME chain) as scheme-relative URLs: one door.
 
-    A wildcard `*.example.com` gives example.com; a name that is no hostname is
+    A wildcard `*.example.com` gives example.com, but a wildcard over a public suffix
+    (`*.com`, `*.test`) names no site and gives nothing; a name that is no hostname is
     dropped by the door like any link.
     """
     for name in names:
         name = name.strip()
         if name.startswith("*."):
             name = name[2:]
+            suffix = normalize_or_none(name)
+            if suffix is None or is_public_suffix(suffix):
+                continue
         if name and "/" not in name:
             yield f"//{name}/", place
 

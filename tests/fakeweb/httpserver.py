@@ -92,7 +92,8 @@ class Responses:
         """Response for one page dict (a redirect, raw bytes, a huge body or an HTML page)."""
         if "raw" in page:
             body = base64.b64decode(page["raw"])
-            return build_response(page["status"], body, page["type"])
+            extra = "".join(f"{k}: {v}\r\n" for k, v in page.get("headers", {}).items())
+            return build_response(page["status"], body, page["type"], extra)
         if "size" in page:  # the body is streamed by the protocol: HUGE marks it
             return build_response(page["status"], b"", page["type"], length=page["size"])
         if "location" in page:

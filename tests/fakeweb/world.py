@@ -98,6 +98,8 @@ class World:
         self.pages: dict[str, dict[str, dict]] = {}  # host -> path -> page
         self.robots: dict[str, str] = {}  # host -> robots.txt body
         self.farms: dict[str, int] = {}  # wildcard farm -> fresh links per page
+        # Extra DNS names of the one TLS certificate every https host presents.
+        self.certificate_names: list[str] = []
 
     # -- building -----------------------------------------------------------
 
@@ -149,10 +151,14 @@ class World:
         content_type: str = "text/html",
         status: int = 200,
         path: str = "/",
+        headers: dict[str, str] | None = None,
     ) -> str:
-        """Serve `body` byte for byte (hostile pages: bad encodings, binary, huge link lists)."""
+        """Serve `body` byte for byte (hostile pages: bad encodings, binary, huge link lists),
+        with response `headers` besides Content-Type and Content-Length."""
         name = normalize_host(name)
         page = {"status": status, "raw": base64.b64encode(body).decode(), "type": content_type}
+        if headers:
+            page["headers"] = dict(headers)
         self._ensure_served(name)[path] = page
         return name
 
@@ -177,6 +183,18 @@ class World:
         name = normalize_host(name)
         self.names[name] = self._rule(behaviour, ttl)
         return name
+
+    def cname(self, name: str, target: str, *, ttl: int | None = None) -> str:
+        """Make `name` a CNAME of `target`: the answer holds the CNAME, then the target's
+        A record when the target resolves (as a recursive server answers)."""
+        name = normalize_host(name)
+        self.names[name] = {"kind": "cname", "target": normalize_host(target)}
+        self.names[name].update(address=None, ttl=ttl)
+        return name
+
+    def certify(self, *names: str) -> None:
+        """Name `names` in the TLS certificate too (it always names *.test)."""
+        self.certificate_names.extend(names)
 
     def zone(
         self,
@@ -302,6 +320,8 @@ class World:
     def address_of(self, name: str) -> str | None:
         """Address name resolves to, or None if it does not resolve."""
         rule, _ = self.match(name)
+        if rule["kind"] == "cname":  # one hop: a CNAME of a CNAME does not resolve here
+            rule, _ = self.match(rule["target"])
         return rule["address"] if rule["kind"] == "a" else None
 
     def successors(self, host: str) -> list[str]:
@@ -341,7 +361,7 @@ class World:
     def to_dict(self) -> dict:
         """JSON-able representation."""
         keys = ("seed", "ttl", "negative_ttl", "delay", "names", "zones", "pages", "robots")
-        keys += ("farms",)
+        keys += ("farms", "certificate_names")
         return {"version": 1, **{key: getattr(self, key) for key in keys}}
 
     @classmethod
@@ -356,6 +376,7 @@ class World:
         for key in ("names", "zones", "pages", "robots"):
             setattr(world, key, data[key])
         world.farms = data.get("farms", {})
+        world.certificate_names = data.get("certificate_names", [])
         return world
 
     def to_json(self) -> str:

@@ -170,7 +170,8 @@ def test_csp_keywords_schemes_and_star_name_no_host():
 
 def test_certificate_names_and_cnames_go_through_the_same_door():
     found = [
-        *name_urls(["*.cert.test", "www.cert.test", "bad name!"], "certificate"),
+        *name_urls(["*.cert.test", "www.cert.test", "bad name!", "*.test"], "certificate"),
+        *name_urls(["*.co.uk"], "certificate"),
         *name_urls(["edge.cdn.test"], CNAME),
     ]
     links = filter_found(found, PAGE, DenyList())
