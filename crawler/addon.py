@@ -41,6 +41,9 @@ PRODUCTION_DEFAULTS = {
     "DOWNLOAD_MAXSIZE": 2 * 1024 * 1024,
     "DOWNLOAD_WARNSIZE": 1024 * 1024,
     "TWISTED_DNS_RESOLVER": "crawler.resolver.OutcomeResolver",
+    # A meta refresh is a source of hostnames (its target is saved and crawled in its
+    # turn); followed as a redirect, the refreshing page's own names would be lost.
+    "METAREFRESH_ENABLED": False,
 }
 
 
