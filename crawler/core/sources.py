@@ -111,6 +111,26 @@ def group_of(place: str) -> str:
     return attribute_group(tag, attribute) or METADATA
 
 
+_PLACE_WORDS = {
+    REDIRECT: "a redirect to it",
+    CERTIFICATE_NAME: "its TLS certificate",
+    CNAME: "its CNAME chain",
+    SITEMAP: "its robots.txt Sitemap: lines",
+    LINK_HEADER: "its Link header",
+    CSP_HEADER: "its Content-Security-Policy header",
+    REFRESH_HEADER: "its Refresh header",
+    META_REFRESH: "a <meta http-equiv=refresh>",
+    STYLE_URL: "a CSS url()",
+    JSON_LD: "its JSON-LD",
+}
+
+
+def describe_place(place: str) -> str:
+    """A place in words for an operator: `script src` → `a <script src>`."""
+    words = _PLACE_WORDS.get(place)
+    return words if words is not None else f"a <{place}>"
+
+
 def attribute_group(tag: str, attribute: str) -> str | None:
     """The group of a URL attribute of the HTML standard, or None for any other."""
     tags = URL_ATTRIBUTES.get(attribute)

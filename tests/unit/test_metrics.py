@@ -79,6 +79,8 @@ def test_a_worker_serves_its_stats_as_metrics():
     stats.inc_value("hostcrawl/traps/blocked")
     stats.inc_value("hostcrawl/traps/deferred", 3)
     stats.inc_value("hostcrawl/blacklist/filtered/no_follow", 4)
+    stats.inc_value("hostcrawl/found/resources", 6)
+    stats.inc_value("hostcrawl/found/certificate", 1)
     metrics.claims = 9
     spider = Spider("probe")
     metrics.open(spider)
@@ -96,6 +98,8 @@ def test_a_worker_serves_its_stats_as_metrics():
     assert found[("hostcrawl_blocks_total", ())] == 1
     assert found[("hostcrawl_deferred_blocks_total", ())] == 3
     assert found[("hostcrawl_denied_total", (("rule", "no_follow"),))] == 4
+    assert found[("hostcrawl_found_total", (("source", "resources"),))] == 6
+    assert found[("hostcrawl_found_total", (("source", "certificate"),))] == 1
     assert found[("hostcrawl_denylist_entries", ())] == 0  # no deny list loaded here
     with pytest.raises(OSError):  # closed with the spider
         urllib.request.urlopen(url, timeout=2)
