@@ -21,6 +21,7 @@ from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.settings import SETTINGS_PRIORITIES
 
 from crawler.core import config
+from crawler.discovery import RedirectHopSources
 from crawler.metrics import PrometheusMetrics
 from crawler.middlewares import (
     AnswerAwareRetryMiddleware,
@@ -84,6 +85,8 @@ class HostcrawlAddon:
         ):
             settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", builtin, None)
             settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ours, priority)
+        # Below RedirectMiddleware (600): a redirect response's own names are kept first.
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RedirectHopSources, 650)
         settings.set_in_component_priority_dict("ITEM_PIPELINES", HostWritePipeline, 300)
         settings.set_in_component_priority_dict("EXTENSIONS", PrometheusMetrics, 500)
 

@@ -1,21 +1,26 @@
-"""Everything a response reveals: the (url, place) pairs of each source, for the link filter.
+"""Everything a response reveals: the (url, place) pairs of each source, through the filter.
 
 The body (parsed once), the response headers, the redirect hops, the TLS
 certificate the host presented, the CNAME chains the resolver followed and the
 robots.txt `Sitemap:` lines all become (url, place) pairs here; the core's
 `filter_found` then reads every one through the same door. A source group turned
-off by DISCOVERY_SOURCES is not even gathered.
+off by DISCOVERY_SOURCES is not even gathered. A redirect response's own body and
+headers are kept by RedirectHopSources before Scrapy follows the hop, and read
+against the hop's own URL.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 from cryptography import x509
 from scrapy.http import Response, TextResponse
 
+from crawler.core.denylist import DenyList
 from crawler.core.hostnames import normalize_or_none
+from crawler.core.links import FilteredLinks, filter_found
 from crawler.core.pagelinks import PageUrls, document_title, document_urls, parse_document
 from crawler.core.sources import (
     CERTIFICATE,
@@ -32,6 +37,7 @@ from crawler.core.sources import (
     SITEMAP,
     header_urls,
     name_urls,
+    parse_groups,
 )
 from crawler.resolver import cname_chain
 
@@ -39,9 +45,55 @@ log = logging.getLogger(__name__)
 
 MAX_TITLE = 500
 SITEMAPS = "hostcrawl_sitemaps"  # request meta: robots.txt Sitemap: URLs of the host
+HOPS = "hostcrawl_hops"  # request meta: per redirect hop, (its URL, its urls, its base)
 SOURCE_HEADERS = (b"Link", b"Content-Security-Policy", b"Content-Security-Policy-Report-Only")
 REFRESH = b"Refresh"
 DOCUMENT_GROUPS = frozenset({LINKS, RESOURCES, METADATA})
+
+
+def discover(
+    response: Response, hostname: str, denylist: DenyList, groups: frozenset[str]
+) -> tuple[FilteredLinks, str | None]:
+    """The hostnames the fetch of `hostname`'s page revealed (the page, and each redirect
+    hop's own response) after the deny list, and the page's title."""
+    page, title = response_found(response, groups)
+    links = _filtered(response.url, hostname, page, denylist, groups)
+    for url, urls, base in response.meta.get(HOPS) or ():
+        links.merge(_filtered(url, hostname, PageUrls(urls, base), denylist, groups))
+    return links, title
+
+
+def _filtered(url: str, hostname: str, page: PageUrls, denylist, groups) -> FilteredLinks:
+    """Relative URLs resolve against the response's own URL (after any redirect)."""
+    parts = urlsplit(url)
+    host = normalize_or_none(parts.hostname or "") or hostname
+    return filter_found(page.urls, host, denylist, parts.scheme, page.base, groups)
+
+
+class RedirectHopSources:
+    """A downloader middleware below RedirectMiddleware: a redirect response's own
+    body and headers are sources too, kept in the request's meta for the page's parse."""
+
+    HOP_GROUPS = frozenset({LINKS, RESOURCES, METADATA, HEADERS, CERTIFICATE})
+
+    def __init__(self, groups: frozenset[str]) -> None:
+        self.groups = groups & self.HOP_GROUPS
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(parse_groups(crawler.settings.get("DISCOVERY_SOURCES")))
+
+    def process_response(self, request, response):
+        if (
+            self.groups
+            and 300 <= response.status < 400
+            and b"Location" in response.headers
+            and request.meta.get("hostcrawl_hostname")
+        ):
+            page, _ = response_found(response, self.groups)
+            if page.urls:
+                request.meta.setdefault(HOPS, []).append((response.url, page.urls, page.base))
+        return response
 
 
 def response_found(response: Response, groups: frozenset[str]) -> tuple[PageUrls, str | None]:

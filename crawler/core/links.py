@@ -33,6 +33,15 @@ class FilteredLinks:
     def filtered(self) -> int:
         return sum(self.dropped.values())
 
+    def merge(self, other: FilteredLinks) -> None:
+        """Add what another response of the same fetch (a redirect hop) revealed."""
+        self.hostnames |= other.hostnames
+        self.found += other.found
+        self.dropped.update(other.dropped)
+        for hostname, place in other.via.items():
+            self.via.setdefault(hostname, place)
+        self.by_group.update(other.by_group)
+
 
 def filter_links(
     hrefs: Iterable[str], page_host: str, denylist: DenyList, page_scheme: str = "http"

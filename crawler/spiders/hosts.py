@@ -16,12 +16,10 @@ from datetime import timedelta
 
 import scrapy
 from scrapy.http import Response
-from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
 
 from crawler.core.denylist import Denial
 from crawler.core.hostnames import root
-from crawler.core.links import filter_found
 from crawler.core.outcomes import (
     IGNORED,
     OK,
@@ -34,7 +32,7 @@ from crawler.core.outcomes import (
 from crawler.core.sources import parse_groups
 from crawler.db import claims
 from crawler.db.retry import in_thread_until_up
-from crawler.discovery import response_found
+from crawler.discovery import discover
 from crawler.failures import classify
 from crawler.items import HostItem
 from crawler.middlewares import OUTCOME_BY_ITEM, request_denied, request_hostname
@@ -165,12 +163,8 @@ class HostsSpider(scrapy.Spider):
 
     def parse(self, response: Response):
         hostname = response.meta["hostcrawl_hostname"]
-        page, title = response_found(response, self.sources)
-        # Relative URLs resolve against the page as fetched (after any redirect).
-        page_host = request_hostname(response.request) or hostname
-        scheme = urlparse_cached(response).scheme
         denylist = self.state.denylist.loaded
-        links = filter_found(page.urls, page_host, denylist, scheme, page.base, self.sources)
+        links, title = discover(response, hostname, denylist, self.sources)
         links.hostnames.discard(hostname)
         for group, count in links.by_group.items():
             self.crawler.stats.inc_value(f"hostcrawl/found/{group}", count)

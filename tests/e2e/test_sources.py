@@ -1,5 +1,5 @@
-"""Every source of hostnames end to end: one https page behind a CNAME naming a host in
-each place a browser reads, its headers, its certificate and its robots.txt."""
+"""Every source of hostnames end to end: a redirect to one https page behind a CNAME naming
+a host in each place a browser reads, its headers, its certificate and its robots.txt."""
 
 from __future__ import annotations
 
@@ -84,7 +84,16 @@ def world_with(under: str, *, cert: str, cname_target: str, sitemap_host: str):
     world.host(cname_target, "ok")
     world.cname("src.test", cname_target)
     world.certify(cert)
-    world.redirect("start.test", "https://src.test:{https_port}/")
+    # The redirect response's own headers and body are sources too.
+    hop_link, hop_body = host("hop link", under), host("hop body", under)
+    world.redirect(
+        "start.test",
+        "https://src.test:{https_port}/",
+        headers={"Link": f"<https://{hop_link}/font.woff2>; rel=preload"},
+        body=f'<script src="https://{hop_body}/s.js"></script>',
+    )
+    expected[hop_link] = ("header Link", "headers")
+    expected[hop_body] = ("script src", "resources")
     return world, expected
 
 

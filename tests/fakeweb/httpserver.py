@@ -98,8 +98,9 @@ class Responses:
             return build_response(page["status"], b"", page["type"], length=page["size"])
         if "location" in page:
             location = page["location"].format_map(self.ports) if self.ports else page["location"]
-            body = f'<a href="{html.escape(location)}">moved</a>\n'
+            body = page.get("body", f'<a href="{html.escape(location)}">moved</a>\n')
             extra = f"Location: {location}\r\n"
+            extra += "".join(f"{k}: {v}\r\n" for k, v in page.get("headers", {}).items())
             return build_response(page["status"], body, "text/html", extra)
         body = render_page(page)
         return build_response(page["status"], body, "text/html; charset=utf-8")

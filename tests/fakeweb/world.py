@@ -168,13 +168,27 @@ class World:
         self._ensure_served(name)["/"] = {"status": 200, "size": size, "type": content_type}
         return name
 
-    def redirect(self, name: str, location: str, *, status: int = 301, path: str = "/") -> str:
-        """Make name/path answer with a redirect (Location: location).
+    def redirect(
+        self,
+        name: str,
+        location: str,
+        *,
+        status: int = 301,
+        path: str = "/",
+        headers: dict[str, str] | None = None,
+        body: str | None = None,
+    ) -> str:
+        """Make name/path answer with a redirect (Location: location), with more
+        `headers` and an HTML `body` if given (default: a link to the location).
 
         location may name "{http_port}" or "{https_port}", filled in when fakeweb starts.
         """
         name = normalize_host(name)
         page = {"status": status, "location": location}
+        if headers:
+            page["headers"] = dict(headers)
+        if body is not None:
+            page["body"] = body
         self._ensure_served(name)[path] = page
         return name
 
