@@ -7,7 +7,7 @@ import pytest
 
 from crawler.core.denylist import NO_FOLLOW, DenyList
 from crawler.core.links import filter_found
-from crawler.core.pagelinks import document_urls, srcset_urls
+from crawler.core.pagelinks import document_title, document_urls, parse_document, srcset_urls
 from crawler.core.sources import (
     CERTIFICATE,
     CNAME,
@@ -225,3 +225,29 @@ def test_discovery_sources_setting(value, groups):
 def test_discovery_sources_refuses_an_unknown_group_by_name():
     with pytest.raises(SourcesError, match="'scripts'"):
         parse_groups("links,scripts")
+
+
+def test_a_redirect_hops_findings_merge_into_the_pages():
+    page = filter_found([("https://a.test/", "a href")], PAGE, DenyList())
+    hop = filter_found(
+        [("https://a.test/", "header Link"), ("//b.test/", "script src"), ("mailto:x", "a href")],
+        "hop.test",
+        DenyList(),
+    )
+    page.merge(hop)
+    assert page.hostnames == {"a.test", "b.test"}
+    assert page.via == {"a.test": "a href", "b.test": "script src"}
+    assert page.found == 4 and page.dropped["no_hostname"] == 1
+    assert page.by_group == {LINKS: 1, HEADERS: 1, RESOURCES: 1}
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\x00\x00"])
+def test_a_page_with_nothing_to_parse_has_no_document(text):
+    assert parse_document(text) is None
+    assert document_urls(None).urls == []
+    assert document_title(None) is None
+
+
+def test_the_title_comes_from_the_same_parse():
+    root = parse_document("<html><head><title> A \n title </title></head><body></body></html>")
+    assert document_title(root) == "A title"
