@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
+from crawler.core.config import SettingError
 from crawler.core.hostnames import is_public_suffix, normalize_or_none
 
 LINKS = "links"
@@ -84,7 +85,7 @@ CANDIDATE_LISTS = frozenset({"srcset", "imagesrcset"})
 SPACE_SEPARATED = frozenset({"ping"})
 
 
-class SourcesError(ValueError):
+class SourcesError(SettingError):
     """A DISCOVERY_SOURCES value naming no group; the message names it and the groups."""
 
 
