@@ -49,7 +49,7 @@ CANDIDATES = {("img", "srcset"), ("source", "srcset"), ("link", "imagesrcset")}
 ABSOLUTE = re.compile(r"(?i)^\s*(https?:)?//[^\s/][^\s]*\s*$")
 CSS_URL = re.compile(r"""(?i)url\(\s*['"]?([^'")\s]+)|@import\s+['"]([^'"]+)""")
 REFRESH_URL = re.compile(r"""(?i)url\s*=\s*['"]?([^'"\s]+)""")
-JSON_URL = re.compile(r"""(?i)(?:https?:)?//[^\s"'<>\\]+""")
+JSON_URL = re.compile(r"""(?i)(?:https?:|(?<![\w:/.]))//[^\s"'<>\\]+""")
 
 
 class _Reader(HTMLParser):

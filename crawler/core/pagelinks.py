@@ -36,7 +36,8 @@ _CSS_URL = re.compile(
     r"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)'"\s]*))\s*\)|@import\s+(?:"([^"]*)"|'([^']*)')""",
     re.IGNORECASE,
 )
-_JSON_URL = re.compile(r"""(?:https?:)?//[^\s"'<>\\]+""", re.IGNORECASE)
+# An http(s) URL, or a scheme-relative one standing alone (not the `//` inside a path).
+_JSON_URL = re.compile(r"""(?:https?:|(?<![\w:/.]))//[^\s"'<>\\/][^\s"'<>\\]*""", re.IGNORECASE)
 _SRCSET_URL = re.compile(r"[\s,]*(\S*)")
 _SRCSET_DESCRIPTORS = re.compile(r"(?:[^,(]|\([^)]*\)?)*,?")
 

@@ -251,3 +251,10 @@ def test_a_page_with_nothing_to_parse_has_no_document(text):
 def test_the_title_comes_from_the_same_parse():
     root = parse_document("<html><head><title> A \n title </title></head><body></body></html>")
     assert document_title(root) == "A title"
+
+
+def test_json_ld_reads_urls_not_double_slashes_inside_paths():
+    ld = '{"a": "path//segment", "b": "ftp://f.test/", "c": "//cdn.test/x", "d": "see https://x.test"}'
+    html = f'<script type="application/ld+json">{ld}</script>'
+    urls = [url for url, _ in document_urls(page(html)).urls]
+    assert urls == ["//cdn.test/x", "https://x.test"]
