@@ -68,6 +68,14 @@ def ours_by_group(url: str, body: bytes) -> dict[str, set[str]]:
     }
 
 
+def anchor_hosts(url: str, body: bytes) -> set[str]:
+    """The hostnames the `<a>`/`<area>`-only extraction finds, the page's own left out."""
+    parts = urlsplit(url)
+    own = normalize_or_none(parts.hostname or "")
+    hrefs = response(url, body).xpath("//a/@href | //area/@href").getall()
+    return filter_links(hrefs, own, DenyList(), parts.scheme).hostnames - {own}
+
+
 def anchors_only(pages) -> None:
     """The baseline: what the spider read before, `<a>`/`<area>` hrefs only."""
     denylist = DenyList()
@@ -86,7 +94,7 @@ def every_source(pages) -> None:
 
 
 def yields(pages) -> None:
-    totals = {g: [0, 0] for g in (*GROUPS, "all")}  # group: [reference, found]
+    totals = {g: [0, 0] for g in (*GROUPS, "all", "a-only")}  # group: [reference, found]
     print("# page: reference hostnames (links/resources/metadata) -> found by ours, share")
     for url, body in pages:
         text = response(url, body).text
@@ -99,6 +107,7 @@ def yields(pages) -> None:
             totals[group][1] += len(reference[group] & ours[group])
         totals["all"][0] += len(every_ref)
         totals["all"][1] += len(every_ref & every_ours)
+        totals["a-only"][1] += len(every_ref & anchor_hosts(url, body))
         counts = "/".join(str(len(reference[g])) for g in GROUPS)
         found = len(every_ref & every_ours)
         share = found / len(every_ref) if every_ref else 1.0
@@ -120,6 +129,8 @@ def yields(pages) -> None:
         f"all sources: {ref} distinct hostnames per page summed -> {found} found"
         f" ({share:.1%}, target >= 95%) {verdict(share >= TOTAL_TARGET and ok)}"
     )
+    anchors = totals["a-only"][1]
+    print(f"<a>/<area> only (the spider before): {anchors} found ({anchors / ref:.1%})")
 
 
 def rates(pages) -> None:
