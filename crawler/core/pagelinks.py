@@ -78,28 +78,64 @@ def document_urls(root) -> PageUrls:
     if root is None:
         return page
     add = page.urls.append
+    places = _URL_PLACES  # the hot loop: one dict lookup for most attributes
+    whole_url = _ABSOLUTE.fullmatch
     for element in root.iter():
         tag = element.tag
         if not isinstance(tag, str):  # a comment or processing instruction
             continue
         for name, value in element.items():
-            tags = URL_ATTRIBUTES.get(name)
-            if tags is not None and (tag in tags or "*" in tags):
-                _attribute_urls(add, tag, name, value)
-            elif name == "style":
-                if "url(" in value or "URL(" in value:
-                    _css_urls(add, value)
-            elif "//" in value and _ABSOLUTE.fullmatch(value):
+            place = places.get((tag, name))
+            if place is not None:
+                add((value, place))
+            elif name in _SPECIAL_ATTRIBUTES:
+                _special_attribute(add, tag, name, value)
+            elif "//" in value and whole_url(value):
                 add((value, f"{tag} {name}"[:PLACE_CHARS]))
-        if tag == "base" and page.base is None:
-            page.base = element.get("href")
-        elif tag == "meta":
-            _meta_refresh(add, element)
-        elif tag == "style":
-            _css_urls(add, element.text or "")
-        elif tag == "script" and _is_json_ld(element):
-            _json_ld_urls(add, element.text or "")
+        if tag in _SPECIAL_ELEMENTS:
+            _special_element(add, page, tag, element)
     return page
+
+
+# (tag, attribute) → place, for URL attributes holding one URL on their own elements.
+_URL_PLACES = {
+    (tag, name): f"{tag} {name}"
+    for name, tags in URL_ATTRIBUTES.items()
+    if name not in CANDIDATE_LISTS and name not in SPACE_SEPARATED
+    for tag in tags
+    if tag != "*"
+}
+# Attributes that need more than one lookup: lists of URLs, any-element ones, CSS.
+_SPECIAL_ATTRIBUTES = (
+    CANDIDATE_LISTS
+    | SPACE_SEPARATED
+    | {name for name, tags in URL_ATTRIBUTES.items() if "*" in tags}
+    | {"style"}
+)
+_SPECIAL_ELEMENTS = frozenset({"base", "meta", "style", "script"})
+
+
+def _special_attribute(add, tag: str, name: str, value: str) -> None:
+    tags = URL_ATTRIBUTES.get(name)
+    if tags is not None and (tag in tags or "*" in tags):
+        _attribute_urls(add, tag, name, value)
+    elif name == "style":
+        if "url(" in value or "URL(" in value:
+            _css_urls(add, value)
+    elif "//" in value and _ABSOLUTE.fullmatch(value):
+        add((value, f"{tag} {name}"[:PLACE_CHARS]))
+
+
+def _special_element(add, page: PageUrls, tag: str, element) -> None:
+    if tag == "base":
+        if page.base is None:
+            page.base = element.get("href")
+    elif tag == "meta":
+        _meta_refresh(add, element)
+    elif tag == "style":
+        _css_urls(add, element.text or "")
+    elif _is_json_ld(element):
+        _json_ld_urls(add, element.text or "")
 
 
 def _attribute_urls(add, tag: str, name: str, value: str) -> None:
