@@ -25,7 +25,7 @@ test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 # Every benchmark, in this order (a new one: add its file name here).
-BENCHES := denylist.py linkfilter.py claims.py audit.py selfcheck.py crawl.py slowweb.py panel.py \
+BENCHES := denylist.py linkfilter.py yield.py claims.py audit.py selfcheck.py crawl.py slowweb.py panel.py \
 	roots.py growth.py churn.py bulk.py
 BENCH_RESULTS := $(CURDIR)/var/bench-results.jsonl
 

@@ -23,6 +23,7 @@ from scrapy.settings import SETTINGS_PRIORITIES
 
 from crawler.concurrency import InFlightControl
 from crawler.core import config
+from crawler.discovery import RedirectHopSources
 from crawler.metrics import PrometheusMetrics
 from crawler.middlewares import (
     AnswerAwareRetryMiddleware,
@@ -45,6 +46,9 @@ PRODUCTION_DEFAULTS = {
     "DOWNLOAD_MAXSIZE": 2 * 1024 * 1024,
     "DOWNLOAD_WARNSIZE": 1024 * 1024,
     "TWISTED_DNS_RESOLVER": "crawler.resolver.OutcomeResolver",
+    # A meta refresh is a source of hostnames (its target is saved and crawled in its
+    # turn); followed as a redirect, the refreshing page's own names would be lost.
+    "METAREFRESH_ENABLED": False,
 }
 
 
@@ -91,6 +95,8 @@ class HostcrawlAddon:
         ):
             settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", builtin, None)
             settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ours, priority)
+        # Below RedirectMiddleware (600): a redirect response's own names are kept first.
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RedirectHopSources, 650)
         settings.set_in_component_priority_dict("ITEM_PIPELINES", HostWritePipeline, 300)
         settings.set_in_component_priority_dict("EXTENSIONS", PrometheusMetrics, 500)
         settings.set_in_component_priority_dict("EXTENSIONS", ScheduledPrune, 500)

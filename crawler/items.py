@@ -23,7 +23,11 @@ class HostItem:
     hostnames: list[str] = field(default_factory=list)
     links_found: int = 0
     links_filtered: int = 0
-    # Set by the pipeline: the hostnames this page added to the queue.
+    # Per hostname above, the place it was first seen in (`script src`, `certificate`...).
+    found_via: dict[str, str] = field(default_factory=dict)
+    # Set by the pipeline: the hostnames this page added to the queue, and for each its
+    # source group and place: [{"hostname", "source", "place"}].
     new_hostnames: list[str] = field(default_factory=list)
+    new_sources: list[dict[str, str]] = field(default_factory=list)
     # The deny entry that refused the request (outcome IGNORED).
     denied_by: str | None = None

@@ -10,6 +10,7 @@ nothing here writes the text format by hand.
     hostcrawl_outcomes_total{outcome}     the same, by outcome
     hostcrawl_claims_total                hosts claimed (one front-page request each)
     hostcrawl_links_saved_total           new hostnames saved from pages
+    hostcrawl_found_total{source}         hostnames pages revealed, by source group
     hostcrawl_denied_total{rule}          requests refused by a deny entry
     hostcrawl_blocks_total                trap roots this worker blocked
     hostcrawl_deferred_blocks_total       blocks deferred by the self-check
@@ -48,6 +49,7 @@ GAUGES = {
     ),
     "hostcrawl_resident_memory_bytes": ("hostcrawl/rss_mb", 2**20, "Resident memory (RSS)."),
 }
+FOUND_PREFIX = "hostcrawl/found/"
 SIMPLE_COUNTERS = {
     "hostcrawl_links_saved": ("hostcrawl/hosts/links_saved", "New hostnames saved from pages."),
     "hostcrawl_blocks": ("hostcrawl/traps/blocked", "Trap roots this worker blocked."),
@@ -84,6 +86,15 @@ class StatsCollector:
             if key.startswith(DENIED_PREFIX):
                 denied.add_metric([key.removeprefix(DENIED_PREFIX)], value)
         yield denied
+        yield labelled(
+            stats,
+            FOUND_PREFIX,
+            CounterMetricFamily(
+                "hostcrawl_found",
+                "Hostnames pages revealed (after the deny list), by source group.",
+                labels=["source"],
+            ),
+        )
         for name, (key, help_text) in SIMPLE_COUNTERS.items():
             yield CounterMetricFamily(name, help_text, value=stats.get(key, 0))
         for name, (key, scale, help_text) in GAUGES.items():
@@ -109,6 +120,14 @@ class StatsCollector:
         state = getattr(self.crawler, CrawlState.ATTRIBUTE, None)
         loaded = getattr(getattr(state, "denylist", None), "_list", None)
         return len(loaded) if loaded is not None else 0
+
+
+def labelled(stats: dict, prefix: str, family: CounterMetricFamily) -> CounterMetricFamily:
+    """`family` with one sample per stats key under `prefix`, labelled by the rest of the key."""
+    for key, value in sorted(stats.items()):
+        if key.startswith(prefix):
+            family.add_metric([key.removeprefix(prefix)], value)
+    return family
 
 
 class PrometheusMetrics:

@@ -214,6 +214,13 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
             return await maybe_deferred_to_future(parser)
         return parser
 
+    def process_request_2(self, rp, request: Request) -> None:
+        """Hand the host's robots.txt `Sitemap:` URLs to the page (a source of hostnames)."""
+        sitemaps = list(getattr(getattr(rp, "rp", None), "sitemaps", ()) or ())
+        if sitemaps and request.meta.get("hostcrawl_hostname"):
+            request.meta["hostcrawl_sitemaps"] = sitemaps
+        return super().process_request_2(rp, request)
+
     def _forget_oldest(self) -> None:
         """Drop settled parsers beyond MAX_PARSERS, oldest first (dicts keep order).
 

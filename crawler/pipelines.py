@@ -24,6 +24,7 @@ from crawler.core.outcomes import (
     TCP_TIMEOUT,
     TLS_TIMEOUT,
 )
+from crawler.core.sources import group_of
 from crawler.db import queue, routing
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.retry import in_thread_until_up
@@ -75,6 +76,7 @@ class HostWritePipeline:
             if item.outcome in BELOW_HTTP:
                 await self._unless_ours(item)
             item.new_hostnames = await self._finishes.submit(self._crawled(item))
+            item.new_sources = new_sources(item)
             self.wildcards.saw(item.new_hostnames)
             self.state.observe_soon(item.hostname, item.outcome)
         stats = self.crawler.stats
@@ -104,7 +106,7 @@ class HostWritePipeline:
         result = CrawlResult(
             item.outcome, item.http_status, item.final_url, item.title, item.scheme
         )
-        links = FilteredLinks(set(item.hostnames), item.links_found)
+        links = FilteredLinks(set(item.hostnames), item.links_found, via=item.found_via)
         links.dropped["filtered"] = item.links_filtered
         return Crawled(item.hostname, result, links, self.recrawl_after)
 
@@ -119,3 +121,13 @@ class HostWritePipeline:
             item.hostname,
             item.denied_by,
         )
+
+
+def new_sources(item: HostItem) -> list[dict[str, str]]:
+    """The new hostnames of an item with the source group and place each was found in."""
+    found = []
+    for name in item.new_hostnames:
+        place = item.found_via.get(name)
+        if place is not None:
+            found.append({"hostname": name, "source": group_of(place), "place": place})
+    return found

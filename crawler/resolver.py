@@ -43,6 +43,8 @@ class Resolution:
     outcome: str
     address: str | None = None
     ttl: int = 0
+    # The canonical names the lookup went through (CNAME targets), in order.
+    cnames: tuple[str, ...] = ()
 
 
 class DNSFailure(DNSLookupError):
@@ -84,6 +86,25 @@ class _Cache:
 # kind) can be classified exactly. Bounded like the cache.
 _failures: OrderedDict[str, str] = OrderedDict()
 _FAILURES_KEPT = 100_000
+
+
+# The CNAME chain of each name looked up lately (a source of hostnames), bounded alike.
+_chains: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+
+
+def cname_chain(hostname: str) -> tuple[str, ...]:
+    """The CNAME targets the last lookup of `hostname` in this process went through."""
+    return _chains.get(hostname.lower().rstrip("."), ())
+
+
+def _remember_chain(resolution: Resolution) -> None:
+    if not resolution.cnames:
+        _chains.pop(resolution.hostname, None)
+        return
+    _chains[resolution.hostname] = resolution.cnames
+    _chains.move_to_end(resolution.hostname)
+    if len(_chains) > _FAILURES_KEPT:
+        _chains.popitem(last=False)
 
 
 def last_failure(hostname: str) -> str | None:
@@ -177,9 +198,12 @@ class OutcomeResolver:
         resolution = await self._lookup(name, name, MAX_CNAME_HOPS)
         self._cache.put(resolution)
         _remember(resolution)
+        _remember_chain(resolution)
         return resolution
 
-    async def _lookup(self, hostname: str, query: str, hops: int) -> Resolution:
+    async def _lookup(
+        self, hostname: str, query: str, hops: int, chain: tuple[str, ...] = ()
+    ) -> Resolution:
         try:
             # Asked twice: a silent server gets one retry, then it is a DNS_TIMEOUT.
             answers, authority, _ = await self._client.lookupAddress(query, self.attempts)
@@ -193,16 +217,18 @@ class OutcomeResolver:
             return Resolution(hostname, DNS_TIMEOUT)
         except dns_error.DomainError:
             return Resolution(hostname, DNS_SERVFAIL)
-        return await self._from_answers(hostname, query, answers, authority, hops)
+        return await self._from_answers(hostname, answers, authority, hops, chain)
 
-    async def _from_answers(self, hostname, query, answers, authority, hops) -> Resolution:
+    async def _from_answers(self, hostname, answers, authority, hops, chain) -> Resolution:
+        # A recursive server answers with the whole chain: its CNAMEs, then the A records.
+        chain += tuple(str(r.payload.name) for r in answers if r.type == dns.CNAME)
         for record in answers:
             if record.type == dns.A:
-                return Resolution(hostname, DNS_ALIVE, record.payload.dottedQuad(), record.ttl)
-        for record in answers:
-            if record.type == dns.CNAME and hops > 0:
-                return await self._lookup(hostname, str(record.payload.name), hops - 1)
-        return Resolution(hostname, DNS_NOANSWER, ttl=_soa_minimum(authority))
+                address = record.payload.dottedQuad()
+                return Resolution(hostname, DNS_ALIVE, address, record.ttl, chain)
+        if chain and hops > 0:  # only the CNAME came back: ask for its target
+            return await self._lookup(hostname, chain[-1], hops - 1, chain)
+        return Resolution(hostname, DNS_NOANSWER, ttl=_soa_minimum(authority), cnames=chain)
 
 
 def _address_or_failure(resolution: Resolution):

@@ -19,6 +19,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from crawler.core.inputs import unstorable
+from crawler.core.sources import describe_place
 from webpanel import banners, security, settings
 from webpanel.core import StatsCache, page_url
 from webpanel.extensions import csrf, db, login_manager
@@ -92,7 +93,7 @@ def register_templates(app: Flask) -> None:
     from webpanel.charts import roots_chart, time_chart
 
     app.jinja_env.globals.update(page_url=page_url, time_chart=time_chart, roots_chart=roots_chart)
-    app.jinja_env.filters.update(when=when, num=num)
+    app.jinja_env.filters.update(when=when, num=num, place=describe_place)
 
     @app.errorhandler(CSRFError)
     def csrf_error(exc: CSRFError):

@@ -140,6 +140,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("RECRAWL_AFTER", 7 * DAY, int, "seconds until a crawled host is due again", minimum=0),
     Setting(
+        "DISCOVERY_SOURCES",
+        "all",
+        str,
+        "source groups hostnames are read from: all, or a comma list of links, resources,"
+        " metadata, headers, redirects, certificate, dns, robots",
+    ),
+    Setting(
         "CLOSE_WHEN_DRAINED",
         False,
         bool,

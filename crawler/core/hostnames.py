@@ -30,6 +30,13 @@ _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
 _WEB_SCHEMES = frozenset({"http", "https"})
 _WEB_PROTOCOLS = frozenset({"http:", "https:"})
 _SLASHES = ("/", "\\")  # WHATWG: in http(s) URLs a backslash is a slash
+# The common absolute link a parse would only confirm: http(s), an ASCII name ending in a
+# letter label (no IPv4 number forms, no userinfo, no percent-encoding), a port or none,
+# then the path, query, fragment or the end. Anything else takes the WHATWG parser.
+_PLAIN_ABSOLUTE = re.compile(
+    r"[hH][tT][tT][pP][sS]?://(?P<host>(?:[A-Za-z0-9_-]+\.)*[A-Za-z][A-Za-z0-9_-]*\.?)"
+    r"(?::(?P<port>\d{0,5}))?(?=[/?#]|$)"
+)
 # Browsers drop tabs and newlines anywhere in a URL before parsing it.
 _URL_NOISE = str.maketrans("", "", "\t\n\r")
 
@@ -93,6 +100,9 @@ def link_hostname(href: str, page_host: str, page_scheme: str = "http") -> str |
     """
     if _keeps_base_host(href):
         return page_host
+    plain = _PLAIN_ABSOLUTE.match(href)
+    if plain is not None and _plain_port(plain.group("port")):
+        return _link_host(plain.group("host").lower())
     scheme = _SCHEME.match(href)
     if scheme is not None and scheme.group()[:-1].lower() not in _WEB_SCHEMES:
         return None
@@ -100,6 +110,23 @@ def link_hostname(href: str, page_host: str, page_scheme: str = "http") -> str |
     if url is None or url.protocol not in _WEB_PROTOCOLS:
         return None
     return _link_host(url.hostname)
+
+
+def link_origin(href: str, page_host: str, page_scheme: str = "http") -> tuple[str, str] | None:
+    """The (scheme, hostname) a `<base href>` on a page of `page_host` gives, or None.
+
+    Relative links resolve against it as browsers do; only its scheme and host can
+    change a link's host. A base that is no http(s) URL is ignored (None).
+    """
+    url = _parse(href, _base_url(page_scheme, page_host))
+    if url is None or url.protocol not in _WEB_PROTOCOLS:
+        return None
+    hostname = _link_host(url.hostname)
+    return (url.protocol[:-1], hostname) if hostname else None
+
+
+def _plain_port(port: str | None) -> bool:
+    return port is None or port == "" or int(port) < 65536
 
 
 def _parse(href: str, base: can_ada.URL | None) -> can_ada.URL | None:

@@ -1,4 +1,8 @@
-"""The link filter (docs/design.md, rule 3): links on a page → hostnames worth saving. Pure."""
+"""The link filter: URLs a page offers → hostnames worth saving. Pure.
+
+Every source (crawler.core.sources) goes through `filter_found`: one
+resolution, one normalization, one deny rule for all of them.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from crawler.core.denylist import DenyList
-from crawler.core.hostnames import link_hostname
+from crawler.core.hostnames import link_hostname, link_origin
+from crawler.core.sources import group_of
 
 NO_HOSTNAME = "no_hostname"
 
@@ -19,10 +24,23 @@ class FilteredLinks:
     hostnames: set[str] = field(default_factory=set)
     found: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
+    # The place each saved hostname was first seen in (`script src`, `certificate`...).
+    via: dict[str, str] = field(default_factory=dict)
+    # Per source group, how many distinct saved hostnames it gave.
+    by_group: Counter[str] = field(default_factory=Counter)
 
     @property
     def filtered(self) -> int:
         return sum(self.dropped.values())
+
+    def merge(self, other: FilteredLinks) -> None:
+        """Add what another response of the same fetch (a redirect hop) revealed."""
+        self.hostnames |= other.hostnames
+        self.found += other.found
+        self.dropped.update(other.dropped)
+        for hostname, place in other.via.items():
+            self.via.setdefault(hostname, place)
+        self.by_group.update(other.by_group)
 
 
 def filter_links(
@@ -34,9 +52,38 @@ def filter_links(
     the scheme matters only for a link like `https:example.com` (a host on an http page,
     a path on an https one).
     """
+    return filter_found(((href, "a href") for href in hrefs), page_host, denylist, page_scheme)
+
+
+def filter_found(
+    found: Iterable[tuple[str, str]],
+    page_host: str,
+    denylist: DenyList,
+    page_scheme: str = "http",
+    base: str | None = None,
+    groups: frozenset[str] | None = None,
+) -> FilteredLinks:
+    """filter_links for (url, place) pairs from any source, with the page's `<base href>`.
+
+    Relative URLs resolve against `base` when it is an http(s) URL (resolved itself
+    against the page), else against the page. Places whose group is not in `groups`
+    (None: every group) are skipped unread.
+    """
+    if base is not None:
+        page_scheme, page_host = link_origin(base, page_host, page_scheme) or (
+            page_scheme,
+            page_host,
+        )
     result = FilteredLinks()
     seen: dict[str, str | None] = {}
-    for href in hrefs:
+    place_groups: dict[str, str] = {}
+    counted: set[tuple[str, str]] = set()
+    for href, place in found:
+        group = place_groups.get(place)
+        if group is None:
+            group = place_groups[place] = group_of(place)
+        if groups is not None and group not in groups:
+            continue
         result.found += 1
         hostname = link_hostname(href, page_host, page_scheme)
         if hostname is None:
@@ -46,8 +93,12 @@ def filter_links(
             denial = denylist.denial(hostname)
             seen[hostname] = denial.rule if denial else None
         rule = seen[hostname]
-        if rule is None:
-            result.hostnames.add(hostname)
-        else:
+        if rule is not None:
             result.dropped[rule] += 1
+            continue
+        result.hostnames.add(hostname)
+        result.via.setdefault(hostname, place)
+        if (hostname, group) not in counted:
+            counted.add((hostname, group))
+            result.by_group[group] += 1
     return result

@@ -58,6 +58,9 @@ class Host(Base):
     root: Mapped[str] = mapped_column(HOSTNAME)
     discovered_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
     discovered_from: Mapped[str | None] = mapped_column(HOSTNAME)
+    # Through which source group and place on discovered_from's page it was first seen.
+    found_source: Mapped[str | None] = mapped_column(String(16))
+    found_via: Mapped[str | None] = mapped_column(String(64))
     last_crawled_at: Mapped[datetime | None] = mapped_column(Timestamp)
     outcome: Mapped[str | None] = mapped_column(String(32))
     http_status: Mapped[int | None] = mapped_column(SmallInteger)

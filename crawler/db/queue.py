@@ -20,6 +20,7 @@ from sqlalchemy.types import Boolean, Interval
 from crawler.core.hostnames import root
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import is_network_failure
+from crawler.core.sources import PLACE_CHARS, group_of
 from crawler.db import bulk
 from crawler.db.bulk import EntryChange
 from crawler.db.hostsql import INTS, names_param
@@ -49,12 +50,12 @@ class Crawled:
 
 INSERT_HOSTS = text(
     """
-    INSERT INTO hosts (hostname, root, discovered_from)
-    SELECT * FROM unnest(:names, :roots, :sources)
+    INSERT INTO hosts (hostname, root, discovered_from, found_source, found_via)
+    SELECT * FROM unnest(:names, :roots, :pages, :sources, :places)
     ON CONFLICT (hostname) DO NOTHING
     RETURNING hostname, discovered_from
     """
-).bindparams(*names_param("names", "roots", "sources"))
+).bindparams(*names_param("names", "roots", "pages", "sources", "places"))
 QUEUE_HOSTS = text(
     """
     INSERT INTO queue (hostname, root, next_claim_at)
@@ -99,21 +100,39 @@ def save_hosts(engine: Engine, hostnames: Iterable[str], discovered_from: str | 
     Idempotent. Returns how many hosts were new. Callers filter first; a
     dateless row (made by a deny entry) gets a date when a link finds it.
     """
-    found = {name: discovered_from for name in hostnames}
+    found = {name: FoundOn(discovered_from) for name in hostnames}
     if not found:
         return 0
     with engine.begin() as conn:
         return len(insert_hosts(conn, found))
 
 
-def insert_hosts(conn: Connection, found: dict[str, str | None]) -> list[tuple[str, str | None]]:
-    """Insert {hostname: discovered_from} in hostname order (the lock order).
+@dataclass(frozen=True)
+class FoundOn:
+    """Where a hostname was seen: the host whose page named it, the source group, the place."""
+
+    page: str | None = None
+    source: str | None = None
+    place: str | None = None
+
+
+def insert_hosts(conn: Connection, found: dict[str, FoundOn]) -> list[tuple[str, str | None]]:
+    """Insert {hostname: where it was found} in hostname order (the lock order).
 
     Returns the (hostname, discovered_from) rows that were new.
     """
     names = sorted(found)
     params = {"names": names, "roots": [root(n) for n in names]}
-    new = conn.execute(INSERT_HOSTS, {**params, "sources": [found[n] for n in names]})
+    where = [found[n] for n in names]
+    new = conn.execute(
+        INSERT_HOSTS,
+        {
+            **params,
+            "pages": [f.page for f in where],
+            "sources": [f.source for f in where],
+            "places": [f.place for f in where],
+        },
+    )
     conn.execute(QUEUE_HOSTS, params)
     return [(h, source) for h, source in new]
 
@@ -132,11 +151,14 @@ def finish_many(engine: Engine, crawled: Sequence[Crawled]) -> list[list[str]]:
 
     All are written, or none. Returns, per host, the hostnames its page added.
     """
-    found: dict[str, str | None] = {}
+    found: dict[str, FoundOn] = {}
     for host in crawled:
+        via = host.links.via
         for name in host.links.hostnames:
-            if name != host.hostname:
-                found.setdefault(name, host.hostname)
+            if name != host.hostname and name not in found:
+                place = via.get(name)
+                source = group_of(place) if place else None
+                found[name] = FoundOn(host.hostname, source, place and place[:PLACE_CHARS])
     with engine.begin() as conn:
         write_results(conn, crawled)
         new = insert_hosts(conn, found) if found else []

@@ -17,14 +17,12 @@ import logging
 from datetime import timedelta
 
 import scrapy
-from scrapy.http import Response, TextResponse
-from scrapy.utils.httpobj import urlparse_cached
+from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from crawler.concurrency import InFlightControl
 from crawler.core.denylist import Denial
 from crawler.core.hostnames import root
-from crawler.core.links import filter_links
 from crawler.core.outcomes import (
     IGNORED,
     OK,
@@ -34,8 +32,10 @@ from crawler.core.outcomes import (
     TLS_HANDSHAKE,
     TLS_TIMEOUT,
 )
+from crawler.core.sources import parse_groups
 from crawler.db import claims
 from crawler.db.retry import in_thread_until_up
+from crawler.discovery import discover
 from crawler.failures import classify
 from crawler.items import HostItem
 from crawler.middlewares import OUTCOME_BY_ITEM, request_denied, request_hostname
@@ -43,7 +43,6 @@ from crawler.state import CrawlState
 
 log = logging.getLogger(__name__)
 
-MAX_TITLE = 500
 # Failures below HTTP on the host's own address: plain HTTP may still answer.
 # A DNS failure is the same for both schemes, so it never falls back.
 FALLS_BACK = frozenset({TCP_REFUSED, TCP_RESET, TCP_TIMEOUT, TLS_HANDSHAKE, TLS_TIMEOUT})
@@ -78,6 +77,7 @@ class HostsSpider(scrapy.Spider):
         self.lease = timedelta(seconds=settings.getint("CLAIM_LEASE"))
         self.poll_interval = settings.getfloat("CLAIM_POLL_INTERVAL")
         self.close_when_drained = settings.getbool("CLOSE_WHEN_DRAINED")
+        self.sources = parse_groups(settings.get("DISCOVERY_SOURCES"))
         self.in_flight: set[str] = set()
         self._denied: list[HostItem] = []
         self._room = asyncio.Event()
@@ -181,13 +181,11 @@ class HostsSpider(scrapy.Spider):
 
     def parse(self, response: Response):
         hostname = response.meta["hostcrawl_hostname"]
-        hrefs, title = page_links(response)
-        final_host = request_hostname(response.request)
-        if final_host and final_host != hostname:
-            hrefs.append(response.url)  # a redirect's target is a discovered host too
-        scheme = urlparse_cached(response).scheme
-        links = filter_links(hrefs, hostname, self.state.denylist.loaded, page_scheme=scheme)
+        denylist = self.state.denylist.loaded
+        links, title = discover(response, hostname, denylist, self.sources)
         links.hostnames.discard(hostname)
+        for group, count in links.by_group.items():
+            self.crawler.stats.inc_value(f"hostcrawl/found/{group}", count)
         if response.meta.get("hostcrawl_fallback"):
             self.crawler.stats.inc_value("hostcrawl/fallback/answered")
         yield HostItem(
@@ -200,6 +198,7 @@ class HostsSpider(scrapy.Spider):
             hostnames=sorted(links.hostnames),
             links_found=links.found,
             links_filtered=links.filtered,
+            found_via={name: links.via[name] for name in links.hostnames},
         )
 
     def failed(self, failure: Failure):
@@ -247,15 +246,3 @@ def denied_item(request: scrapy.Request, denial: Denial) -> HostItem:
     # A redirect to a denied host: the claimed host did answer.
     status = (request.meta.get("redirect_reasons") or [None])[-1]
     return HostItem(hostname, OK, status if isinstance(status, int) else None, request.url)
-
-
-def page_links(response: Response) -> tuple[list[str], str | None]:
-    """The hrefs and the title of an HTML page; none for anything else."""
-    if not isinstance(response, TextResponse):
-        return [], None
-    try:
-        hrefs = response.xpath("//a/@href | //area/@href").getall()
-        title = response.xpath("normalize-space(//title)").get()
-    except ValueError:  # not parseable as HTML
-        return [], None
-    return hrefs, (title[:MAX_TITLE] or None) if title else None

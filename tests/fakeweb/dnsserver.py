@@ -75,7 +75,9 @@ class DnsResponder:
         if kind in RCODES:
             response.set_rcode(RCODES[kind])
         wants_a = question.rdtype in (dns.rdatatype.A, dns.rdatatype.ANY)
-        if kind == "a" and wants_a:
+        if kind == "cname":
+            self._cname(response, question.name, rule)
+        elif kind == "a" and wants_a:
             ttl = rule["ttl"] if rule["ttl"] is not None else self.world.ttl
             response.answer.append(
                 dns.rrset.from_text(question.name, ttl, "IN", "A", rule["address"])
@@ -85,6 +87,15 @@ class DnsResponder:
             # for min(SOA TTL, SOA minimum) = negative_ttl (RFC 2308).
             response.authority.append(self._soa(origin))
         return response
+
+    def _cname(self, response: dns.message.Message, name, rule: dict) -> None:
+        """The CNAME, then the target's A record when it has one (no chains of chains)."""
+        ttl = rule["ttl"] if rule["ttl"] is not None else self.world.ttl
+        target = rule["target"] + "."
+        response.answer.append(dns.rrset.from_text(name, ttl, "IN", "CNAME", target))
+        address = self.world.address_of(rule["target"])
+        if address is not None:
+            response.answer.append(dns.rrset.from_text(target, ttl, "IN", "A", address))
 
     def _soa(self, origin: str) -> dns.rrset.RRset:
         """SOA record of origin whose TTL and minimum are the negative TTL."""

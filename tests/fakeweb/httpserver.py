@@ -93,13 +93,15 @@ class Responses:
         """Response for one page dict (a redirect, raw bytes, a huge body or an HTML page)."""
         if "raw" in page:
             body = base64.b64decode(page["raw"])
-            return build_response(page["status"], body, page["type"])
+            extra = "".join(f"{k}: {v}\r\n" for k, v in page.get("headers", {}).items())
+            return build_response(page["status"], body, page["type"], extra)
         if "size" in page:  # the body is streamed by the protocol: HUGE marks it
             return build_response(page["status"], b"", page["type"], length=page["size"])
         if "location" in page:
             location = page["location"].format_map(self.ports) if self.ports else page["location"]
-            body = f'<a href="{html.escape(location)}">moved</a>\n'
+            body = page.get("body", f'<a href="{html.escape(location)}">moved</a>\n')
             extra = f"Location: {location}\r\n"
+            extra += "".join(f"{k}: {v}\r\n" for k, v in page.get("headers", {}).items())
             return build_response(page["status"], body, "text/html", extra)
         body = render_page(page)
         return build_response(page["status"], body, "text/html; charset=utf-8")

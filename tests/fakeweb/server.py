@@ -99,8 +99,8 @@ def bind_dns(port: int) -> tuple[socket.socket, socket.socket]:
     raise PortBusy("no DNS port free for both UDP and TCP")
 
 
-def make_tls_context(workdir: Path) -> ssl.SSLContext:
-    """Server context with a fresh self-signed certificate for *.test."""
+def make_tls_context(workdir: Path, names: list[str] = ()) -> ssl.SSLContext:
+    """Server context with a fresh self-signed certificate for *.test and `names`."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -110,7 +110,7 @@ def make_tls_context(workdir: Path) -> ssl.SSLContext:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fakeweb.test")])
     now = datetime.datetime.now(datetime.UTC)
-    alt = [x509.DNSName("*.test"), x509.DNSName("localhost")]
+    alt = [x509.DNSName(name) for name in ("*.test", *names)]
     alt.append(x509.IPAddress(ipaddress.ip_address(LOOPBACK)))
     cert = (
         x509.CertificateBuilder()
@@ -204,7 +204,7 @@ class FakeWebServer:
         control = await asyncio.start_server(
             control_handler(self.responder, self.stop), LOOPBACK, self.args.control_port
         )
-        tls = make_tls_context(self.workdir)
+        tls = make_tls_context(self.workdir, self.world.certificate_names)
         bound = {
             scheme: bind_on_all(port)
             for scheme, port in (("http", self.args.http_port), ("https", self.args.https_port))

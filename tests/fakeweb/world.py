@@ -102,6 +102,8 @@ class World:
         # {"trickle": [bytes, every s]}; and DNS replies delayed by uniform(lo, hi) s.
         self.timing: dict[str, dict] = {}
         self.dns_delay: list[float] | None = None
+        # Extra DNS names of the one TLS certificate every https host presents.
+        self.certificate_names: list[str] = []
 
     # -- building -----------------------------------------------------------
 
@@ -153,10 +155,14 @@ class World:
         content_type: str = "text/html",
         status: int = 200,
         path: str = "/",
+        headers: dict[str, str] | None = None,
     ) -> str:
-        """Serve `body` byte for byte (hostile pages: bad encodings, binary, huge link lists)."""
+        """Serve `body` byte for byte (hostile pages: bad encodings, binary, huge link lists),
+        with response `headers` besides Content-Type and Content-Length."""
         name = normalize_host(name)
         page = {"status": status, "raw": base64.b64encode(body).decode(), "type": content_type}
+        if headers:
+            page["headers"] = dict(headers)
         self._ensure_served(name)[path] = page
         return name
 
@@ -166,13 +172,27 @@ class World:
         self._ensure_served(name)["/"] = {"status": 200, "size": size, "type": content_type}
         return name
 
-    def redirect(self, name: str, location: str, *, status: int = 301, path: str = "/") -> str:
-        """Make name/path answer with a redirect (Location: location).
+    def redirect(
+        self,
+        name: str,
+        location: str,
+        *,
+        status: int = 301,
+        path: str = "/",
+        headers: dict[str, str] | None = None,
+        body: str | None = None,
+    ) -> str:
+        """Make name/path answer with a redirect (Location: location), with more
+        `headers` and an HTML `body` if given (default: a link to the location).
 
         location may name "{http_port}" or "{https_port}", filled in when fakeweb starts.
         """
         name = normalize_host(name)
         page = {"status": status, "location": location}
+        if headers:
+            page["headers"] = dict(headers)
+        if body is not None:
+            page["body"] = body
         self._ensure_served(name)[path] = page
         return name
 
@@ -181,6 +201,18 @@ class World:
         name = normalize_host(name)
         self.names[name] = self._rule(behaviour, ttl)
         return name
+
+    def cname(self, name: str, target: str, *, ttl: int | None = None) -> str:
+        """Make `name` a CNAME of `target`: the answer holds the CNAME, then the target's
+        A record when the target resolves (as a recursive server answers)."""
+        name = normalize_host(name)
+        self.names[name] = {"kind": "cname", "target": normalize_host(target)}
+        self.names[name].update(address=None, ttl=ttl)
+        return name
+
+    def certify(self, *names: str) -> None:
+        """Name `names` in the TLS certificate too (it always names *.test)."""
+        self.certificate_names.extend(names)
 
     def zone(
         self,
@@ -332,6 +364,8 @@ class World:
     def address_of(self, name: str) -> str | None:
         """Address name resolves to, or None if it does not resolve."""
         rule, _ = self.match(name)
+        if rule["kind"] == "cname":  # one hop: a CNAME of a CNAME does not resolve here
+            rule, _ = self.match(rule["target"])
         return rule["address"] if rule["kind"] == "a" else None
 
     def successors(self, host: str) -> list[str]:
@@ -371,7 +405,7 @@ class World:
     def to_dict(self) -> dict:
         """JSON-able representation."""
         keys = ("seed", "ttl", "negative_ttl", "delay", "names", "zones", "pages", "robots")
-        keys += ("farms", "timing", "dns_delay")
+        keys += ("farms", "timing", "dns_delay", "certificate_names")
         return {"version": 1, **{key: getattr(self, key) for key in keys}}
 
     @classmethod
@@ -388,6 +422,7 @@ class World:
         world.farms = data.get("farms", {})
         world.timing = data.get("timing", {})
         world.dns_delay = data.get("dns_delay")
+        world.certificate_names = data.get("certificate_names", [])
         return world
 
     def to_json(self) -> str:

@@ -120,3 +120,25 @@ def test_filter_links_reads_a_link_against_the_page_scheme():
     links = filter_links(["https:other.test/"], PAGE, DenyList(), page_scheme="https")
     assert links.hostnames == {PAGE}
     assert filter_links(["https:other.test/"], PAGE, DenyList()).hostnames == {"other.test"}
+
+
+def test_the_plain_absolute_fast_path_reads_links_as_the_parser_does():
+    """Absolute links skip the WHATWG parse only where it would give the same host."""
+    import random
+
+    from crawler.core import hostnames
+
+    rng = random.Random(20261201)
+    alphabet = "abcXYZ019-_.:/?#@%\\ \t[]"
+    checked = 0
+    for _ in range(50_000):
+        body = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 14)))
+        href = rng.choice(["http://", "https://", "HTTP://", "hTtPs://"]) + body
+        plain = hostnames._PLAIN_ABSOLUTE.match(href)
+        if plain is None or not hostnames._plain_port(plain.group("port")):
+            continue
+        url = hostnames._parse(href, hostnames._base_url("http", PAGE))
+        parsed = None if url is None else _link_host(url.hostname)
+        assert link_hostname(href, PAGE) == parsed, href
+        checked += 1
+    assert checked > 1_000

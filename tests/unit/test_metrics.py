@@ -83,6 +83,8 @@ def test_a_worker_serves_its_stats_as_metrics():
     stats.set_value("hostcrawl/in_flight/limit", 512)
     stats.set_value("hostcrawl/reactor_lag_ms", 40)
     stats.set_value("hostcrawl/rss_mb", 210)
+    stats.inc_value("hostcrawl/found/resources", 6)
+    stats.inc_value("hostcrawl/found/certificate", 1)
     metrics.claims = 9
     spider = Spider("probe")
     metrics.open(spider)
@@ -100,6 +102,8 @@ def test_a_worker_serves_its_stats_as_metrics():
     assert found[("hostcrawl_blocks_total", ())] == 1
     assert found[("hostcrawl_deferred_blocks_total", ())] == 3
     assert found[("hostcrawl_denied_total", (("rule", "no_follow"),))] == 4
+    assert found[("hostcrawl_found_total", (("source", "resources"),))] == 6
+    assert found[("hostcrawl_found_total", (("source", "certificate"),))] == 1
     assert found[("hostcrawl_denylist_entries", ())] == 0  # no deny list loaded here
     assert found[("hostcrawl_in_flight", ())] == 300
     assert found[("hostcrawl_in_flight_limit", ())] == 512

@@ -78,6 +78,8 @@ class Dashboard:
     estimated: bool = False
     timeline: Timeline = field(default_factory=Timeline)
     top_roots: list[tuple[str, int]] = field(default_factory=list)
+    # Hosts discovered in the last FOUND_HOURS hours, by the source group that found them.
+    found_by_source: list[tuple[str | None, int]] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -96,6 +98,7 @@ class Dashboard:
             "estimated": self.estimated,
             "timeline": self.timeline.as_dict(),
             "top_roots": [{"root": r, "hosts": n} for r, n in self.top_roots],
+            "found_by_source": {(s or "seed or older"): n for s, n in self.found_by_source},
         }
 
 
@@ -112,7 +115,22 @@ def dashboard(conn) -> Dashboard:
         computed_at=datetime.now(UTC),
         timeline=hourly,
         top_roots=top_roots(conn),
+        found_by_source=found_by_source(conn),
     )
+
+
+FOUND_HOURS = 24
+FOUND_BY_SOURCE = text(
+    "SELECT found_source, count(*) AS n FROM hosts"
+    " WHERE discovered_at > now() - make_interval(hours => :hours)"
+    " GROUP BY found_source ORDER BY n DESC, found_source"
+)
+
+
+def found_by_source(conn) -> list[tuple[str | None, int]]:
+    """Hosts discovered in the last FOUND_HOURS hours per source group, most first (a
+    range scan of ix_hosts_discovered_at: recent hosts only, whatever the table's size)."""
+    return [tuple(row) for row in conn.execute(FOUND_BY_SOURCE, {"hours": FOUND_HOURS})]
 
 
 # -- the totals: counted while small, estimated by the planner when big ----------------------

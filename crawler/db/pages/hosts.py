@@ -134,6 +134,8 @@ def host_detail(conn, hostname: str):
         select(
             *HOST_COLUMNS,
             Host.discovered_from,
+            Host.found_source,
+            Host.found_via,
             Host.final_url,
             Host.links_found,
             Host.links_saved,
