@@ -141,7 +141,7 @@ class QueueRow(Base):
             "hostname",
             postgresql_where=text("status_reason IS NULL AND denied_by IS NULL"),
         ),
-        # Its complement, by root: the rows the main page's figures leave out (0014).
+        # Its complement, by root: the rows the main page's figures leave out (0012).
         Index(
             "ix_queue_hidden_root",
             "root",
@@ -181,7 +181,7 @@ class TrapDeferral(Base):
 
 
 class WorldSilence(Base):
-    """A worker that finds no canary answering it (migration 0012): while its row is
+    """A worker that finds no canary answering it (migration 0011): while its row is
     fresh, its blocks are held and its failing hosts tried again, not settled."""
 
     __tablename__ = "world_silences"
@@ -299,7 +299,7 @@ class ChangeLogItems(Base):
     """
 
     __tablename__ = "change_log_items"
-    # Which batch added a name (the entry lists' "added at ... by ..."): migration 0016.
+    # Which batch added a name (the entry lists' "added at ... by ..."): migration 0013.
     __table_args__ = (Index("ix_change_log_items_names", "names", postgresql_using="gin"),)
 
     change_id: Mapped[int] = mapped_column(

@@ -4,7 +4,7 @@ The list shows a host unless it is a deny entry or under one. The dashboard read
 totals that triggers keep over every host (roots, host_hours) or the planner's
 estimates over all of hosts; the hosts it must leave out are the deny entries and
 the rows an entry took out of routing (`queue.denied_by`). Those are the rows of
-the small partial index ix_queue_hidden_root (migration 0014): one pass over them,
+the small partial index ix_queue_hidden_root (migration 0012): one pass over them,
 each host's facts looked up by primary key, gives their share of every figure.
 Its cost follows the hidden rows (entries and what they took out), not the hosts.
 

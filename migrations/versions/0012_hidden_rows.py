@@ -1,7 +1,7 @@
 """The queue rows the main host list hides, by root: a partial index.
 
-Revision ID: 0014
-Revises: 0012
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-01 14:30:00
 
 The main page's figures are those of the hosts its list shows. They are the
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0014"
-down_revision: str | None = "0012"
+revision: str = "0012"
+down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

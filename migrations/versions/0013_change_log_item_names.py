@@ -5,8 +5,8 @@ batch as one change_log row with its names in change_log_items. The /no_follow a
 /blocked lists show when and by whom each entry was added: for a name in a batch, that
 is the change_log_items row whose names contain it, found with this index.
 
-Revision ID: 0016
-Revises: 0014
+Revision ID: 0013
+Revises: 0012
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0016"
-down_revision: str | None = "0014"
+revision: str = "0013"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,7 +1,7 @@
 """found_via: through which source each host was first found
 
-Revision ID: 0011
-Revises: 0016
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-12-01 14:30:00
 
 hosts.found_source: the source group that first named the host (links,
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0011"
-down_revision: str | None = "0016"
+revision: str = "0014"
+down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
