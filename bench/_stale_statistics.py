@@ -20,8 +20,7 @@ from sqlalchemy import create_engine, text
 
 from crawler.core.blocklists import read_lines
 from crawler.db import bulk, deny_entries, export, statistics
-from crawler.db.pages import dashboard
-from crawler.db.pages import hosts as host_pages
+from crawler.db.pages import dashboard, host_rows
 
 TABLES = ("hosts", "queue", "roots")
 TARGET_RATIO = 1.5
@@ -41,7 +40,7 @@ def best_of(run: Callable[[], object]) -> float:
 
 def export_all(engine) -> int:
     """`hosts export --format jsonl` of every host, in process: the lines written."""
-    return sum(1 for _ in export.jsonl_lines(engine, host_pages.HostFilter()))
+    return sum(1 for _ in export.jsonl_lines(engine, host_rows.HostFilter()))
 
 
 def main_list(engine) -> int:
@@ -50,11 +49,11 @@ def main_list(engine) -> int:
     shown = 0
     with engine.begin() as conn:
         for flt in (
-            host_pages.HostFilter(),
-            host_pages.HostFilter(sort="newest"),
-            host_pages.HostFilter(outcome="none"),
+            host_rows.HostFilter(),
+            host_rows.HostFilter(sort="newest"),
+            host_rows.HostFilter(outcome="none"),
         ):
-            shown += len(host_pages.host_page(conn, flt).rows)
+            shown += len(host_rows.host_page(conn, flt).rows)
     return shown
 
 

@@ -65,8 +65,7 @@ from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.core.traps import Observation, describe
 from crawler.db import accounts
 from crawler.db.models import Host, QueueRow
-from crawler.db.pages import deny_lists, paging
-from crawler.db.pages import hosts as host_pages
+from crawler.db.pages import deny_lists, host_rows, paging
 
 HOSTS = 1_000_000
 TRAPS = 5_000
@@ -265,11 +264,11 @@ def page_statements(deep: str) -> dict[str, object]:
 
     blocked, no_follow = entries(BLOCKED), entries(NO_FOLLOW)
     return {
-        "/ first page": host_pages.host_statement(host_pages.HostFilter()),
-        "/ deep keyset page": host_pages.host_statement(host_pages.HostFilter(), after=deep),
-        "/ prefix search": host_pages.host_statement(host_pages.HostFilter(q="shop")),
-        "/ domain search": host_pages.host_statement(
-            host_pages.HostFilter(q="co.uk", match="domain")
+        "/ first page": host_rows.host_statement(host_rows.HostFilter()),
+        "/ deep keyset page": host_rows.host_statement(host_rows.HostFilter(), after=deep),
+        "/ prefix search": host_rows.host_statement(host_rows.HostFilter(q="shop")),
+        "/ domain search": host_rows.host_statement(
+            host_rows.HostFilter(q="co.uk", match="domain")
         ),
         "/blocked": blocked,
         "/no_follow": no_follow,

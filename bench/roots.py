@@ -48,8 +48,7 @@ from sqlalchemy.engine import make_url
 
 from crawler.db import accounts
 from crawler.db.models import Host, QueueRow
-from crawler.db.pages import paging
-from crawler.db.pages import roots as root_pages
+from crawler.db.pages import paging, root_rows
 
 ROOTS = 200_000
 HOSTS = 1_000_000
@@ -160,22 +159,22 @@ def load(url: str, rng: random.Random) -> tuple[list[str], str]:
 def query_times(engine, farm: str, small: str, deep: str) -> list[str]:
     """p95 of the pages' database work alone (the page functions, in this process)."""
     calls = {
-        "/roots first page": lambda c: root_pages.root_page(c, root_pages.RootFilter()),
-        "/roots nearest a block": lambda c: root_pages.root_page(
-            c, root_pages.RootFilter(sort="near_block")
+        "/roots first page": lambda c: root_rows.root_page(c, root_rows.RootFilter()),
+        "/roots nearest a block": lambda c: root_rows.root_page(
+            c, root_rows.RootFilter(sort="near_block")
         ),
-        "/roots deep keyset page": lambda c: root_pages.root_page(
-            c, root_pages.RootFilter(sort="name"), after=deep
+        "/roots deep keyset page": lambda c: root_rows.root_page(
+            c, root_rows.RootFilter(sort="name"), after=deep
         ),
-        "/roots wildcard zones": lambda c: root_pages.root_page(
-            c, root_pages.RootFilter(wildcards=True)
+        "/roots wildcard zones": lambda c: root_rows.root_page(
+            c, root_rows.RootFilter(wildcards=True)
         ),
     }
     for name in (farm, small):
         calls[f"/roots/{name}"] = lambda c, name=name: (
-            root_pages.root_line(c, name),
-            root_pages.subdomain_page(c, name),
-            root_pages.window(c, name),
+            root_rows.root_line(c, name),
+            root_rows.subdomain_page(c, name),
+            root_rows.window(c, name),
         )
     lines = []
     for label, call in calls.items():
@@ -192,7 +191,7 @@ def query_times(engine, farm: str, small: str, deep: str) -> list[str]:
 def explain(engine, label: str, roots: list[str]) -> None:
     """EXPLAIN ANALYZE of the /roots first page (the statement of a slow page)."""
     stmt = paging.keyset(
-        root_pages._roots(root_pages.RootFilter()), root_pages.ROOT_SORTS["hosts"], None, None, 50
+        root_rows._roots(root_rows.RootFilter()), root_rows.ROOT_SORTS["hosts"], None, None, 50
     )[0]
     with engine.connect() as conn:
         compiled = stmt.compile(dialect=conn.dialect)

@@ -15,9 +15,7 @@ from crawler.core.hostnames import HostnameError, normalize
 from crawler.core.inputs import MAX_NOTE, note_problem, unstorable
 from crawler.db import accounts, deny_entries
 from crawler.db.deny_entries import current_denial
-from crawler.db.pages import deny_lists, paging
-from crawler.db.pages import hosts as host_pages
-from crawler.db.pages import roots as root_pages
+from crawler.db.pages import deny_lists, host_rows, paging, root_rows
 from webpanel.core import engine, fetch_page, stats
 from webpanel.entry_input import MAX_NAMES
 from webpanel.extensions import db
@@ -200,7 +198,7 @@ def api_stats():
 def roots_list():
     """Roots as /roots shows them (q, match, sort, wildcards=1), a keyset page."""
     try:
-        page = fetch_page(root_pages.root_page, root_filter())
+        page = fetch_page(root_rows.root_page, root_filter())
     except HostnameError as exc:
         return jsonify(error=f"q: {exc.reason}"), 400
     budget = root_budget()
@@ -215,7 +213,7 @@ def roots_list():
 def hosts_list():
     """Hosts as / lists them (q, match, outcome, root, sort, since), a keyset page."""
     try:
-        page = fetch_page(host_pages.host_page, host_filter())
+        page = fetch_page(host_rows.host_page, host_filter())
     except HostnameError as exc:
         return jsonify(error=f"q or root: {exc.reason}"), 400
     rows = [

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, render_template
 
-from crawler.db.pages import change_log as change_log_pages
-from crawler.db.pages import change_log_items
+from crawler.db.pages import change_item_rows, change_rows
 from webpanel.core import arg, fetch_page, search_page
 from webpanel.extensions import db
 
@@ -16,8 +15,8 @@ bp = Blueprint("change_log", __name__)
 def index():
     """The change log, filtered by hostname prefix, action and actor; keyset pages."""
     q, action, who = arg("q"), arg("action", limit=32), arg("actor", limit=128)
-    page, error = search_page(change_log_pages.change_page, q=q, action=action, actor=who)
-    actions = change_log_pages.change_actions(db.session)
+    page, error = search_page(change_rows.change_page, q=q, action=action, actor=who)
+    actions = change_rows.change_actions(db.session)
     return render_template(
         "change_log/index.html",
         page=page,
@@ -32,8 +31,8 @@ def index():
 @bp.get("/audit/<int:change_id>/items")
 def items(change_id: int):
     """The names of one bulk change (its change-log row gives the count), keyset pages."""
-    row = change_log_items.change_row(db.session, change_id)
+    row = change_item_rows.change_row(db.session, change_id)
     if row is None:
         abort(404)
-    page = fetch_page(change_log_items.item_page, change_id, size=200)
+    page = fetch_page(change_item_rows.item_page, change_id, size=200)
     return render_template("change_log/items.html", row=row, page=page)

@@ -18,8 +18,7 @@ from crawler.core.hostnames import HostnameError, normalize
 from crawler.core.outcomes import ALL as OUTCOMES
 from crawler.db import export as host_export
 from crawler.db.deny_entries import current_denial
-from crawler.db.pages import hosts as host_pages
-from crawler.db.pages import paging
+from crawler.db.pages import host_rows, paging
 from webpanel.core import arg, choice, engine, search_page, stats
 from webpanel.extensions import db
 
@@ -32,14 +31,14 @@ SORT_LABELS = {
 }
 
 
-def host_filter() -> host_pages.HostFilter:
+def host_filter() -> host_rows.HostFilter:
     """The list's search and filters from this request's query (the page, its CSV, the API)."""
-    return host_pages.HostFilter(
+    return host_rows.HostFilter(
         q=arg("q"),
         match=choice("match", paging.MATCHES),
         outcome=arg("outcome", limit=32),
         root=arg("root"),
-        sort=choice("sort", host_pages.HOST_SORTS),
+        sort=choice("sort", host_rows.HOST_SORTS),
         since=since_arg(),
     )
 
@@ -60,7 +59,7 @@ def since_arg() -> datetime | None:
 def index():
     """Hosts never under a blocked or no_follow entry: search, filters, sort, keyset pages."""
     flt = host_filter()
-    page, error = search_page(host_pages.host_page, flt)
+    page, error = search_page(host_rows.host_page, flt)
     figures = stats()
     outcomes = sorted({o for o, _ in figures.outcomes if o} | set(OUTCOMES))
     return render_template(
@@ -97,7 +96,7 @@ def detail(hostname: str):
         abort(404)
     if name != hostname:
         return redirect(url_for("hosts.detail", hostname=name))
-    host = host_pages.host_detail(db.session, name)
+    host = host_rows.host_detail(db.session, name)
     if host is None:
         abort(404)
     denial = current_denial(db.session, name)

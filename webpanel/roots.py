@@ -2,7 +2,7 @@
 
 A wildcard zone is only flagged (blocks stay reserved for the trap rule): its
 page offers one button that puts the root on no_follow, logged in the change log like any
-other entry. crawler.db.pages.roots gives the rows; their words and JSON are here.
+other entry. crawler.db.pages.root_rows gives the rows; their words and JSON are here.
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from flask import Blueprint, abort, current_app, flash, redirect, render_templat
 
 from crawler.core.hostnames import HostnameError, normalize
 from crawler.db import deny_entries
-from crawler.db.pages import paging
-from crawler.db.pages import roots as root_pages
+from crawler.db.pages import paging, root_rows
 from webpanel.core import actor, arg, choice, engine, fetch_page, search_page
 from webpanel.extensions import db
 from webpanel.forms import EmptyForm
@@ -28,7 +27,7 @@ SORT_LABELS = {
 
 
 @bp.app_template_filter("window_text")
-def window_text(line: root_pages.RootLine) -> str:
+def window_text(line: root_rows.RootLine) -> str:
     """'38 of the last 50 failed' (or of fewer, while the window fills; none after an unblock)."""
     if not line.window_size:
         return "no subdomain in the window yet"
@@ -36,11 +35,11 @@ def window_text(line: root_pages.RootLine) -> str:
 
 
 @bp.app_template_filter("due_text")
-def due_text(line: root_pages.RootLine) -> str:
+def due_text(line: root_rows.RootLine) -> str:
     return f"{line.due:,}+" if line.due_capped else f"{line.due:,}"
 
 
-def root_json(line: root_pages.RootLine, budget: int, near_block: int) -> dict:
+def root_json(line: root_rows.RootLine, budget: int, near_block: int) -> dict:
     """One root as GET /api/roots gives it."""
     return {
         "root": line.root,
@@ -67,8 +66,8 @@ def root_budget() -> int:
     return current_app.config["ROOT_BUDGET"]
 
 
-def root_filter() -> root_pages.RootFilter:
-    return root_pages.RootFilter(
+def root_filter() -> root_rows.RootFilter:
+    return root_rows.RootFilter(
         q=arg("q"),
         match=choice("match", paging.MATCHES),
         wildcards=request.args.get("wildcards") == "1",
@@ -80,7 +79,7 @@ def root_filter() -> root_pages.RootFilter:
 def index():
     """Roots with their counts, window, budget use and wildcard flag: search, sort, pages."""
     flt = root_filter()
-    page, error = search_page(root_pages.root_page, flt)
+    page, error = search_page(root_rows.root_page, flt)
     return render_template(
         "roots/index.html",
         page=page,
@@ -98,11 +97,11 @@ def index():
 def detail(hostname: str):
     """One root: its line, its trap window and its subdomains (keyset pages)."""
     domain = canonical(hostname)
-    line = root_pages.root_line(db.session, domain)
+    line = root_rows.root_line(db.session, domain)
     if line is None:
         abort(404)
-    page = fetch_page(root_pages.subdomain_page, domain)
-    window = root_pages.window(db.session, domain, current_app.config["TRAP_WINDOW"])
+    page = fetch_page(root_rows.subdomain_page, domain)
+    window = root_rows.window(db.session, domain, current_app.config["TRAP_WINDOW"])
     return render_template(
         "roots/detail.html",
         line=line,
@@ -118,7 +117,7 @@ def detail(hostname: str):
 def no_follow(hostname: str):
     """One click: the root goes on no_follow (logged in the change log); crawlers hear at once."""
     domain = canonical(hostname)
-    if root_pages.root_line(db.session, domain) is None:
+    if root_rows.root_line(db.session, domain) is None:
         abort(404)
     form = EmptyForm()
     if not form.validate_on_submit():

@@ -10,7 +10,7 @@ import click
 from crawler.cli.common import engine, friendly_errors
 from crawler.core.hostnames import HostnameError
 from crawler.db import export
-from crawler.db.pages.hosts import HostFilter
+from crawler.db.pages.host_rows import HostFilter
 from crawler.db.pages.paging import MATCHES, PREFIX
 
 

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries, export
-from crawler.db.pages.hosts import HostFilter, host_page
+from crawler.db.pages.host_rows import HostFilter, host_page
 from tests.unit.test_panel_support import give_api_token, insert_hosts
 
 pytest_plugins = ["tests.unit.test_panel_support"]

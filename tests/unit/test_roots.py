@@ -6,7 +6,7 @@ from sqlalchemy import text
 
 from crawler.core import config
 from crawler.db import queue, windows
-from crawler.db.pages import roots as root_pages
+from crawler.db.pages import root_rows
 from tests.dbhelpers import record_outcomes
 from tests.unit.test_panel_support import give_api_token, post_form
 from webpanel.roots import SORT_LABELS, window_text
@@ -26,14 +26,14 @@ def near_block_root(db) -> None:
 def test_a_root_with_45_failures_of_50_is_near_a_block(db):
     near_block_root(db)
     with db.connect() as conn:
-        page = root_pages.root_page(conn, root_pages.RootFilter(sort="near_block"))
+        page = root_rows.root_page(conn, root_rows.RootFilter(sort="near_block"))
     first = page.rows[0]
     assert first.root == "trap.test" and first.window_failed >= NEAR_BLOCK
     assert window_text(first) == "45 of the last 50 failed"
     assert not any(r.window_failed >= NEAR_BLOCK for r in page.rows[1:])
-    assert SORT_LABELS.keys() == root_pages.ROOT_SORTS.keys()  # every sort offered exists
+    assert SORT_LABELS.keys() == root_rows.ROOT_SORTS.keys()  # every sort offered exists
     with db.connect() as conn:
-        by_hosts = root_pages.root_page(conn, root_pages.RootFilter(sort="hosts"))
+        by_hosts = root_rows.root_page(conn, root_rows.RootFilter(sort="hosts"))
     assert [r.root for r in by_hosts.rows] == ["calm.test", "trap.test"]
     assert by_hosts.rows[0].hosts == 60 and by_hosts.rows[0].due == 60
 
@@ -88,5 +88,5 @@ def test_api_roots_returns_the_same_data(app, db, operators):
 def test_a_roots_page_lists_the_root_and_its_subdomains_only(db):
     queue.save_hosts(db, ["farm.test", "a.farm.test", "b.c.farm.test", "a-farm.test", "x.test"])
     with db.connect() as conn:
-        page = root_pages.subdomain_page(conn, "farm.test")
+        page = root_rows.subdomain_page(conn, "farm.test")
     assert sorted(r.hostname for r in page.rows) == ["a.farm.test", "b.c.farm.test", "farm.test"]

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
-from crawler.db.pages import roots as root_pages
+from crawler.db.pages import root_rows
 from crawler.trapguard import TrapGuard
 from tests.dbhelpers import DEFAULT_WINDOW, record_outcomes
 
@@ -31,7 +31,7 @@ def window_counts(db, domain: str) -> tuple[int, int, int]:
         rows = conn.execute(
             text("SELECT count(*) FROM trap_window WHERE root = :r"), {"r": domain}
         ).scalar_one()
-        line = root_pages.root_line(conn, domain)
+        line = root_rows.root_line(conn, domain)
     return rows, line.window_size, line.window_failed
 
 
