@@ -36,6 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
+from werkzeug.wsgi import get_input_stream
+
 from webpanel.security import HEADERS
 
 PER_ADDRESS = 2  # logins of one address waiting or being checked, per process
@@ -261,8 +263,12 @@ class LoginGate:
 
 
 def read_body(environ) -> bool:
-    """Read the request's body (up to LOGIN_BODY_MAX bytes) into memory; False if larger."""
-    data = environ["wsgi.input"].read(LOGIN_BODY_MAX + 1)
+    """Read the request's body (up to LOGIN_BODY_MAX bytes) into memory; False if larger.
+
+    Through werkzeug's input stream, bounded by Content-Length: a GET without one has
+    an empty body, where reading the raw socket would wait for the client forever.
+    """
+    data = get_input_stream(environ).read(LOGIN_BODY_MAX + 1)
     if len(data) > LOGIN_BODY_MAX:
         return False
     environ["wsgi.input"] = io.BytesIO(data)
