@@ -115,7 +115,9 @@ def test_read_a_blocked_reason_and_unblock(page, db, operators):
     row.get_by_role("link", name="Unblock…").click()
     expect(page.locator("blockquote.reason")).to_contain_text("DNS_NXDOMAIN 3")
     page.get_by_role("button", name="Unblock trap.test").click()
-    expect(page.locator(".flashes")).to_have_text("trap.test: unblocked (1 hosts back in routing; trap window cleared (3 outcomes))")
+    expect(page.locator(".flashes")).to_have_text(
+        "trap.test: unblocked (1 hosts back in routing; trap window cleared (3 outcomes))"
+    )
     expect(page.locator("#blocked td.empty")).to_have_text("No blocked hosts match.")
     page.get_by_role("link", name="Hosts").click()
     expect(host_links(page)).to_contain_text(["www.trap.test"])

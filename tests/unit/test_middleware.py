@@ -1,4 +1,4 @@
-"""BlacklistMiddleware on its own (DESIGN.md §4), in the style of Scrapy's offsite tests."""
+"""BlacklistMiddleware on its own (docs/design.md, rule 4), as Scrapy tests its offsite one."""
 
 from __future__ import annotations
 
@@ -12,13 +12,15 @@ from scrapy.utils.test import get_crawler
 from crawler.db import deny_entries
 from crawler.middlewares import AnswerAwareRetryMiddleware, BlacklistMiddleware, request_denied
 from crawler.state import CrawlState
+from tests.loops import run as run_in_loop
 from tests.unit.test_hostnames import CASES
 
 
 @pytest.fixture
 def crawler(db):
-    crawler = get_crawler(Spider)
+    crawler = get_crawler(Spider, {"ADDONS": {"crawler.addon.HostcrawlAddon": 0}})
     crawler.spider = crawler._create_spider("test")
+    crawler._apply_settings()  # the add-on's settings, as a crawl applies them
     yield crawler
     CrawlState.of(crawler).denylist.stop()
 
@@ -118,8 +120,9 @@ def test_waits_spent_in_full_are_not_retried_in_the_same_claim():
 
     from crawler.resolver import DNSFailure, Resolution
 
-    crawler = get_crawler(Spider)
+    crawler = get_crawler(Spider, {"ADDONS": {"crawler.addon.HostcrawlAddon": 0}})
     crawler.spider = crawler._create_spider("test")
+    crawler._apply_settings()  # the add-on's settings, as a crawl applies them
     retry = AnswerAwareRetryMiddleware.from_crawler(crawler)
     request = Request("http://x.test/")
     silent = CannotResolveHostError("x")
@@ -150,7 +153,6 @@ def test_robots_parsers_are_kept_for_a_bounded_number_of_hosts(db):
 def test_a_failed_robots_txt_settles_the_page_request_once(db):
     """robots.txt timed out: the page request fails alike at once, instead of waiting a
     download timeout again; a later request (a retry, a new claim) goes to the network."""
-    import asyncio
 
     from scrapy.exceptions import DownloadTimeoutError
 
@@ -163,6 +165,6 @@ def test_a_failed_robots_txt_settles_the_page_request_once(db):
     middleware._unreachable["https://hung.test"] = hung
     page = Request("https://hung.test/")
     with pytest.raises(DownloadTimeoutError):
-        asyncio.run(middleware.process_request(page))
-    assert asyncio.run(middleware.process_request(page)) is None
+        run_in_loop(middleware.process_request(page))
+    assert run_in_loop(middleware.process_request(page)) is None
     assert crawler.stats.get_value("hostcrawl/robotstxt/failure_carried") == 1

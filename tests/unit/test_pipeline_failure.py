@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 import pytest
@@ -16,6 +15,7 @@ from crawler.db import claims, queue
 from crawler.items import HostItem
 from crawler.pipelines import HostWritePipeline
 from crawler.state import CrawlState
+from tests.loops import run as run_in_loop
 from tests.waiting import wait_until
 
 LEASE = timedelta(seconds=1)
@@ -51,7 +51,7 @@ def test_a_failed_write_leaves_the_host_claimed_until_its_lease_runs_out(db, pip
     item = HostItem("page.test", OK, 200, "http://page.test/", "Page", "http")
     item.hostnames = ["new.test"]
     with pytest.raises(RuntimeError, match="No space left"):
-        asyncio.run(pipeline.process_item(item))
+        run_in_loop(pipeline.process_item(item))
 
     assert claim_row(db, "page.test") == ("w1", None)  # still w1's, nothing written
     assert claims.claim(db, 10, "w2") == []  # nobody else takes it while the lease runs

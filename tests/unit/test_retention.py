@@ -17,6 +17,7 @@ from crawler.core.links import FilteredLinks
 from crawler.db import deny_entries, queue, retention, windows
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.pruning import ScheduledPrune
+from tests.loops import run as run_in_loop
 from tests.unit.test_cli import hostcrawl
 
 ORPHANS = (
@@ -302,7 +303,7 @@ def test_the_schedule_prunes_while_the_crawl_runs(db):
         finally:
             await extension.close(None)
 
-    asyncio.run(until_pruned())
+    run_in_loop(until_pruned())
     assert extension.crawler.stats.get_value("hostcrawl/retention/deleted") == 3
     assert ages(db, "change_log", "at") == [1]
     assert ages(db, "wildcard_probes", "checked_at") == []

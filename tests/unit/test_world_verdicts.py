@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from crawler.selfcheck import WorldCheck
+from tests.loops import run as run_in_loop
 
 
 def world_saying(*outcomes: str) -> WorldCheck:
@@ -27,7 +27,7 @@ def test_a_fresh_healthy_verdict_is_kept_for_a_failure_that_began_after_it():
         assert await world.answers() == (True, "")
         return await world.answers(newer_than=time.monotonic() - 60)
 
-    assert asyncio.run(run()) == (True, "")
+    assert run_in_loop(run()) == (True, "")
     assert world.lookups == 1
 
 
@@ -40,6 +40,6 @@ def test_a_failure_that_began_after_the_verdict_asks_the_world_again():
         assert await world.answers() == (True, "")
         return await world.answers(newer_than=time.monotonic() + 1)
 
-    answering, why = asyncio.run(run())
+    answering, why = run_in_loop(run())
     assert answering is False and "c.test DNS_TIMEOUT" in why
     assert world.lookups == 2
