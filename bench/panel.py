@@ -334,9 +334,10 @@ def main() -> None:
         values = times[label]
         page_p95 = p95(values) * 1000
         ok = page_p95 < TARGET_MS
+        word = verdict(ok, f"{label} p95", f"{page_p95:.1f} ms", f"< {TARGET_MS:.0f} ms")
         print(
             f"{label}: median {statistics.median(values) * 1000:.1f} ms, p95 {page_p95:.1f} ms"
-            f" (target p95 < {TARGET_MS:.0f} ms) {verdict(ok)};"
+            f" (target p95 < {TARGET_MS:.0f} ms) {word};"
             f" ratio p95 vs /healthz p95: {page_p95 / (base_p95 * 1000):.1f}"
         )
         if not ok or "--explain" in sys.argv:

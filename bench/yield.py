@@ -120,12 +120,18 @@ def yields(pages) -> None:
         ref, found = totals[group]
         share = found / ref if ref else 1.0
         ok &= share >= GROUP_TARGET
-        print(f"{group}: {ref} -> {found} ({share:.1%}) {verdict(share >= GROUP_TARGET)}")
+        word = verdict(
+            share >= GROUP_TARGET, f"{group} found", f"{share:.1%}", f">= {GROUP_TARGET:.0%}"
+        )
+        print(f"{group}: {ref} -> {found} ({share:.1%}) {word}")
     ref, found = totals["all"]
     share = found / ref if ref else 1.0
+    word = verdict(
+        share >= TOTAL_TARGET and ok, "all sources found", f"{share:.1%}", f">= {TOTAL_TARGET:.0%}"
+    )
     print(
         f"all sources: {ref} distinct hostnames per page summed -> {found} found"
-        f" ({share:.1%}, target >= 95%) {verdict(share >= TOTAL_TARGET and ok)}"
+        f" ({share:.1%}, target >= 95%) {word}"
     )
     anchors = totals["a-only"][1]
     print(f"<a>/<area> only (the spider before): {anchors} found ({anchors / ref:.1%})")
@@ -156,10 +162,13 @@ def rates(pages) -> None:
     print(f"# parse rate: each page's best of {ROUNDS} interleaved rounds [median round]")
     print(f"<a>/<area> only (baseline): {base_rate:,.0f} pages/s [median {base_median:,.0f}]")
     ratio = ours_rate / base_rate
+    word = verdict(
+        ratio >= RATE_TARGET, "parse rate vs <a>-only", f"x{ratio:.2f}", f">= x{RATE_TARGET}"
+    )
     print(
         f"every source: {ours_rate:,.0f} pages/s [median {ours_median:,.0f}]"
         f" (ratio vs <a>-only: {ratio:.2f}, target >= {RATE_TARGET})"
-        f" {verdict(ratio >= RATE_TARGET)}"
+        f" {word}"
     )
 
 
