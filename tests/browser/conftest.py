@@ -1,7 +1,9 @@
 """A live panel on 127.0.0.1 (werkzeug in a thread) and Debian's chromium under Playwright.
 
-One browser per session, one context (cookies, storage) per test; each test's
-last page is saved as artifacts/<test>.png.
+One browser for this folder's tests, closed before the other folders run (kept to the
+session's end, its asyncio driver outlived later tests' loops and hung the end); one
+context (cookies, storage) per test; each test's last page is saved as
+artifacts/<test>.png.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ LAUNCH_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def live_server(database_url):
     """The panel served over plain HTTP (so the session cookie is not Secure)."""
     from tests.unit.test_panel_support import panel_config
@@ -41,7 +43,7 @@ def live_server(database_url):
     thread.join(timeout=10)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser():
     from playwright.sync_api import sync_playwright
 

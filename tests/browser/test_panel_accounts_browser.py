@@ -1,4 +1,4 @@
-"""Issue 13 in a real browser (Debian's chromium): a cookie replayed after logout is
+"""Accounts and sessions in a real browser (Debian's chromium): a cookie replayed after logout is
 refused; a viewer sees and may do less than an admin; every page at 420 px wide."""
 
 from __future__ import annotations

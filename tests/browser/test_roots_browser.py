@@ -1,4 +1,4 @@
-"""The Roots page in a real browser (issue 12): a wildcard farm is flagged on /roots and
+"""The Roots page in a real browser: a wildcard farm is flagged on /roots and
 one click puts it on no_follow; a root near a block sorts to the top. Screenshots of the
 page before and after the click are saved in artifacts/."""
 

@@ -1,4 +1,4 @@
-"""Alive is alive (issue #11): HTTP-only hosts, our own resolver or network going away.
+"""Alive is alive: HTTP-only hosts, our own resolver or network going away.
 
 Real `scrapy crawl hosts` runs against fakeweb: a root is blocked only for its
 own failures, never for a scheme it does not serve or for an outage of ours.

@@ -1,4 +1,4 @@
-"""`scrapy audit` against fakeweb's DNS (DESIGN.md §7): real processes, real resolver."""
+"""`scrapy audit` against fakeweb's DNS: real processes, real resolver."""
 
 from __future__ import annotations
 

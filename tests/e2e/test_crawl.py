@@ -1,4 +1,5 @@
-"""The crawl end to end: real `scrapy crawl hosts` runs against fakeweb (DESIGN.md §3–6)."""
+"""The crawl end to end: real `scrapy crawl hosts` runs against fakeweb (the claim,
+fetch, trap and deny rules of docs/design.md)."""
 
 from __future__ import annotations
 
@@ -222,11 +223,13 @@ def test_kill_9_mid_crawl_then_rerun_gives_the_full_result(db, fakeweb_factory, 
 
 def test_two_workers_share_a_crawl_without_fetching_twice(db, fakeweb_factory, start_crawler):
     world = World(seed=11)
-    # Many roots: per-root politeness holds a root to 2 hosts at once across workers, so
-    # with 3 roots one worker's claims could hold all there is to take.
     names = world.graph(320, roots=[f"r{i:02}.test" for i in range(16)])
     web = fakeweb_factory(world)
-    workers = [start_crawler(web, CLAIM_BATCH=8, CLOSE_WHEN_DRAINED=0) for _ in range(2)]
+    # Each worker's own in-flight limit binds, not the roots' shared one: with the roots'
+    # slots all taken, the worker a settling host wakes would claim the freed slot
+    # before the other's poll came round, and could crawl everything alone.
+    limits = {"MAX_IN_FLIGHT": 8, "ROOT_CONCURRENCY": 64, "CLAIM_POLL_INTERVAL": 0.2}
+    workers = [start_crawler(web, CLAIM_BATCH=4, CLOSE_WHEN_DRAINED=0, **limits) for _ in range(2)]
     wait_until(lambda: all("Spider opened" in w.log() for w in workers), 60, "both workers")
     queue.seed(db, [names[0]])
 

@@ -1,4 +1,5 @@
-"""Claiming (DESIGN.md §6): SKIP LOCKED across OS processes, leases, what is never routed."""
+"""The claim contract of docs/design.md: SKIP LOCKED across OS processes, leases, what
+is never routed."""
 
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ def test_database_outage_is_one_clear_line(monkeypatch):
     assert_refused(hostcrawl("no-follow", "list"), "database unavailable")
 
 
-# -- issue 13: one error style, names after '--', DATABASE_URL -------------------------------
+# -- one error style, names after '--', DATABASE_URL -------------------------------
 
 
 def test_a_name_starting_with_a_dash_goes_after_double_dash(db):
@@ -158,7 +158,7 @@ def test_a_postgres_scheme_url_is_accepted(monkeypatch, database_url):
     assert run.returncode == 0, run.stderr
 
 
-# -- issue 13: hostcrawl user list|disable|enable|password|unlock|delete, create --role -----
+# -- hostcrawl user list|disable|enable|password|unlock|delete, create --role -----
 
 
 def user_row(db, name: str):

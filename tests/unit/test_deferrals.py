@@ -1,4 +1,4 @@
-"""Deferred blocks (issue #11): kept in the database, shown on every panel page."""
+"""Deferred blocks: kept in the database, shown on every panel page."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Issue 13, row 11 (a dead pid in the embedded server's list) and row 12 (a malformed
-DATABASE_URL is one line naming the accepted forms)."""
+"""The embedded server and DATABASE_URL: a dead pid in the embedded server's list is
+cleared, and a malformed DATABASE_URL is one line naming the accepted forms."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Polite claims (issue 12): per-root concurrency and budget across workers, batches spread
+"""Polite claims: per-root concurrency and budget across workers, batches spread
 over roots, on the database."""
 
 from __future__ import annotations

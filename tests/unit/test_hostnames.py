@@ -1,4 +1,5 @@
-"""normalize(), root(), parents() and the DenyList: DESIGN.md §1–2."""
+"""normalize(), root(), parents() and the DenyList: the normalization and
+matching rules of docs/design.md."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from crawler.core.hostnames import (
     shown,
 )
 
-# DESIGN.md §2, verbatim: entry → (stored entry, URLs it denies).
+# The matching table of docs/design.md, verbatim: entry → (stored entry, URLs it denies).
 URLS = [
     "example.org/a",
     "www.example.org/a",

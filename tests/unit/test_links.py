@@ -1,4 +1,4 @@
-"""Links as browsers read them (issue #11): link_hostname() and filter_links()."""
+"""Links as browsers read them: link_hostname() and filter_links()."""
 
 from __future__ import annotations
 

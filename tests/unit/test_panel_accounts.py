@@ -1,4 +1,4 @@
-"""Issue 13, rows 1-4: sessions the server can end, roles, and login throttling that an
+"""Accounts: sessions the server can end, roles, and login throttling that an
 attacker cannot turn against operators; plus the idle expiry and ProxyFix."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 13, rows 6-9: the API answers JSON for every error and never 500 for bad input;
+"""API errors: the API answers JSON for every error and never 500 for bad input;
 /healthz says ok or unavailable and nothing more."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 13, row 15 (and row 14): pages without repeated HTML ids, a favicon, the
+"""The panel's layout: pages without repeated HTML ids, a favicon, the
 preview in the panel's words, and what `/` shows after an entry is removed."""
 
 from __future__ import annotations

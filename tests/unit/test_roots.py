@@ -1,4 +1,4 @@
-"""The Roots page and its API (issue 12): counters, trap window, wildcard flag, no_follow."""
+"""The Roots page and its API: counters, trap window, wildcard flag, no_follow."""
 
 from __future__ import annotations
 

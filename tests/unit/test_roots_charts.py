@@ -1,4 +1,4 @@
-"""The dashboard's charts (issue 12): hosts discovered and crawled per hour by outcome,
+"""The dashboard's charts: hosts discovered and crawled per hour by outcome,
 and the biggest roots, drawn as SVG with axes, labels and a legend."""
 
 from __future__ import annotations
