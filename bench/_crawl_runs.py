@@ -12,18 +12,20 @@ from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CHILD_TIMEOUT = 300  # seconds: a bound, not a wait (a loaded machine is slow)
+SECONDS_PER_HOST = 0.25  # a bigger world's bound: 4 hosts/s, far below any figure we see
 STAT = re.compile(r"'([\w/.]+)': (\d+(?:\.\d+)?)")
 
 
 # -- running and measuring one crawler process -------------------------------------------
 
 
-def run_child(args: list[str], log_path: Path) -> dict:
-    """Run one crawler process to its end; its stats, wall time and peak RSS (wait4)."""
+def run_child(args: list[str], log_path: Path, hosts: int = 0) -> dict:
+    """Run one crawler process to its end; its stats, wall time and peak RSS (wait4).
+    Killed after CHILD_TIMEOUT, or SECONDS_PER_HOST for each of `hosts` if longer."""
     started = time.perf_counter()
     with open(log_path, "w") as log:
         proc = subprocess.Popen(args, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT)
-    deadline = started + CHILD_TIMEOUT
+    deadline = started + max(CHILD_TIMEOUT, hosts * SECONDS_PER_HOST)
     status, usage = 0, None
     while usage is None:
         pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)

@@ -15,7 +15,10 @@ in all (4 x the crawl figure of bench/crawl.py): `claims.claim_polite` 100 hosts
 `queue.finish_many` them (70% OK, 20% NXDOMAIN, 10% timeout; 8 links a page,
 one in NEW_EVERY pages a new host); `windows.record_outcomes` of the batch
 (the trap windows, as BlacklistMiddleware writes them). Recrawl after
-RECRAWL_AFTER, so rows come round again. Every minute the main process samples
+RECRAWL_AFTER, so rows come round again. Each worker also runs the scheduled prune
+(retention.scheduled, under its advisory lock) every PRUNE_INTERVAL, and root_claims
+starts with the retention's 65 minutes of rows at the churn's rate, so retention, not
+the run's shortness, is what keeps it flat. Every minute the main process samples
 `pg_stat_user_tables` (live/dead tuples, autovacuum runs, updates and HOT
 updates), table and index sizes, and the claims' latency in that minute.
 
@@ -29,7 +32,7 @@ on the volume the benchmark is for, >= MIN_ROW_UPDATES row updates in >= MIN_MIN
 (a shorter run prints its figures and no verdict; a full-length one that misses the
 volume fails): dead tuples of queue and hosts stay under 5% of their rows; bytes per
 row (table + indexes) of every table that grows, grow < 10% (rows may come, bloat may
-not); claim latency median of the last 5 minutes <= 1.5 x that of minutes
+not), and root_claims' whole size < 10% (its rows may not come either); claim latency median of the last 5 minutes <= 1.5 x that of minutes
 WARMUP..WARMUP+5; the crawler and the churn workers run to the end (an exit fails
 the run); the crawler's RSS at the end <= 1.1 x at WARMUP. `--minutes N` /
 `--before-minutes N` shorten it (for trying it out: no verdict), `--no-crawl` skips
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import math
 import multiprocessing as mp
 import os
 import queue as queue_module
@@ -75,6 +79,13 @@ AFTER_MINUTES = MIN_MINUTES
 CAP_MINUTES = 26
 TABLES = ("queue", "hosts", "trap_window", "roots", "root_claims")  # in each minute's line
 TRAP_WINDOW = config.setting("TRAP_WINDOW").default  # the crawl's window, as deployed
+# Deployed workers prune hourly, so root_claims swings between 65 and 125 minutes of
+# rows; pruning each minute here lets a 20-minute run see whether retention holds it flat.
+PRUNE_INTERVAL = 60
+CLAIMS_KEPT = config.setting("ROOT_CLAIMS_RETENTION_MINUTES").default
+# root_claims as the churn's own rate leaves it after CLAIMS_KEPT minutes: one row per
+# root and minute, each of the hosts' roots claimed in a minute with this chance.
+BACKFILL_SHARE = 1 - math.exp(-RATE * 60 / ROOTS)
 OUTCOMES = ["OK"] * 7 + ["DNS_NXDOMAIN"] * 2 + ["TCP_TIMEOUT"]
 
 STATS = """
@@ -91,7 +102,7 @@ def worker(url: str, number: int, stop, latencies) -> None:
     """One crawler worker's database work, paced to RATE / WORKERS hosts per second."""
     sys.path.insert(0, str(PROJECT_ROOT))
     from crawler.core.links import FilteredLinks
-    from crawler.db import claims, queue, windows
+    from crawler.db import claims, queue, retention, windows
 
     engine = create_engine(url, pool_size=2)
     rng = random.Random(number)
@@ -99,8 +110,11 @@ def worker(url: str, number: int, stop, latencies) -> None:
     pace = BATCH / (RATE / WORKERS)
     new = 0
     pending: list[tuple[float, float]] = []
-    next_at = time.monotonic()
+    next_at = next_prune = time.monotonic()
     while not stop.is_set():
+        if time.monotonic() >= next_prune:  # as each crawler worker does (crawler/pruning.py)
+            retention.scheduled(engine, retention.Rules())
+            next_prune += PRUNE_INTERVAL
         started = time.perf_counter()
         hosts = claims.claim_polite(engine, BATCH, name).hosts
         pending.append((time.time(), time.perf_counter() - started))
@@ -206,8 +220,19 @@ def prepare(url: str, defaults: bool) -> None:
                 " WHERE status_reason IS NULL AND denied_by IS NULL"
             )
         )
+        conn.execute(
+            text(
+                "INSERT INTO root_claims (root, minute, claimed)"
+                " SELECT root, date_trunc('minute', now()) - make_interval(mins => m), 1"
+                "   FROM (SELECT DISTINCT root FROM hosts) AS claimed,"
+                "        generate_series(1, :kept) AS m"
+                "  WHERE random() < :share"
+            ),
+            {"kept": CLAIMS_KEPT, "share": BACKFILL_SHARE},
+        )
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE queue"))
+        conn.execute(text("VACUUM ANALYZE root_claims"))
     engine.dispose()
 
 
@@ -321,6 +346,17 @@ def line(s: dict) -> str:
     return text_
 
 
+def print_sizes(after: list[dict]) -> None:
+    """Every table's size (table + indexes) and rows at the after phase's first and last
+    minute."""
+    first, last = after[0], after[-1]
+    print(f"# every table, minute {first['minute']} -> minute {last['minute']}:")
+    for t in sorted(last["bytes"], key=lambda t: -last["bytes"][t]):
+        was, now = first["bytes"].get(t, 0) / 2**20, last["bytes"][t] / 2**20
+        rows = f"{first['rows'].get(t, 0):,} -> {last['rows'][t]:,} rows"
+        print(f"#   {t}: {was:,.1f} -> {now:,.1f} MB, {rows}")
+
+
 def argument(name: str, default: float) -> float:
     return float(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
 
@@ -349,6 +385,7 @@ def main() -> None:
         f"# after: {s['writes']:,} row writes ({s['updates']:,} updates; HOT, queue and"
         f" hosts: {s['hot_all']:.0%}) in {s['minute']} minutes{was}"
     )
+    print_sizes(after)
     ok = verdicts(after, before, after_minutes)
     if crawler and crawler[0].poll() is not None:
         print(f"# the crawler exited {crawler[0].poll()}; its log ends:")

@@ -112,7 +112,7 @@ def main() -> None:
             settings = web.scrapy_settings("https")
             reset()
             command = scrapy_args(["crawl", "hosts"], settings, CLOSE_WHEN_DRAINED=1)
-            r = run_child(command, work / f"{mode}.log")
+            r = run_child(command, work / f"{mode}.log", hosts=len(names))
             r["rate"], r["seconds"] = fetch_rate(web, world, by_kind["answering"])
         finally:
             web.stop()
