@@ -20,9 +20,12 @@ BIND ?= 127.0.0.1:8000
 run: install
 	$(BIN)/python -m crawler.run --seeds seeds.txt --bind $(BIND)
 
-## test: the whole suite on a throwaway embedded Postgres (or TEST_DATABASE_URL)
+## test: the whole suite on a throwaway embedded Postgres (or TEST_DATABASE_URL), in
+## TEST_WORKERS processes (pytest-xdist; each its own database): most tests wait on crawls
+## and servers, so two share two cores well (make test TEST_WORKERS=0: one process)
+TEST_WORKERS ?= 2
 test: install
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 
 # Every benchmark, in this order (a new one: add its file name here).
 BENCHES := denylist.py linkfilter.py yield.py claims.py audit.py selfcheck.py crawl.py slowweb.py panel.py \

@@ -25,10 +25,28 @@ def embedded_pgdata() -> Path | None:
     return Path(tempfile.mkdtemp(prefix="hostcrawl-test-")) / "pg"
 
 
+def database_of_worker(url: str, worker: str) -> str:
+    """Under pytest-xdist, each worker its own database on the TEST_DATABASE_URL server
+    (made if missing): the tests empty every table, and must not empty each other's."""
+    from sqlalchemy.engine import make_url
+
+    server = make_url(url)
+    name = f"{server.database or 'postgres'}_{worker}"
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        exists = text("SELECT 1 FROM pg_database WHERE datname = :name")
+        if conn.execute(exists, {"name": name}).scalar() is None:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return server.set(database=name).render_as_string(hide_password=False)
+
+
 @pytest.fixture(scope="session")
-def database_url(embedded_pgdata) -> str:
+def database_url(embedded_pgdata, worker_id) -> str:
     """A migrated database for this test session; subprocesses get it via DATABASE_URL."""
     url = os.environ.get("TEST_DATABASE_URL")
+    if url and worker_id != "master":
+        url = database_of_worker(url, worker_id)
     if embedded_pgdata is not None:
         from crawler.db.engine import embedded_server_url
 
