@@ -19,12 +19,14 @@ STAT = re.compile(r"'([\w/.]+)': (\d+(?:\.\d+)?)")
 # -- running and measuring one crawler process -------------------------------------------
 
 
-def run_child(args: list[str], log_path: Path, hosts: int = 0) -> dict:
+def run_child(
+    args: list[str], log_path: Path, hosts: int = 0, cwd: Path = PROJECT_ROOT, env=None
+) -> dict:
     """Run one crawler process to its end; its stats, wall time and peak RSS (wait4).
     Killed after CHILD_TIMEOUT, or SECONDS_PER_HOST for each of `hosts` if longer."""
     started = time.perf_counter()
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(args, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
     deadline = started + max(CHILD_TIMEOUT, hosts * SECONDS_PER_HOST)
     status, usage = 0, None
     while usage is None:

@@ -32,11 +32,11 @@ on the volume the benchmark is for, >= MIN_ROW_UPDATES row updates in >= MIN_MIN
 (a shorter run prints its figures and no verdict; a full-length one that misses the
 volume fails): dead tuples of queue and hosts stay under 5% of their rows; bytes per
 row (table + indexes) of every table that grows, grow < 10% (rows may come, bloat may
-not), and root_claims' whole size < 10% (its rows may not come either); claim latency median of the last 5 minutes <= 1.5 x that of minutes
-WARMUP..WARMUP+5; the crawler and the churn workers run to the end (an exit fails
-the run); the crawler's RSS at the end <= 1.1 x at WARMUP. `--minutes N` /
-`--before-minutes N` shorten it (for trying it out: no verdict), `--no-crawl` skips
-the crawler.
+not), and root_claims' whole size < 10% (its rows may not come either); claim
+latency median of the last 5 minutes <= 1.5 x that of minutes WARMUP..WARMUP+5; the
+crawler and the churn workers run to the end (an exit fails the run); the crawler's
+RSS at the end <= 1.1 x at WARMUP. `--minutes N` / `--before-minutes N` shorten it
+(for trying it out: no verdict), `--no-crawl` skips the crawler.
 """
 
 from __future__ import annotations

@@ -24,9 +24,15 @@ slow world's hanging hosts settle a download timeout later: they are in the
 outcome counts, not in the rate. Peak in flight is the worker's own stat
 (hostcrawl/in_flight/peak); peak RSS is the worker process's ru_maxrss (wait4).
 
+A third round, "fast, before" (the second baseline), crawls the fast world
+again with the crawler as it was before it sized itself (BEFORE, a commit of
+this repository, unpacked with `git archive`, on a database its own migrations
+made and seeded by its own CLI): the fast world must be no slower than it was.
+
     python bench/slowweb.py            1,200 hosts over 300 roots
     python bench/slowweb.py --big      10,000 hosts over 2,000 roots
     python bench/slowweb.py --keep     keep the logs (the path is printed)
+    python bench/slowweb.py --no-before   skip the round of the crawler before
 """
 
 from __future__ import annotations
@@ -50,6 +56,39 @@ SHARE = 0.95  # of the answering hosts, fetched
 TARGET_RATIO = 0.7
 TARGET_RSS_MB = 500
 EXPECTED = {"answering": "OK", "hanging": "HTTP_TIMEOUT", "no_dns": "DNS_TIMEOUT"}
+# The crawler before it sized itself (64 requests in flight, hangs retried): the last
+# commit before connect timeouts, InFlightControl and fakeweb's slow mode.
+BEFORE = "98d8d03"
+BEFORE_TARGET = 1.0  # the fast world: no slower than before
+
+
+def crawler_before(work: Path, url: str, names: list[str]) -> tuple[Path, dict]:
+    """BEFORE unpacked in work/before, its schema migrated on a new database of the
+    server at `url` and every name seeded there by its own CLI; (its tree, its env)."""
+    import os
+    import subprocess
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    tree = work / "before"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(PROJECT_ROOT), "archive", BEFORE], capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text("CREATE DATABASE before"))
+    admin.dispose()
+    before_url = make_url(url).set(database="before").render_as_string(hide_password=False)
+    env = {**os.environ, "DATABASE_URL": before_url, "PYTHONPATH": str(tree)}
+    seeds = work / "before-seeds.txt"
+    seeds.write_text("".join(n + "\n" for n in names))
+    for command in (["db", "upgrade"], ["seed", "-f", str(seeds)]):
+        cli = [sys.executable, "-m", "crawler.cli", *command]
+        subprocess.run(cli, cwd=tree, env=env, check=True, capture_output=True)
+    return tree, env
 
 
 def fetch_rate(web, world, answering: list[str]) -> tuple[float, float]:
@@ -84,7 +123,8 @@ def main() -> None:
         print(f"# logs kept in {work}")
     else:
         atexit.register(shutil.rmtree, work, True)
-    engine = create_engine(start_database(), pool_size=2)
+    url = start_database()
+    engine = create_engine(url, pool_size=2)
 
     roots = [f"site{i:04}.test" for i in range(n_roots)]
     fast = World(seed=SEED)
@@ -132,9 +172,13 @@ def main() -> None:
             f" {r['rss_mb']:.0f} MB; hosts not settled as expected: {wrong or 'none'}"
         )
 
+    if "--no-before" not in sys.argv:
+        results["before"] = fast_before(work, url, fast, names)
     ratio = results["slow"]["rate"] / results["fast"]["rate"]
     rss = max(r["rss_mb"] for r in results.values())
     print(f"fast world (answers at once): {results['fast']['rate']:,.0f} pages/s (baseline)")
+    if "before" in results:
+        compare_before(results["fast"]["rate"], results["before"]["rate"])
     rate_word = verdict(
         ratio >= TARGET_RATIO, "slow vs fast world", f"x{ratio:.2f}", f">= x{TARGET_RATIO}"
     )
@@ -150,6 +194,38 @@ def main() -> None:
     print(f"worker peak RSS: {rss:.0f} MB (target <= {TARGET_RSS_MB} MB) {rss_word}")
     print(f"# {time.perf_counter() - overall:.0f} s in all")
     engine.dispose()
+
+
+def fast_before(work: Path, url: str, world, names: list[str]) -> dict:
+    """The fast world crawled by the crawler at BEFORE, as the fast round ran ours."""
+    from tests.fakeweb import FakeWeb
+
+    tree, env = crawler_before(work, url, names)
+    web = FakeWeb(world, workdir=work / "fakeweb-before").start()
+    try:
+        command = scrapy_args(["crawl", "hosts"], web.scrapy_settings("https"))
+        command += ["-s", "CLOSE_WHEN_DRAINED=1"]
+        r = run_child(command, work / "before.log", hosts=len(names), cwd=tree, env=env)
+        r["rate"], r["seconds"] = fetch_rate(web, world, names)
+    finally:
+        web.stop()
+    print(
+        f"# fast, before ({BEFORE}): {SHARE:.0%} of {len(names):,} hosts in"
+        f" {r['seconds']:.2f} s from the first request; process {r['wall']:.1f} s,"
+        f" CPU {r['cpu']:.1f} s, peak RSS {r['rss_mb']:.0f} MB"
+    )
+    return r
+
+
+def compare_before(now: float, before: float) -> None:
+    ratio = now / before
+    word = verdict(
+        ratio >= BEFORE_TARGET, "fast world vs before", f"x{ratio:.2f}", f">= x{BEFORE_TARGET}"
+    )
+    print(
+        f"fast world, the crawler before ({BEFORE}): {before:,.0f} pages/s (second baseline;"
+        f" now vs before: {ratio:.2f}, target >= {BEFORE_TARGET}) {word}"
+    )
 
 
 if __name__ == "__main__":
