@@ -41,6 +41,13 @@ SETTINGS: tuple[Setting, ...] = (
         "seconds a TCP connect may take, and again the TLS handshake (apart from DOWNLOAD_TIMEOUT)",
         minimum=0.1,
     ),
+    Setting(
+        "IDLE_CONNECTION_TIMEOUT",
+        5.0,
+        float,
+        "seconds an idle connection waits for its host's next request (robots.txt, then the page)",
+        minimum=0,
+    ),
     # --- the trap rule ---
     Setting(
         "TRAP_WINDOW",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 from twisted.internet import reactor
 
 from crawler.addon import HostcrawlAddon
+from crawler.core import config
+from crawler.download import HostcrawlDownloadHandler
 from crawler.resolver import OutcomeResolver
 
 
@@ -19,6 +22,19 @@ def crawler_with_addon(**settings):
 def test_http_and_https_go_through_the_connect_bound_handler():
     handlers = crawler_with_addon().settings.getdict("DOWNLOAD_HANDLERS")
     assert handlers["http"] == handlers["https"] == "crawler.download.HostcrawlDownloadHandler"
+
+
+@pytest.mark.parametrize(
+    "given, kept",
+    [
+        ({}, config.setting("IDLE_CONNECTION_TIMEOUT").default),
+        ({"IDLE_CONNECTION_TIMEOUT": 0.5}, 0.5),
+    ],
+)
+def test_an_idle_connection_is_closed_after_the_crawls_idle_timeout(given, kept):
+    """Twisted's pool keeps an idle connection 240 s: a socket and ~60 kB per host crawled."""
+    handler = HostcrawlDownloadHandler(crawler_with_addon(**given))
+    assert handler._pool.cachedConnectionTimeout == kept != 240
 
 
 def test_a_project_handler_for_a_scheme_is_kept():
