@@ -57,8 +57,8 @@ TARGET_RATIO = 0.7
 TARGET_RSS_MB = 500
 EXPECTED = {"answering": "OK", "hanging": "HTTP_TIMEOUT", "no_dns": "DNS_TIMEOUT"}
 # The crawler before it sized itself (64 requests in flight, hangs retried): the last
-# commit before connect timeouts, InFlightControl and fakeweb's slow mode.
-BEFORE = "98d8d03"
+# commit before this work: no connect timeout, no InFlightControl, no slow fakeweb.
+BEFORE = "8751fd6"
 BEFORE_TARGET = 1.0  # the fast world: no slower than before
 
 
