@@ -18,6 +18,33 @@ def window_names(db, domain: str) -> set[str]:
         return set(rows.scalars())
 
 
+def hold_all_but(db, domain: str, due: int) -> None:
+    """Keep `due` of the domain's queued hosts that never failed due now, the rest far off."""
+    with db.begin() as conn:
+        conn.execute(
+            text(
+                "UPDATE queue SET next_claim_at = now() + interval '1 day'"
+                " WHERE root = :r AND hostname NOT IN"
+                " (SELECT hostname FROM queue WHERE root = :r AND next_claim_at <= now()"
+                "  AND hostname NOT IN (SELECT hostname FROM hosts WHERE outcome IS NOT NULL)"
+                "  ORDER BY hostname LIMIT :n)"
+            ),
+            {"r": domain, "n": due},
+        )
+
+
+def release(db, domain: str) -> None:
+    """Make the domain's never-crawled hosts due again."""
+    with db.begin() as conn:
+        conn.execute(
+            text(
+                "UPDATE queue SET next_claim_at = now() WHERE root = :r AND hostname NOT IN"
+                " (SELECT hostname FROM hosts WHERE outcome IS NOT NULL)"
+            ),
+            {"r": domain},
+        )
+
+
 def test_an_unblocked_trap_is_blocked_again_on_new_failures_only(db, fakeweb_factory, crawl):
     world = World()
     world.site("hub.test", links=[f"http://n{i:03}.trap.test/" for i in range(200)])
@@ -34,6 +61,12 @@ def test_an_unblocked_trap_is_blocked_again_on_new_failures_only(db, fakeweb_fac
     with db.connect() as conn:
         lifted_at = conn.execute(text("SELECT max(at) FROM change_log")).scalar_one()
 
+    hold_all_but(db, "trap.test", 10)
+    crawl(web, CLAIM_BATCH=8)  # 10 new failures: far from a full window
+    assert deny_entries.list_entries(db, "blocked") == []
+    assert len(window_names(db, "trap.test")) == 10
+
+    release(db, "trap.test")
     crawl(web, CLAIM_BATCH=8)  # the hosts the block took out are due again, and fail
 
     [entry] = deny_entries.list_entries(db, "blocked")

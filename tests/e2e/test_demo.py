@@ -1,0 +1,50 @@
+"""`make demo` is a sandbox, run for real: the demo crawls its own fake internet in a
+database of its own and leaves the operator's database (DATABASE_URL's) untouched."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from sqlalchemy import text
+
+from crawler.db import deny_entries, queue
+from crawler.db.engine import embedded_server_url, get_engine
+from tests.fakeweb.handle import PROJECT_ROOT
+
+DEMO_BOUND = 300  # seconds: the demo's own crawl is bounded at 120
+
+
+def snapshot(engine) -> tuple:
+    with engine.connect() as conn:
+        hosts = conn.execute(text("SELECT * FROM hosts ORDER BY hostname")).all()
+        routing = conn.execute(text("SELECT * FROM queue ORDER BY hostname")).all()
+        window = conn.execute(text("SELECT count(*) FROM trap_window")).scalar()
+    return hosts, routing, window
+
+
+def test_make_demo_leaves_the_operators_database_untouched(db, database_url, tmp_path):
+    queue.seed(db, ["alpha.test", "python.org"])  # the operator's own queue, due now
+    before = snapshot(db)
+    env = {**os.environ, "DATABASE_URL": database_url, "DEMO_NO_SERVE": "1"}
+    env["HOSTCRAWL_VAR"] = str(tmp_path / "var")
+
+    demo = subprocess.run(
+        [sys.executable, "-m", "tests.fakeweb.demo"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=DEMO_BOUND,
+    )
+
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    assert f"the demo's own, embedded in {tmp_path / 'var' / 'demo' / 'pg'}" in demo.stdout
+    assert snapshot(db) == before
+    assert deny_entries.list_entries(db, "blocked") == []
+    own = get_engine(embedded_server_url(tmp_path / "var" / "demo" / "pg"))
+    with own.connect() as conn:
+        crawled = conn.execute(text("SELECT count(*) FROM hosts WHERE outcome = 'OK'")).scalar()
+    assert crawled > 0
+    assert [e["hostname"] for e in deny_entries.list_entries(own, "blocked")] == ["trap.test"]
