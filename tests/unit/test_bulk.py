@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from sqlalchemy import text
 
@@ -173,3 +175,15 @@ def test_removal_in_bulk_puts_back_what_each_entry_took(db):
     assert rows(db, "SELECT detail FROM change_log WHERE action = 'unblock'") == [
         ("false positive; a trap",)
     ]
+
+
+def test_a_long_batch_pauses_every_pace_names_so_a_gevent_worker_serves_others(db, monkeypatch):
+    pauses = []
+    monkeypatch.setattr(bulk, "time", SimpleNamespace(sleep=pauses.append))
+    names = [f"n{i}.paced.example" for i in range(3 * bulk.PACE + 1)]
+
+    changes = bulk.collect(bulk.seed(db, names))
+
+    assert [c.status for c in changes] == ["queued"] * len(names)
+    # normalizing the inputs and staging the names each pause 3 times
+    assert pauses == [0] * 6
