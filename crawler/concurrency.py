@@ -7,20 +7,12 @@ a fixed number in flight leaves the machine idle. A Scrapy extension
 spare and moves the limit:
 
 - raised (doubled until the first cut, then by a quarter) while the limit is
-  what holds the worker back (the spider reached about that many hosts in
-  flight during the tick), the CPU has time to spare (under CPU_HIGH of a
-  core), the reactor keeps time (its lag under LAG_LOW) and the memory is
-  under BUDGET_HEADROOM of MEMORY_BUDGET_MB;
-- kept while the CPU is busy: a busy worker is the aim, and more in flight
-  would only make each host wait longer for it;
-- cut by a fifth when the reactor is later than LAG_HIGH (timers a second late
-  start to misfire: CONNECT_TIMEOUT would fail handshakes for our lateness), by
-  almost a third when the memory is over its budget;
+  what holds the worker back (the spider has about that many hosts in flight),
+  the reactor keeps time (its lag under LAG_LOW) and the memory is under
+  BUDGET_HEADROOM of MEMORY_BUDGET_MB;
+- cut by a fifth when it is CPU-bound (its CPU near one core, or the reactor
+  later than LAG_HIGH), by almost a third when the memory is over its budget;
 - always within [MIN_IN_FLIGHT, MAX_IN_FLIGHT].
-
-A busy CPU is no reason to cut: on a slow web (bench/slowweb.py) the worker's
-CPU comes in bursts, and cutting on each burst held the limit near 150 hosts
-where 600 kept the same CPU busier and fetched half as fast again.
 
 The spider claims up to the limit (crawler/spiders/hosts.py) and the downloader
 may run two requests per host (robots.txt and the page it gates). The figures
@@ -44,9 +36,9 @@ TICK = 0.5  # seconds between decisions
 PROBE = 0.05  # seconds between reactor lag probes
 START_IN_FLIGHT = 128
 MIN_IN_FLIGHT = 64  # what a worker kept in flight before it sized itself
-LAG_LOW = 0.25  # seconds: the reactor keeps time
-LAG_HIGH = 1.0  # seconds: the reactor is late (timers misfire)
-CPU_HIGH = 0.9  # share of one core: the event loop is busy
+LAG_LOW = 0.1  # seconds: the reactor keeps time
+LAG_HIGH = 0.25  # seconds: the reactor is late (the machine has no time to spare)
+CPU_HIGH = 0.9  # share of one core: the event loop is saturated
 BUDGET_HEADROOM = 0.8  # raise only below this share of the memory budget
 REQUESTS_PER_HOST = 2  # robots.txt and the page request it holds back
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -69,17 +61,16 @@ def cpu_seconds() -> float:
 def next_limit(
     limit: int, in_flight: int, lag: float, cpu: float, rss: int, budget: int, growing: bool
 ) -> tuple[int, str]:
-    """The next limit and why: "memory", "lag", "raise" or "" (kept).
+    """The next limit and why: "memory", "cpu", "raise" or "" (kept).
 
-    `in_flight` is the most hosts in flight during the tick. A late reactor cuts
-    whoever takes the CPU: on a machine shared with other processes (a database,
-    a fakeweb), more in flight only makes it later.
+    A late reactor cuts whoever takes the CPU: on a machine shared with other
+    processes (a database, a fakeweb), more in flight only makes it later.
     """
     if rss > budget:
         return int(limit * 0.7), "memory"
-    if lag > LAG_HIGH:
-        return int(limit * 0.8), "lag"
-    spare = cpu < CPU_HIGH and lag < LAG_LOW and rss < BUDGET_HEADROOM * budget
+    if cpu >= CPU_HIGH or lag > LAG_HIGH:
+        return int(limit * 0.8), "cpu"
+    spare = lag < LAG_LOW and rss < BUDGET_HEADROOM * budget
     if spare and in_flight >= 0.9 * limit:
         return (limit * 2 if growing else int(limit * 1.25) + 1), "raise"
     return limit, ""
@@ -113,7 +104,6 @@ class InFlightControl:
         self.lag = 0.0
         self._calls: list = []
         self._lag_max = 0.0
-        self._in_flight_max = 0
         self._expected = 0.0
         self._cpu = self._wall = 0.0
         self._logged = 0.0
@@ -144,9 +134,7 @@ class InFlightControl:
         self._calls.append(reactor.callLater(delay, function))
 
     def _probe(self) -> None:
-        """Reactor lag: how late a timer fires (the loop was busy with other work); and the
-        most hosts in flight, which a tick's single look would miss between two claims."""
-        self._in_flight_max = max(self._in_flight_max, self.in_flight())
+        """Reactor lag: how late a timer fires (the loop was busy with other work)."""
         now = time.monotonic()
         if self._expected:
             self._lag_max = max(self._lag_max, now - self._expected)
@@ -160,14 +148,15 @@ class InFlightControl:
         self.lag, self._lag_max = self._lag_max, 0.0
         rss = rss_bytes()
         in_flight = self.in_flight()
-        most, self._in_flight_max = max(self._in_flight_max, in_flight), in_flight
-        limit, why = next_limit(self.limit, most, self.lag, cpu, rss, self.budget, self.growing)
-        if why in ("lag", "memory"):
+        limit, why = next_limit(
+            self.limit, in_flight, self.lag, cpu, rss, self.budget, self.growing
+        )
+        if why in ("cpu", "memory"):
             self.growing = False
         self.limit = min(self.maximum, max(MIN_IN_FLIGHT, limit))
         self._apply()
         self._record(in_flight, rss, cpu)
-        if why in ("lag", "memory"):
+        if why in ("cpu", "memory"):
             log.debug("in-flight limit %d (%s)", self.limit, why)
         if now - self._logged >= self.log_every:
             self._logged = now

@@ -26,13 +26,13 @@ def test_a_limit_that_does_not_hold_the_worker_back_is_kept():
     assert decide(in_flight=50) == (200, "")
 
 
-def test_a_busy_cpu_keeps_the_limit_and_a_late_reactor_lowers_it():
-    assert decide(cpu=0.95) == (200, "")  # busy is the aim: no more, no fewer
-    assert decide(lag=1.5, cpu=0.2) == (160, "lag")  # the machine's CPU is taken
+def test_a_cpu_bound_worker_lowers_its_limit():
+    assert decide(cpu=0.95) == (160, "cpu")
+    assert decide(lag=0.5, cpu=0.2) == (160, "cpu")  # the machine's CPU is taken
 
 
 def test_a_reactor_neither_prompt_nor_late_keeps_the_limit():
-    assert decide(lag=0.5) == (200, "")
+    assert decide(lag=0.15) == (200, "")
 
 
 def test_memory_over_the_budget_lowers_the_limit_and_near_it_stops_raising():
@@ -70,22 +70,3 @@ def test_the_limit_stays_within_its_bounds(monkeypatch):
 
 def test_resident_memory_is_read():
     assert 10 * MB < rss_bytes() < 10_000 * MB
-
-
-def test_the_most_hosts_in_flight_during_a_tick_count_not_the_last_look(monkeypatch):
-    crawler = get_crawler(Spider, {"MAX_IN_FLIGHT": 1000, "MEMORY_BUDGET_MB": 500})
-    monkeypatch.setattr("crawler.concurrency.cpu_seconds", lambda: 0.0)
-    control = InFlightControl.of(crawler)
-    crawler.spider = Spider("probe")
-    crawler._engine = SimpleNamespace(downloader=SimpleNamespace(total_concurrency=64))
-    crawler.spider.in_flight = set()
-    control.open(crawler.spider)
-    try:
-        start = control.limit
-        crawler.spider.in_flight = set(range(start))  # a claim filled the room ...
-        control._probe()
-        crawler.spider.in_flight = set(range(start // 2))  # ... and half settled since
-        control.tick()
-        assert control.limit > start
-    finally:
-        control.close(crawler.spider)
