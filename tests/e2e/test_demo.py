@@ -44,7 +44,10 @@ def test_make_demo_leaves_the_operators_database_untouched(db, database_url, tmp
     assert snapshot(db) == before
     assert deny_entries.list_entries(db, "blocked") == []
     own = get_engine(embedded_server_url(tmp_path / "var" / "demo" / "pg"))
-    with own.connect() as conn:
-        crawled = conn.execute(text("SELECT count(*) FROM hosts WHERE outcome = 'OK'")).scalar()
-    assert crawled > 0
-    assert [e["hostname"] for e in deny_entries.list_entries(own, "blocked")] == ["trap.test"]
+    try:
+        with own.connect() as conn:
+            ok = conn.execute(text("SELECT count(*) FROM hosts WHERE outcome = 'OK'")).scalar()
+        assert ok > 0
+        assert [e["hostname"] for e in deny_entries.list_entries(own, "blocked")] == ["trap.test"]
+    finally:
+        own.dispose()
