@@ -2,7 +2,7 @@
 
 Target: >= 200,000 links/s on one core, with a DenyList of ~10k entries, over links to
 at least 200,000 distinct hosts (as many as a real crawl meets), so the link filter's host
-cache (hostnames._link_host, an LRU of 65,536 names) cannot carry the figure. A run with
+cache (urls._link_host, an LRU of 65,536 names) cannot carry the figure. A run with
 fewer distinct hosts (`--pages N` below the default) prints its figures and no verdict.
 What the cache adds is measured too: the same rounds with the cache taken out.
 
@@ -44,7 +44,7 @@ from _common import (
     words,
 )
 
-from crawler.core import hostnames
+from crawler.core import urls
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.core.links import filter_links
 
@@ -199,12 +199,12 @@ def corpus(rng: random.Random, denied: list[str], n: int) -> list[tuple[str, lis
 
 def without_host_cache(run):
     """Call `run` with the link filter's host cache taken out (the function it wraps)."""
-    cached = hostnames._link_host
-    hostnames._link_host = cached.__wrapped__
+    cached = urls._link_host
+    urls._link_host = cached.__wrapped__
     try:
         return run()
     finally:
-        hostnames._link_host = cached
+        urls._link_host = cached
 
 
 def ours(pages, denylist: DenyList) -> None:
@@ -254,9 +254,9 @@ def main() -> None:
             if round_no:
                 runs.add(seconds)
 
-    hostnames._link_host.cache_clear()
+    urls._link_host.cache_clear()
     ours(copy(), denylist)
-    cache = hostnames._link_host.cache_info()
+    cache = urls._link_host.cache_info()
     ours_rate, naive_rate = links / mine.best, links / theirs.best
     uncached_rate = links / uncached.best
     print(f"# best of {ROUNDS} interleaved rounds [median], one process, gc off while timed")

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from crawler.core.denylist import DenyList
-from crawler.core.hostnames import link_hostname, link_origin
 from crawler.core.sources import group_of
+from crawler.core.urls import link_hostname, link_origin
 
 NO_HOSTNAME = "no_hostname"
 

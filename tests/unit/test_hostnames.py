@@ -11,7 +11,6 @@ from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.core.hostnames import (
     HostnameError,
     is_public_suffix,
-    link_hostname,
     normalize,
     normalize_entry,
     parents,
@@ -19,6 +18,7 @@ from crawler.core.hostnames import (
     seed_refusal,
     shown,
 )
+from crawler.core.urls import link_hostname
 
 # The matching table of docs/design.md, verbatim: entry → (stored entry, URLs it denies).
 URLS = [

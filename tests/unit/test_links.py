@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
-from crawler.core.hostnames import _link_host, link_hostname, normalize
+from crawler.core.hostnames import normalize
 from crawler.core.links import NO_HOSTNAME, filter_links
+from crawler.core.urls import _link_host, link_hostname
 
 PAGE = "page.test"
 
@@ -126,7 +127,7 @@ def test_the_plain_absolute_fast_path_reads_links_as_the_parser_does():
     """Absolute links skip the WHATWG parse only where it would give the same host."""
     import random
 
-    from crawler.core import hostnames
+    from crawler.core import urls
 
     rng = random.Random(20261201)
     alphabet = "abcXYZ019-_.:/?#@%\\ \t[]"
@@ -134,10 +135,10 @@ def test_the_plain_absolute_fast_path_reads_links_as_the_parser_does():
     for _ in range(50_000):
         body = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 14)))
         href = rng.choice(["http://", "https://", "HTTP://", "hTtPs://"]) + body
-        plain = hostnames._PLAIN_ABSOLUTE.match(href)
-        if plain is None or not hostnames._plain_port(plain.group("port")):
+        plain = urls._PLAIN_ABSOLUTE.match(href)
+        if plain is None or not urls._plain_port(plain.group("port")):
             continue
-        url = hostnames._parse(href, hostnames._base_url("http", PAGE))
+        url = urls._parse(href, urls._base_url("http", PAGE))
         parsed = None if url is None else _link_host(url.hostname)
         assert link_hostname(href, PAGE) == parsed, href
         checked += 1

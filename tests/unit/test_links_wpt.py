@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from crawler.core.hostnames import link_hostname, normalize
+from crawler.core.hostnames import normalize
+from crawler.core.urls import link_hostname
 
 DATA = Path(__file__).parent.parent / "data" / "wpt" / "urltestdata.json"
 CASES = [case for case in json.loads(DATA.read_text("utf-8")) if isinstance(case, dict)]
