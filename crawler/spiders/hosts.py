@@ -101,21 +101,18 @@ class HostsSpider(scrapy.Spider):
             await self._wait_for_room()
             # Cleared before the claim: a host settling meanwhile (new links) wakes the poll.
             self._room.clear()
-            s = self.state
+            s, asked = self.state, self._claim_size()
             claimed = await in_thread_until_up(
                 "claiming",
                 claims.claim_polite,
                 s.engine,
-                self._claim_size(),
+                asked,
                 s.worker,
                 self.lease,
                 self.root_limits,
             )
-            if claimed.over_budget:
-                self.crawler.stats.inc_value(
-                    "hostcrawl/roots/over_budget", len(claimed.over_budget)
-                )
             hosts = claimed.hosts
+            self._count_claim(claimed)
             if not hosts:
                 if self._denied:
                     continue
@@ -128,6 +125,18 @@ class HostsSpider(scrapy.Spider):
             for hostname in hosts:
                 self.in_flight.add(hostname)
                 self.crawler.engine.crawl(self.host_request(hostname))
+            if len(hosts) < asked:
+                # What is due is held by its roots (ROOT_CONCURRENCY): claiming again before a
+                # host settles would come back as empty, and cost the database as much.
+                await self._wait_for_room(poll=True)
+
+    def _count_claim(self, claimed: claims.Claim) -> None:
+        stats = self.crawler.stats
+        stats.inc_value("hostcrawl/claims")
+        if not claimed.hosts:
+            stats.inc_value("hostcrawl/claims/empty")
+        if claimed.over_budget:
+            stats.inc_value("hostcrawl/roots/over_budget", len(claimed.over_budget))
 
     async def _drained(self) -> bool:
         """Nothing in flight here, nothing due, and no claim anywhere that could add hosts."""

@@ -8,6 +8,8 @@ ROOT_CONCURRENCY requests being answered at once (fakeweb's own count).
 
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import text
 
 from crawler.db import queue
@@ -95,3 +97,24 @@ def test_a_slow_web_settles_every_host_and_stays_polite(db, fakeweb_factory, cra
     # The worker's own figures are in its stats.
     for key in ("hostcrawl/in_flight/peak", "hostcrawl/reactor_lag_ms", "hostcrawl/rss_mb"):
         assert f"'{key}'" in worker.log()
+
+
+def test_a_root_at_its_limit_is_not_claimed_again_until_one_of_its_hosts_settles(
+    db, fakeweb_factory, crawl
+):
+    """A claim that comes back short (what is due is held by its root) waits for a host to
+    settle: claiming again at once would come back empty, at the database's cost."""
+    world = World(seed=12)
+    hosts = ["queue.test", *(f"{x}.queue.test" for x in "abcde")]
+    for host in hosts:
+        world.answer_after(world.site(host), 0.1)
+    queue.seed(db, hosts)
+    # One host of the root at a time; no poll while waiting (a settled host wakes the claim).
+    worker = crawl(fakeweb_factory(world), "https", ROOT_CONCURRENCY=1, CLAIM_POLL_INTERVAL=30)
+
+    claims = int(re.search(r"'hostcrawl/claims': (\d+)", worker.log())[1])
+    # One claim per host (each after the one before it settled) and the last, empty one.
+    assert claims <= len(hosts) + 1
+    with db.connect() as conn:
+        crawled = conn.execute(text("SELECT count(*) FROM hosts WHERE outcome = 'OK'")).scalar()
+    assert crawled == len(hosts)
