@@ -8,10 +8,16 @@ spare and moves the limit:
 
 - raised (doubled until the first cut, then by a quarter) while the limit is
   what holds the worker back (the spider has about that many hosts in flight),
-  the reactor keeps time (its lag under LAG_LOW) and the memory is under
+  its CPU, averaged over the last seconds, is under CPU_SPARE of a core, the
+  reactor keeps time (its lag under LAG_LOW) and the memory is under
   BUDGET_HEADROOM of MEMORY_BUDGET_MB;
-- cut by a fifth when it is CPU-bound (its CPU near one core, or the reactor
-  later than LAG_HIGH), by almost a third when the memory is over its budget;
+- kept while the CPU is busy but the reactor keeps time: a worker waiting on
+  slow hosts does its work in bursts (a claim's handshakes, a batch of
+  answers), and cutting on each burst held the slow web's crawl to half its
+  speed;
+- cut by a fifth when it is CPU-bound (the reactor, averaged, later than
+  LAG_HIGH: pages wait and timeouts fire late), by almost a third when the
+  memory is over its budget;
 - always within [MIN_IN_FLIGHT, MAX_IN_FLIGHT].
 
 The spider claims up to the limit (crawler/spiders/hosts.py) and the downloader
@@ -38,7 +44,8 @@ START_IN_FLIGHT = 128
 MIN_IN_FLIGHT = 64  # what a worker kept in flight before it sized itself
 LAG_LOW = 0.1  # seconds: the reactor keeps time
 LAG_HIGH = 0.25  # seconds: the reactor is late (the machine has no time to spare)
-CPU_HIGH = 0.9  # share of one core: the event loop is saturated
+CPU_SPARE = 0.85  # share of one core under which the worker has time for more hosts
+SMOOTHING = 0.3  # weight of a tick in the averages of CPU and lag (~2 s of memory)
 BUDGET_HEADROOM = 0.8  # raise only below this share of the memory budget
 REQUESTS_PER_HOST = 2  # robots.txt and the page request it holds back
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -63,17 +70,23 @@ def next_limit(
 ) -> tuple[int, str]:
     """The next limit and why: "memory", "cpu", "raise" or "" (kept).
 
-    A late reactor cuts whoever takes the CPU: on a machine shared with other
-    processes (a database, a fakeweb), more in flight only makes it later.
+    `lag` and `cpu` are averages over the last seconds. A late reactor cuts
+    whoever takes the CPU: on a machine shared with other processes (a
+    database, a fakeweb), more in flight only makes it later.
     """
     if rss > budget:
         return int(limit * 0.7), "memory"
-    if cpu >= CPU_HIGH or lag > LAG_HIGH:
+    if lag > LAG_HIGH:
         return int(limit * 0.8), "cpu"
-    spare = lag < LAG_LOW and rss < BUDGET_HEADROOM * budget
+    spare = cpu < CPU_SPARE and lag < LAG_LOW and rss < BUDGET_HEADROOM * budget
     if spare and in_flight >= 0.9 * limit:
         return (limit * 2 if growing else int(limit * 1.25) + 1), "raise"
     return limit, ""
+
+
+def averaged(average: float, sample: float) -> float:
+    """An exponential moving average: SMOOTHING of the new sample."""
+    return average + SMOOTHING * (sample - average)
 
 
 class InFlightControl:
@@ -101,7 +114,9 @@ class InFlightControl:
         self.log_every = settings.getfloat("LOGSTATS_INTERVAL")
         self.limit = min(self.maximum, START_IN_FLIGHT)
         self.growing = True  # doubling until the first cut, as TCP's slow start
-        self.lag = 0.0
+        # Averaged over ticks, from an idle start: the burst of a first claim (its
+        # handshakes all at once) is not a worker without time to spare.
+        self.lag = self.cpu = 0.0
         self._calls: list = []
         self._lag_max = 0.0
         self._expected = 0.0
@@ -145,17 +160,18 @@ class InFlightControl:
         now, cpu_now = time.monotonic(), cpu_seconds()
         cpu = (cpu_now - self._cpu) / max(now - self._wall, 1e-6)
         self._cpu, self._wall = cpu_now, now
-        self.lag, self._lag_max = self._lag_max, 0.0
+        lag, self._lag_max = self._lag_max, 0.0
+        self.lag, self.cpu = averaged(self.lag, lag), averaged(self.cpu, cpu)
         rss = rss_bytes()
         in_flight = self.in_flight()
         limit, why = next_limit(
-            self.limit, in_flight, self.lag, cpu, rss, self.budget, self.growing
+            self.limit, in_flight, self.lag, self.cpu, rss, self.budget, self.growing
         )
         if why in ("cpu", "memory"):
             self.growing = False
         self.limit = min(self.maximum, max(MIN_IN_FLIGHT, limit))
         self._apply()
-        self._record(in_flight, rss, cpu)
+        self._record(in_flight, rss, self.cpu)
         if why in ("cpu", "memory"):
             log.debug("in-flight limit %d (%s)", self.limit, why)
         if now - self._logged >= self.log_every:
@@ -167,7 +183,7 @@ class InFlightControl:
                 self.limit,
                 self.maximum,
                 self.lag * 1000,
-                cpu * 100,
+                self.cpu * 100,
                 rss / 2**20,
                 self.budget / 2**20,
             )

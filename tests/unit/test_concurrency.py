@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
-from crawler.concurrency import MIN_IN_FLIGHT, InFlightControl, next_limit, rss_bytes
+from crawler.concurrency import MIN_IN_FLIGHT, InFlightControl, averaged, next_limit, rss_bytes
 
 MB = 2**20
 BUDGET = 500 * MB
@@ -27,8 +27,22 @@ def test_a_limit_that_does_not_hold_the_worker_back_is_kept():
 
 
 def test_a_cpu_bound_worker_lowers_its_limit():
-    assert decide(cpu=0.95) == (160, "cpu")
+    assert decide(lag=0.5, cpu=0.99) == (160, "cpu")  # pages wait, timeouts fire late
     assert decide(lag=0.5, cpu=0.2) == (160, "cpu")  # the machine's CPU is taken
+
+
+def test_a_busy_worker_that_keeps_time_keeps_its_limit():
+    """Waiting on slow hosts, a worker works in bursts: busy is not CPU-bound."""
+    assert decide(cpu=0.95) == (200, "")
+    assert decide(cpu=0.9, growing=True) == (200, "")
+
+
+def test_one_burst_is_not_a_cpu_bound_worker_and_a_sustained_one_is():
+    lag, cpu = averaged(0.0, 0.5), averaged(0.0, 1.0)  # a claim's handshakes, all at once
+    assert decide(lag=lag, cpu=cpu)[1] == ""
+    for _ in range(4):
+        lag, cpu = averaged(lag, 0.5), averaged(cpu, 1.0)
+    assert decide(lag=lag, cpu=cpu) == (160, "cpu")
 
 
 def test_a_reactor_neither_prompt_nor_late_keeps_the_limit():
