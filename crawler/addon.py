@@ -7,7 +7,8 @@ never downloaded; every outcome fed to the trap windows), the retry variant
 that never retries an authoritative NXDOMAIN, the bounded robots.txt
 middleware, the outcome resolver (NXDOMAIN, SERVFAIL, timeout told apart),
 the pipeline that writes HostItems, the scheduled prune (crawler/pruning.py,
-every PRUNE_INTERVAL), and the production defaults. A project's
+every PRUNE_INTERVAL), the in-flight control (crawler/concurrency.py), the
+collector's tuning (crawler/collector.py) and the production defaults. A project's
 own settings still win over the defaults set here.
 """
 
@@ -21,6 +22,7 @@ from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.settings import SETTINGS_PRIORITIES
 
+from crawler.collector import CollectorTuning
 from crawler.concurrency import InFlightControl
 from crawler.core import config
 from crawler.discovery import RedirectHopSources
@@ -101,6 +103,7 @@ class HostcrawlAddon:
         settings.set_in_component_priority_dict("EXTENSIONS", PrometheusMetrics, 500)
         settings.set_in_component_priority_dict("EXTENSIONS", ScheduledPrune, 500)
         settings.set_in_component_priority_dict("EXTENSIONS", InFlightControl, 500)
+        settings.set_in_component_priority_dict("EXTENSIONS", CollectorTuning, 500)
 
     def install_resolver(self) -> None:
         """Make sure the reactor resolves through an OutcomeResolver of this crawl's settings.
