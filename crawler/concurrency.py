@@ -114,9 +114,10 @@ class InFlightControl:
         self.log_every = settings.getfloat("LOGSTATS_INTERVAL")
         self.limit = min(self.maximum, START_IN_FLIGHT)
         self.growing = True  # doubling until the first cut, as TCP's slow start
-        # Averaged over ticks, from an idle start: the burst of a first claim (its
-        # handshakes all at once) is not a worker without time to spare.
-        self.lag = self.cpu = 0.0
+        # Averaged over ticks, from a start that neither cuts nor raises: the burst of
+        # a first claim (its handshakes all at once) is not a worker without time to
+        # spare, nor is the start a worker with time to spare until the CPU says so.
+        self.lag, self.cpu = 0.0, 1.0
         self._calls: list = []
         self._lag_max = 0.0
         self._expected = 0.0
