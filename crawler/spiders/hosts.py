@@ -113,21 +113,17 @@ class HostsSpider(scrapy.Spider):
             )
             hosts = claimed.hosts
             self._count_claim(claimed)
-            if not hosts:
-                if self._denied:
-                    continue
-                if self.close_when_drained and await self._drained():
-                    log.info("nothing due and nothing in flight: drained")
-                    return
-                await self._wait_for_room(poll=True)
-                continue
+            if not hosts and self.close_when_drained and await self._drained():
+                log.info("nothing due and nothing in flight: drained")
+                return
             # Handed to the engine as a batch: yielded, they would enter one per loop turn.
             for hostname in hosts:
                 self.in_flight.add(hostname)
                 self.crawler.engine.crawl(self.host_request(hostname))
             if len(hosts) < asked:
-                # What is due is held by its roots (ROOT_CONCURRENCY): claiming again before a
-                # host settles would come back as empty, and cost the database as much.
+                # Nothing more is due, or what is due is held by its roots (ROOT_CONCURRENCY):
+                # claiming again before a host settles (or a poll interval passes) would come
+                # back empty, at the database's cost. A refused host wakes the loop at once.
                 await self._wait_for_room(poll=True)
 
     def _count_claim(self, claimed: claims.Claim) -> None:

@@ -41,7 +41,7 @@ def test_items_waiting_behind_a_slow_write_go_in_one_batch():
         await wait_for(lambda: writer.batches)  # the first write holds
         waiting = MAX_ITEMS + 5
         rest = [asyncio.ensure_future(batcher.submit(i)) for i in range(waiting)]
-        await asyncio.sleep(0)
+        await wait_for(lambda: len(batcher._pending) == waiting)  # all queued behind it
         writer.release.set()
         return writer.batches, await first, await asyncio.gather(*rest)
 
