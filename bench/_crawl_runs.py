@@ -1,4 +1,4 @@
-"""Running one crawler process for bench/crawl.py and reading its figures."""
+"""Running one crawler process for bench/crawl.py and slowweb.py and reading its figures."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CHILD_TIMEOUT = 300  # seconds: a bound, not a wait (a loaded machine is slow)
 SECONDS_PER_HOST = 0.25  # a bigger world's bound: 4 hosts/s, far below any figure we see
+# The crawler before it sized itself to the web (64 requests in flight, hangs retried, no
+# connect timeout, no InFlightControl): the second baseline of crawl.py and slowweb.py.
+# Ours must be no slower than it, and crawl.py's no bigger.
+BEFORE = "8751fd6"
 STAT = re.compile(r"'([\w/.]+)': (\d+(?:\.\d+)?)")
 
 
@@ -53,6 +57,41 @@ def run_child(
         "stats": stats,
         "log": text,
     }
+
+
+def crawler_before(work: Path, url: str, names: list[str]) -> tuple[Path, dict]:
+    """BEFORE unpacked in work/before, its schema migrated on a new database of the
+    server at `url` and `names` seeded there by its own CLI; (its tree, its env)."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    tree = work / "before"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(PROJECT_ROOT), "archive", BEFORE], capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text("CREATE DATABASE before"))
+    admin.dispose()
+    before_url = make_url(url).set(database="before").render_as_string(hide_password=False)
+    env = {**os.environ, "DATABASE_URL": before_url, "PYTHONPATH": str(tree)}
+    before_cli(tree, env, "db", "upgrade")
+    seed_before(tree, env, names)
+    return tree, env
+
+
+def seed_before(tree: Path, env: dict, names: list[str]) -> None:
+    """Seed `names` into the database of the crawler before, by its own CLI."""
+    seeds = tree.parent / "before-seeds.txt"
+    seeds.write_text("".join(n + "\n" for n in names))
+    before_cli(tree, env, "seed", "-f", str(seeds))
+
+
+def before_cli(tree: Path, env: dict, *command: str) -> None:
+    cli = [sys.executable, "-m", "crawler.cli", *command]
+    subprocess.run(cli, cwd=tree, env=env, check=True, capture_output=True)
 
 
 def scrapy_args(command: list[str], web_settings: dict[str, str], **extra) -> list[str]:

@@ -1,7 +1,8 @@
 """Pages per second of the whole crawl against a bare Scrapy spider, same fakeweb; peak RSS.
 
 Targets: pages/s of `scrapy crawl hosts` >= 0.8 x the bare spider's; peak RSS of
-the crawler process <= 300 MB.
+the crawler process <= 300 MB; against the crawler before (below), pages/s no
+lower and peak RSS no higher.
 
 The full system is the `hosts` spider as deployed (claim -> fetch -> parse ->
 filter -> HostItem -> pipeline: finish + trap window), run as
@@ -29,6 +30,11 @@ handed to the same scheduler queue the same way (`engine.crawl`, at most two
 CLAIM_BATCHes in flight), from a list of every host of the graph known up front;
 links and title extracted with the same XPath; nothing filtered or written.
 
+Second baseline, a third round each time ("before"): the same world crawled by
+the hosts spider as it was before it sized itself to the web (BEFORE, a commit of
+this repository, unpacked with `git archive`, on a database its own migrations
+made, seeded with the same first host by its own CLI). `--no-before` skips it.
+
 Both are timed the same way: Scrapy's own `elapsed_time_seconds` (spider opened
 -> spider closed), pages = front pages parsed. Peak RSS is the crawler process's
 ru_maxrss from wait4() on that very child.
@@ -55,7 +61,7 @@ from pathlib import Path
 import scrapy
 from _common import machine_line, start_database, verdict
 from _crawl_diagnostics import diagnose, instrumented_child
-from _crawl_runs import PROJECT_ROOT, run_child, scrapy_args
+from _crawl_runs import BEFORE, PROJECT_ROOT, crawler_before, run_child, scrapy_args, seed_before
 
 from crawler.addon import HostcrawlAddon
 from crawler.core.hostnames import root
@@ -76,6 +82,7 @@ if QUICK:
     HOSTS, ROUNDS = 600, 1
 TARGET_RATIO = 0.8
 TARGET_RSS_MB = 300
+BEFORE_TARGET = 1.0  # ours vs the crawler before: pages/s no lower, peak RSS no higher
 # The crawl's tables (all but the schema version and the operators), for one TRUNCATE.
 EVERY_TABLE = (
     "SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables"
@@ -185,27 +192,38 @@ def main() -> None:
         " URLs up front"
     )
 
+    ours = scrapy_args(["crawl", "hosts"], settings, CLOSE_WHEN_DRAINED=1)
     commands = {
-        "ours": scrapy_args(["crawl", "hosts"], settings, CLOSE_WHEN_DRAINED=1),
-        "bare": scrapy_args(
-            ["runspider", str(Path(__file__).resolve()), "-a", f"hosts={host_list}"], settings
+        "ours": (ours, {}),
+        "bare": (
+            scrapy_args(
+                ["runspider", str(Path(__file__).resolve()), "-a", f"hosts={host_list}"], settings
+            ),
+            {},
         ),
     }
-    runs: dict[str, list[dict]] = {"ours": [], "bare": []}
+    engines = {"ours": engine}
+    seeders = {"ours": lambda: queue.seed(engine, [names[0]])}
+    if "--no-before" not in sys.argv:
+        tree, env = crawler_before(work, url, [names[0]])
+        commands["before"] = (ours, {"cwd": tree, "env": env})
+        engines["before"] = create_engine(env["DATABASE_URL"], pool_size=1)
+        seeders["before"] = lambda: seed_before(tree, env, [names[0]])
+    runs: dict[str, list[dict]] = {mode: [] for mode in commands}
 
-    def reset() -> None:
-        with engine.begin() as conn:
+    def reset(mode: str = "ours") -> None:
+        with engines[mode].begin() as conn:
             tables = conn.execute(text(EVERY_TABLE)).scalar()
             conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
-        queue.seed(engine, [names[0]])
+        seeders[mode]()
 
     for i in range(ROUNDS):
-        for mode in ("ours", "bare"):
-            if mode == "ours":
-                reset()
-            r = run_child(commands[mode], work / f"{mode}-{i}.log")
-            if mode == "ours":
-                with engine.connect() as conn:
+        for mode, (command, where) in commands.items():
+            if mode in engines:
+                reset(mode)
+            r = run_child(command, work / f"{mode}-{i}.log", **where)
+            if mode in engines:
+                with engines[mode].connect() as conn:
                     r["pages"] = conn.execute(
                         text("SELECT count(*) FROM hosts WHERE outcome = 'OK'")
                     ).scalar()
@@ -226,9 +244,8 @@ def main() -> None:
 
     best = {mode: max(r["rate"] for r in rs) for mode, rs in runs.items()}
     median = {mode: statistics.median(r["rate"] for r in rs) for mode, rs in runs.items()}
+    peak = {mode: max(r["rss_mb"] for r in rs) for mode, rs in runs.items()}
     ratio = best["ours"] / best["bare"]
-    rss = max(r["rss_mb"] for r in runs["ours"])
-    bare_rss = max(r["rss_mb"] for r in runs["bare"])
     print(f"# best of {ROUNDS} each")
     print(
         f"bare scrapy spider (URL list, no database): {best['bare']:,.0f} pages/s"
@@ -245,17 +262,47 @@ def main() -> None:
         f" pages/s [median {median['ours']:,.0f}] (ratio vs bare: {ratio:.2f},"
         f" target >= {TARGET_RATIO}) {word}"
     )
+    rss = peak["ours"]
     ok = None if QUICK else rss <= TARGET_RSS_MB
     word = verdict(ok, "peak RSS", f"{rss:.0f} MB", f"<= {TARGET_RSS_MB} MB")
     print(
-        f"hosts spider peak RSS: {rss:.0f} MB (bare spider: {bare_rss:.0f} MB,"
+        f"hosts spider peak RSS: {rss:.0f} MB (bare spider: {peak['bare']:.0f} MB,"
         f" target <= {TARGET_RSS_MB} MB) {word}"
     )
+    if "before" in runs:
+        compare_before(best, median, peak)
     if (ratio < TARGET_RATIO and not QUICK) or "--profile" in sys.argv:
         bare_cpu = min(r["cpu"] / max(r["pages"], 1) for r in runs["bare"])
-        diagnose(reset, commands["ours"][3:], work, bare_cpu, "--profile" in sys.argv)
+        diagnose(reset, ours[3:], work, bare_cpu, "--profile" in sys.argv)
     print(f"# {time.perf_counter() - overall:.0f} s in all")
-    engine.dispose()
+    for each in engines.values():
+        each.dispose()
+
+
+def compare_before(best: dict, median: dict, peak: dict) -> None:
+    """The hosts spider against the crawler before: its ratio vs bare, and its RSS."""
+    speed, size = best["ours"] / best["before"], peak["ours"] / peak["before"]
+    fast = verdict(
+        None if QUICK else speed >= BEFORE_TARGET,
+        "pages/s vs the crawler before",
+        f"x{speed:.2f}",
+        f">= x{BEFORE_TARGET}",
+    )
+    print(
+        f"hosts spider, the crawler before ({BEFORE}): {best['before']:,.0f} pages/s"
+        f" [median {median['before']:,.0f}] (ratio vs bare: {best['before'] / best['bare']:.2f};"
+        f" now vs before: {speed:.2f}, target >= {BEFORE_TARGET}) {fast}"
+    )
+    small = verdict(
+        None if QUICK else size <= BEFORE_TARGET,
+        "peak RSS vs the crawler before",
+        f"x{size:.2f}",
+        f"<= x{BEFORE_TARGET}",
+    )
+    print(
+        f"the crawler before's peak RSS: {peak['before']:.0f} MB (now vs before: {size:.2f},"
+        f" target <= {BEFORE_TARGET}) {small}"
+    )
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ from collections import Counter
 from pathlib import Path
 
 from _common import machine_line, start_database, verdict
-from _crawl_runs import PROJECT_ROOT, run_child, scrapy_args
+from _crawl_runs import BEFORE, PROJECT_ROOT, crawler_before, run_child, scrapy_args
 from crawl import EVERY_TABLE
 
 SEED = 20261201
@@ -56,39 +56,7 @@ SHARE = 0.95  # of the answering hosts, fetched
 TARGET_RATIO = 0.7
 TARGET_RSS_MB = 500
 EXPECTED = {"answering": "OK", "hanging": "HTTP_TIMEOUT", "no_dns": "DNS_TIMEOUT"}
-# The crawler before it sized itself (64 requests in flight, hangs retried): the last
-# commit before this work: no connect timeout, no InFlightControl, no slow fakeweb.
-BEFORE = "8751fd6"
 BEFORE_TARGET = 1.0  # the fast world: no slower than before
-
-
-def crawler_before(work: Path, url: str, names: list[str]) -> tuple[Path, dict]:
-    """BEFORE unpacked in work/before, its schema migrated on a new database of the
-    server at `url` and every name seeded there by its own CLI; (its tree, its env)."""
-    import os
-    import subprocess
-
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    tree = work / "before"
-    tree.mkdir()
-    archive = subprocess.run(
-        ["git", "-C", str(PROJECT_ROOT), "archive", BEFORE], capture_output=True, check=True
-    )
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text("CREATE DATABASE before"))
-    admin.dispose()
-    before_url = make_url(url).set(database="before").render_as_string(hide_password=False)
-    env = {**os.environ, "DATABASE_URL": before_url, "PYTHONPATH": str(tree)}
-    seeds = work / "before-seeds.txt"
-    seeds.write_text("".join(n + "\n" for n in names))
-    for command in (["db", "upgrade"], ["seed", "-f", str(seeds)]):
-        cli = [sys.executable, "-m", "crawler.cli", *command]
-        subprocess.run(cli, cwd=tree, env=env, check=True, capture_output=True)
-    return tree, env
 
 
 def fetch_rate(web, world, answering: list[str]) -> tuple[float, float]:
