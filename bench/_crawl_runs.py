@@ -18,6 +18,11 @@ SECONDS_PER_HOST = 0.25  # a bigger world's bound: 4 hosts/s, far below any figu
 # Ours must be no slower than it, and crawl.py's no bigger.
 BEFORE = "8751fd6"
 STAT = re.compile(r"'([\w/.]+)': (\d+(?:\.\d+)?)")
+# The crawl's tables (all but the schema version and the operators), for one TRUNCATE.
+EVERY_TABLE = (
+    "SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables"
+    " WHERE schemaname = current_schema() AND tablename NOT IN ('alembic_version', 'users')"
+)
 
 
 # -- running and measuring one crawler process -------------------------------------------
@@ -57,6 +62,15 @@ def run_child(
         "stats": stats,
         "log": text,
     }
+
+
+def empty_tables(engine) -> None:
+    """Every table of the crawl emptied (ours, or the crawler before's: its own set)."""
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        tables = conn.execute(text(EVERY_TABLE)).scalar()
+        conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
 
 
 def crawler_before(work: Path, url: str, names: list[str]) -> tuple[Path, dict]:

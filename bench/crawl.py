@@ -33,7 +33,9 @@ links and title extracted with the same XPath; nothing filtered or written.
 Second baseline, a third round each time ("before"): the same world crawled by
 the hosts spider as it was before it sized itself to the web (BEFORE, a commit of
 this repository, unpacked with `git archive`, on a database its own migrations
-made, seeded with the same first host by its own CLI). `--no-before` skips it.
+made, seeded with the same first host by its own CLI). `--no-before` skips it, and so
+does `--quick`: on its 600-host world the crawler before never drains (2 of its hosts
+stay in flight until the process is killed).
 
 Both are timed the same way: Scrapy's own `elapsed_time_seconds` (spider opened
 -> spider closed), pages = front pages parsed. Peak RSS is the crawler process's
@@ -61,7 +63,15 @@ from pathlib import Path
 import scrapy
 from _common import machine_line, start_database, verdict
 from _crawl_diagnostics import diagnose, instrumented_child
-from _crawl_runs import BEFORE, PROJECT_ROOT, crawler_before, run_child, scrapy_args, seed_before
+from _crawl_runs import (
+    BEFORE,
+    PROJECT_ROOT,
+    crawler_before,
+    empty_tables,
+    run_child,
+    scrapy_args,
+    seed_before,
+)
 
 from crawler.addon import HostcrawlAddon
 from crawler.core.hostnames import root
@@ -83,11 +93,6 @@ if QUICK:
 TARGET_RATIO = 0.8
 TARGET_RSS_MB = 300
 BEFORE_TARGET = 1.0  # ours vs the crawler before: pages/s no lower, peak RSS no higher
-# The crawl's tables (all but the schema version and the operators), for one TRUNCATE.
-EVERY_TABLE = (
-    "SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables"
-    " WHERE schemaname = current_schema() AND tablename NOT IN ('alembic_version', 'users')"
-)
 
 
 # -- the baseline spider (loaded by `scrapy runspider bench/crawl.py`) -----------------
@@ -204,7 +209,7 @@ def main() -> None:
     }
     engines = {"ours": engine}
     seeders = {"ours": lambda: queue.seed(engine, [names[0]])}
-    if "--no-before" not in sys.argv:
+    if not QUICK and "--no-before" not in sys.argv:
         tree, env = crawler_before(work, url, [names[0]])
         commands["before"] = (ours, {"cwd": tree, "env": env})
         engines["before"] = create_engine(env["DATABASE_URL"], pool_size=1)
@@ -212,9 +217,7 @@ def main() -> None:
     runs: dict[str, list[dict]] = {mode: [] for mode in commands}
 
     def reset(mode: str = "ours") -> None:
-        with engines[mode].begin() as conn:
-            tables = conn.execute(text(EVERY_TABLE)).scalar()
-            conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+        empty_tables(engines[mode])
         seeders[mode]()
 
     for i in range(ROUNDS):

@@ -53,11 +53,11 @@ from _crawl_runs import (
     BEFORE,
     PROJECT_ROOT,
     crawler_before,
+    empty_tables,
     run_child,
     scrapy_args,
     seed_before,
 )
-from crawl import EVERY_TABLE
 
 SEED = 20261201
 SIZES = {"default": (1_200, 300), "big": (10_000, 2_000)}  # hosts, roots
@@ -139,9 +139,7 @@ def our_round(engine, work: Path, world, names: list[str], by_kind: dict) -> dic
     from crawler.db import bulk
     from tests.fakeweb import FakeWeb
 
-    with engine.begin() as conn:
-        tables = conn.execute(text(EVERY_TABLE)).scalar()
-        conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    empty_tables(engine)
     bulk.collect(bulk.seed(engine, names))
     web = FakeWeb(world, workdir=work.with_name(f"fakeweb-{work.name}")).start()
     try:
@@ -172,7 +170,7 @@ def our_round(engine, work: Path, world, names: list[str], by_kind: dict) -> dic
 def before_rounds(work: Path, url: str, worlds: dict, names: list[str]) -> dict:
     """Each of `worlds` crawled once by the crawler at BEFORE, as our rounds crawl it;
     {"fast before": figures, ...}."""
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import create_engine
 
     from tests.fakeweb import FakeWeb
 
@@ -181,9 +179,7 @@ def before_rounds(work: Path, url: str, worlds: dict, names: list[str]) -> dict:
     results = {}
     for mode, (world, by_kind) in worlds.items():
         if results:  # crawler_before seeded the first round
-            with engine.begin() as conn:
-                tables = conn.execute(text(EVERY_TABLE)).scalar()
-                conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+            empty_tables(engine)
             seed_before(tree, env, names)
         web = FakeWeb(world, workdir=work / f"fakeweb-{mode}-before").start()
         try:
