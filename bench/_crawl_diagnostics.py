@@ -25,7 +25,6 @@ def instrumented_child(out: Path, profile: str, scrapy_argv: list[str]) -> None:
     """
     import asyncio
     import cProfile
-    import functools
     import json
     import threading
     from collections import defaultdict
@@ -68,8 +67,8 @@ def instrumented_child(out: Path, profile: str, scrapy_argv: list[str]) -> None:
 
         try:
             result = await original_to_thread(run)
-            if getattr(func, "__name__", "") == "start_urls":
-                claims.append((clock(), len(result)))
+            if getattr(func, "__name__", "") == "claim_polite":
+                claims.append((clock(), len(result.hosts)))
             return result
         finally:
             if len(times) == 3:
@@ -80,9 +79,10 @@ def instrumented_child(out: Path, profile: str, scrapy_argv: list[str]) -> None:
     asyncio.to_thread = to_thread
     original_setup = HostsSpider.setup
 
-    @functools.wraps(original_setup)
-    def setup(self, settings):
-        original_setup(self, settings)
+    # Without arguments, as the original: the spider_opened signal passes a receiver
+    # only the arguments it names.
+    def setup(self):
+        original_setup(self)
         spiders.append(self)
 
     HostsSpider.setup = setup
