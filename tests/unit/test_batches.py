@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import threading
 
-import pytest
-
 from crawler.batches import MAX_ITEMS, Batcher
 
 BOUND = 10  # seconds: a bound on a wait, not a duration the test expects
@@ -51,18 +49,30 @@ def test_items_waiting_behind_a_slow_write_go_in_one_batch():
     assert rest == [i * 10 for i in range(MAX_ITEMS + 5)]  # each caller its own result
 
 
-@pytest.mark.parametrize("urgent", [False, True])
-def test_a_batch_goes_after_max_wait_or_at_once_when_urgent(urgent):
+def test_items_submitted_within_max_wait_go_in_one_batch():
     async def run():
         writer = SlowWriter()
         writer.release.set()
-        batcher = Batcher("writing", writer, max_wait=0 if urgent else 0.01)
-        results = await asyncio.gather(batcher.submit(1, urgent=urgent), batcher.submit(2))
+        batcher = Batcher("writing", writer, max_wait=0.01)
+        results = await asyncio.gather(batcher.submit(1), batcher.submit(2))
         return writer.batches, results
 
     batches, results = asyncio.run(run())
     assert results == [10, 20]
-    assert sum(batches, []) == [1, 2]
+    assert batches == [[1, 2]]
+
+
+def test_an_urgent_item_goes_without_waiting_for_its_batch_to_fill():
+    async def run():
+        writer = SlowWriter()
+        writer.release.set()
+        batcher = Batcher("writing", writer, max_wait=3600)  # a batch would wait an hour
+        result = await asyncio.wait_for(batcher.submit(1, urgent=True), BOUND)
+        return writer.batches, result
+
+    batches, result = asyncio.run(run())
+    assert result == 10
+    assert batches == [[1]]
 
 
 def test_a_failed_write_fails_every_caller_of_its_batch_and_the_next_batch_goes():
