@@ -137,19 +137,10 @@ def our_round(engine, work: Path, world, names: list[str], by_kind: dict) -> dic
     from sqlalchemy import text
 
     from crawler.db import bulk
-    from tests.fakeweb import FakeWeb
 
     empty_tables(engine)
     bulk.collect(bulk.seed(engine, names))
-    web = FakeWeb(world, workdir=work.with_name(f"fakeweb-{work.name}")).start()
-    try:
-        command = scrapy_args(
-            ["crawl", "hosts"], web.scrapy_settings("https"), CLOSE_WHEN_DRAINED=1
-        )
-        r = run_child(command, work.with_suffix(".log"), hosts=len(names))
-        r["rate"], r["seconds"] = fetch_rate(web, world, by_kind["answering"])
-    finally:
-        web.stop()
+    r = crawl_world(world, work, len(names), by_kind["answering"])
     with engine.connect() as conn:
         outcomes = dict(conn.execute(text("SELECT hostname, outcome FROM hosts")).all())
     settled = Counter(
@@ -167,12 +158,26 @@ def our_round(engine, work: Path, world, names: list[str], by_kind: dict) -> dic
     return r
 
 
+def crawl_world(world, work: Path, hosts: int, answering: list[str], **where) -> dict:
+    """`scrapy crawl hosts` (ours, or the tree and environment `where` names) over `world`
+    on a fakeweb of its own; the run's figures with its pages/s. Logs beside `work`."""
+    from tests.fakeweb import FakeWeb
+
+    web = FakeWeb(world, workdir=work.with_name(f"fakeweb-{work.name}")).start()
+    try:
+        settings = web.scrapy_settings("https")
+        command = scrapy_args(["crawl", "hosts"], settings, CLOSE_WHEN_DRAINED=1)
+        r = run_child(command, work.with_suffix(".log"), hosts=hosts, **where)
+        r["rate"], r["seconds"] = fetch_rate(web, world, answering)
+    finally:
+        web.stop()
+    return r
+
+
 def before_rounds(work: Path, url: str, worlds: dict, names: list[str]) -> dict:
     """Each of `worlds` crawled once by the crawler at BEFORE, as our rounds crawl it;
     {"fast before": figures, ...}."""
     from sqlalchemy import create_engine
-
-    from tests.fakeweb import FakeWeb
 
     tree, env = crawler_before(work, url, names)
     engine = create_engine(env["DATABASE_URL"], pool_size=1)
@@ -181,15 +186,8 @@ def before_rounds(work: Path, url: str, worlds: dict, names: list[str]) -> dict:
         if results:  # crawler_before seeded the first round
             empty_tables(engine)
             seed_before(tree, env, names)
-        web = FakeWeb(world, workdir=work / f"fakeweb-{mode}-before").start()
-        try:
-            command = scrapy_args(["crawl", "hosts"], web.scrapy_settings("https"))
-            command += ["-s", "CLOSE_WHEN_DRAINED=1"]
-            log = work / f"{mode}-before.log"
-            r = run_child(command, log, hosts=len(names), cwd=tree, env=env)
-            r["rate"], r["seconds"] = fetch_rate(web, world, by_kind["answering"])
-        finally:
-            web.stop()
+        answering = by_kind["answering"]
+        r = crawl_world(world, work / f"{mode}-before", len(names), answering, cwd=tree, env=env)
         print(
             f"# {mode}, before ({BEFORE}): {SHARE:.0%} of {len(by_kind['answering']):,}"
             f" answering hosts in {r['seconds']:.2f} s from the first request; process"
