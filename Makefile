@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install run test bench lint format demo clean
+.PHONY: install run test bench lint format demo clean citus
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ run: install
 TEST_WORKERS ?= 2
 test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
+
+## citus: build the Citus extension (vendor/citus, AGPL-3.0) into the embedded Postgres
+## server, for the tests that start a one-machine Citus cluster (they skip without it)
+citus: install
+	bash vendor/citus/build.sh
 
 # Every benchmark, in this order (a new one: add its file name here).
 BENCHES := denylist.py linkfilter.py yield.py claims.py audit.py selfcheck.py crawl.py slowweb.py panel.py \
