@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, text
 
 from crawler.db.models import Base
 
-pytest_plugins = ["tests.fakeweb.fixtures"]
+pytest_plugins = ["tests.fakeweb.fixtures", "tests.citus_fixtures"]
 
 # Every table of the schema: a test starts from nothing, whatever the last one left.
 TABLES = ", ".join(table.name for table in Base.metadata.sorted_tables)
