@@ -332,9 +332,9 @@ def test_env_example_settings_part_is_written_from_the_settings_module():
 # Which services read what: the crawl is the workers, the panel is web, the CLI runs as
 # migrate and as `docker compose run --rm web hostcrawl ...`.
 SERVICES_OF = {
-    config.CRAWL: ["crawler", "crawler-pooled"],
-    config.PANEL: ["web"],
-    config.CLI: ["migrate", "web"],
+    config.CRAWL: ["crawler", "crawler-pooled", "crawler-citus"],
+    config.PANEL: ["web", "web-citus"],
+    config.CLI: ["migrate", "web", "citus-migrate", "web-citus"],
 }
 
 
@@ -394,12 +394,15 @@ def compose_config():
             pytest.fail("no docker-compose: .ci/run installs Debian's docker-compose")
         pytest.skip("no docker-compose and no docker compose plugin on this machine")
 
-    def config(env_file: Path = ENV_EXAMPLE, **extra: str) -> subprocess.CompletedProcess:
+    def config(
+        env_file: Path = ENV_EXAMPLE, profile: str | None = None, **extra: str
+    ) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOSE_")}
         env = {k: v for k, v in env.items() if k not in ("SECRET_KEY", "POSTGRES_PASSWORD")}
         env = {k: v for k, v in env.items() if k not in config_module.BY_NAME}
+        profiles = ["--profile", profile] if profile else []
         return subprocess.run(
-            [*command, "--env-file", str(env_file), "-f", str(COMPOSE_FILE), "config"],
+            [*command, "--env-file", str(env_file), "-f", str(COMPOSE_FILE), *profiles, "config"],
             cwd=ROOT,
             env={**env, **extra},
             capture_output=True,
@@ -462,3 +465,38 @@ def test_prometheus_scrapes_every_worker_on_its_metrics_port(compose_config):
     scrape = yaml.safe_load(Path(source).read_text())
     targets = [sd for job in scrape["scrape_configs"] for sd in job.get("dns_sd_configs", [])]
     assert any("crawler" in sd["names"] and str(sd["port"]) == port for sd in targets), targets
+
+
+CITUS_NODES = ["citus-coordinator", "citus-worker-1", "citus-worker-2"]
+CITUS_SERVICES = [*CITUS_NODES, "citus-setup", "citus-migrate", "web-citus", "crawler-citus"]
+
+
+def test_citus_profile_migrates_the_coordinator_once_it_knows_its_workers(compose_config):
+    """`--profile citus`: the official image's coordinator and two workers, a one-shot job
+    that adds the workers to the coordinator, then the migration against the coordinator
+    and the panel and workers on it."""
+    result = compose_config(
+        profile="citus", SECRET_KEY="only-for-config", POSTGRES_PASSWORD="only4config"
+    )
+    assert result.returncode == 0, result.stderr
+    resolved = yaml.safe_load(result.stdout)["services"]
+    assert set(CITUS_SERVICES) <= set(resolved), sorted(resolved)
+    for name in CITUS_SERVICES:
+        assert resolved[name].get("profiles") == ["citus"], name
+    for name in CITUS_NODES:
+        assert re.fullmatch(r"citusdata/citus:13\.\d+(\.\d+)?", resolved[name]["image"]), name
+        assert "pg_isready -h 127.0.0.1" in healthcheck_test(resolved[name])
+        assert depends_on(resolved["citus-setup"])[name] == "service_healthy"
+    setup = " ".join(command_words(resolved["citus-setup"]["command"]))
+    assert "citus_set_coordinator_host('citus-coordinator', 5432)" in setup
+    for worker in CITUS_NODES[1:]:
+        assert f"citus_add_node('{worker}', 5432)" in setup
+    assert resolved["citus-setup"]["environment"]["PGHOST"] == "citus-coordinator"
+    migrate = resolved["citus-migrate"]
+    assert command_words(migrate["command"]) == ["hostcrawl", "db", "upgrade"]
+    assert depends_on(migrate) == {"citus-setup": "service_completed_successfully"}
+    for name in ("citus-migrate", "web-citus", "crawler-citus"):
+        url = resolved[name]["environment"]["DATABASE_URL"]
+        assert "only4config@citus-coordinator:5432/" in url, (name, url)
+    for name in ("web-citus", "crawler-citus"):
+        assert depends_on(resolved[name]) == {"citus-migrate": "service_completed_successfully"}
