@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from crawler.db.hostsql import names_below, names_param, under_params
 from crawler.db.retry import retry_conflicts
@@ -71,20 +71,34 @@ CRAWL_PENDING = text(
 # (oldest due host first, skipping roots another claim holds: two workers never take
 # from one root at once). The second starts after those locks, so its snapshot sees every claim
 # committed before: its count of a root's unexpired claims is exact.
+#
+# The first statement's locks are bounded by its LIMIT whatever the plan: the due roots are
+# walked in a materialized CTE (a fence the planner cannot flatten or push the lock into),
+# and the outer query checks a root's claims before it tries the lock (CASE fixes the
+# order), so a lock is taken only on a root that is then returned, and the walk stops at
+# :roots. Flattened, the lock ran on every due root before the sort and the LIMIT: one
+# advisory lock per due root, "out of shared memory" at ~6,000 due roots (issue: a seed
+# list of many domains). The CTE's own LIMIT keeps a seq scan's sort a top-N heapsort.
 
 LOCK_ROOTS = text(
     """
-    SELECT root FROM (
+    WITH due AS MATERIALIZED (
         SELECT r.root FROM roots r
          WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
-           AND (SELECT count(*) FROM queue q
-                 WHERE q.root = r.root AND q.claimed_by IS NOT NULL
-                   AND q.next_claim_at > now()) < :concurrency
-         ORDER BY r.next_due_at) AS due
-     WHERE pg_try_advisory_xact_lock(:lock_space, hashtext(due.root))
+         ORDER BY r.next_due_at
+         LIMIT :walk)
+    SELECT due.root FROM due
+     WHERE CASE WHEN (SELECT count(*) FROM queue q
+                       WHERE q.root = due.root AND q.claimed_by IS NOT NULL
+                         AND q.next_claim_at > now()) < :concurrency
+                THEN pg_try_advisory_xact_lock(:lock_space, hashtext(due.root))
+                ELSE false END
      LIMIT :roots
     """
 )
+# How far down the due roots one claim walks, in roots per root it wants: past roots at
+# their concurrency and roots another claim holds.
+WALK_PER_ROOT = 16
 # The transaction-scoped advisory locks of LOCK_ROOTS (one per root): in memory only,
 # unlike row locks, and held until the claim commits. A hash collision only skips a root.
 LOCK_SPACE = 1212
@@ -181,12 +195,6 @@ class Claim:
     over_budget: list[str] = field(default_factory=list)
 
 
-def roots_for(n: int, limits: RootLimits) -> int:
-    """How many roots to lock for a batch of n: enough at `concurrency` each, and a quarter
-    more for roots with fewer due hosts (each locked root costs the claim a lookup)."""
-    return max(1, -(-n * 5 // (4 * max(1, limits.concurrency))))
-
-
 @retry_conflicts
 def claim_polite(
     engine: Engine,
@@ -200,15 +208,25 @@ def claim_polite(
     A root at its concurrency is skipped (its hosts stay due); a root over its
     budget is held until enough of the last hour's claims age out.
     """
-    params = {"concurrency": limits.concurrency, "budget": limits.budget, "lock_space": LOCK_SPACE}
     with engine.begin() as conn:
-        locked = [r for (r,) in conn.execute(LOCK_ROOTS, {**params, "roots": roots_for(n, limits)})]
-        if not locked:
-            return Claim()
-        rows = conn.execute(
-            CLAIM_FROM_ROOTS,
-            {**params, "locked": locked, "n": n, "lease": lease, "worker": worker},
-        ).all()
+        return claim_polite_in(conn, n, worker, lease, limits)
+
+
+def claim_polite_in(
+    conn: Connection, n: int, worker: str, lease: timedelta, limits: RootLimits
+) -> Claim:
+    """claim_polite's work in the caller's transaction (its locks last until it ends)."""
+    params = {"concurrency": limits.concurrency, "budget": limits.budget, "lock_space": LOCK_SPACE}
+    # A root per host wanted: most due roots have a host or two (a list of top sites, a
+    # page's links), and a claim that comes back short makes the spider wait.
+    walk = {"roots": n, "walk": n * WALK_PER_ROOT}
+    locked = [r for (r,) in conn.execute(LOCK_ROOTS, {**params, **walk})]
+    if not locked:
+        return Claim()
+    rows = conn.execute(
+        CLAIM_FROM_ROOTS,
+        {**params, "locked": locked, "n": n, "lease": lease, "worker": worker},
+    ).all()
     result = Claim()
     for kind, name in rows:
         (result.hosts if kind == "host" else result.over_budget).append(name)

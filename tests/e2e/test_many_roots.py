@@ -1,0 +1,37 @@
+"""A seed list of many registered domains (a top-sites list) crawls from the first claim.
+
+The seeds land in freshly emptied tables, so the crawl starts before any statistics
+exist: the plan under which a claim once tried a lock on every due root and failed
+with "out of shared memory".
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from crawler.db import queue
+from tests.e2e.conftest import known_hosts
+from tests.fakeweb import World
+
+SEEDS = 20_000
+
+
+@pytest.mark.slow
+def test_twenty_thousand_seeded_domains_are_each_fetched_once(db, fakeweb_factory, crawl):
+    world = World()
+    world.zone("test", "ok")  # every name answers, with the server's 404 page
+    web = fakeweb_factory(world)
+    names = [f"site{i:05}.test" for i in range(SEEDS)]
+    queue.seed(db, names)
+
+    worker = crawl(web, ROBOTSTXT_OBEY=0, CLOSE_WHEN_DRAINED=1)
+
+    log = worker.log()
+    assert "out of shared memory" not in log
+    assert not re.findall(r"database unavailable while claiming.*", log)
+    counts = web.fetch_counts(path="/")
+    assert set(counts) == set(names)
+    assert max(counts.values()) == 1
+    assert known_hosts(db) == set(names)
