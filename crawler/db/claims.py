@@ -83,11 +83,11 @@ CRAWL_PENDING = text(
 LOCK_ROOTS = text(
     """
     WITH due AS MATERIALIZED (
-        SELECT r.root FROM roots r
+        SELECT r.root, r.hosts FROM roots r
          WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
          ORDER BY r.next_due_at
          LIMIT :walk)
-    SELECT due.root FROM due
+    SELECT due.root, least(due.hosts, :concurrency) AS most FROM due
      WHERE CASE WHEN (SELECT count(*) FROM queue q
                        WHERE q.root = due.root AND q.claimed_by IS NOT NULL
                          AND q.next_claim_at > now()) < :concurrency
@@ -212,15 +212,27 @@ def claim_polite(
         return claim_polite_in(conn, n, worker, lease, limits)
 
 
+def enough_roots(rows: list[tuple[str, int]], n: int) -> list[str]:
+    """The first locked roots whose hosts (at most `concurrency` each) can fill n: the claim's
+    work grows with the roots it looks into. The rest stay locked, unused, until it ends."""
+    roots, room = [], 0
+    for root, most in rows:
+        if room >= n:
+            break
+        roots.append(root)
+        room += most
+    return roots
+
+
 def claim_polite_in(
     conn: Connection, n: int, worker: str, lease: timedelta, limits: RootLimits
 ) -> Claim:
     """claim_polite's work in the caller's transaction (its locks last until it ends)."""
     params = {"concurrency": limits.concurrency, "budget": limits.budget, "lock_space": LOCK_SPACE}
-    # A root per host wanted: most due roots have a host or two (a list of top sites, a
-    # page's links), and a claim that comes back short makes the spider wait.
+    # Up to a root per host wanted: most due roots have a host or two (a list of top
+    # sites, a page's links), and a claim that comes back short makes the spider wait.
     walk = {"roots": n, "walk": n * WALK_PER_ROOT}
-    locked = [r for (r,) in conn.execute(LOCK_ROOTS, {**params, **walk})]
+    locked = enough_roots(conn.execute(LOCK_ROOTS, {**params, **walk}).all(), n)
     if not locked:
         return Claim()
     rows = conn.execute(
