@@ -21,7 +21,7 @@ from scrapy import signals
 from crawler.core.hostnames import is_subdomain
 from crawler.core.outcomes import is_network_failure
 from crawler.db import world_silences
-from crawler.db.engine import get_engine
+from crawler.db.engine import DatabaseUrlError, get_engine
 from crawler.db.retry import in_thread_until_up
 from crawler.livedenylist import LiveDenyList
 from crawler.resolver import OutcomeResolver
@@ -48,6 +48,19 @@ def canary_hosts(settings) -> list[str]:
     return [h.strip() for h in settings.get("CANARY_HOSTS").split(",") if h.strip()]
 
 
+def crawl_engine():
+    """The crawl's database; a malformed DATABASE_URL stops the crawl with one line.
+
+    Any exception here would reach the operator as asyncio's traceback of the crawl
+    task: SystemExit leaves the event loop at once, and exits 1.
+    """
+    try:
+        return get_engine()
+    except DatabaseUrlError as exc:
+        log.critical("%s", exc)
+        raise SystemExit(1) from None
+
+
 class CrawlState:
     """The shared state of one crawler's hostcrawl components."""
 
@@ -66,7 +79,7 @@ class CrawlState:
         self.crawler = crawler
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
         self.actor = f"crawler {self.worker}"
-        self.engine = get_engine()
+        self.engine = crawl_engine()
         self.denylist = LiveDenyList(self.engine, settings.getfloat("DENYLIST_RELOAD"))
         self.world = WorldCheck(
             self.engine,

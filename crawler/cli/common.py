@@ -75,8 +75,9 @@ def friendly_errors(command: Callable) -> Callable:
         except OperationalError as exc:
             first_line = str(exc.orig or exc).strip().splitlines()[0]
             raise click.ClickException(f"database unavailable: {first_line}") from None
-        except ProgrammingError as exc:
-            if not isinstance(exc.orig, UndefinedTable):
+        # psycopg's own UndefinedTable too: a COPY (hosts export) runs on the driver's cursor.
+        except (ProgrammingError, UndefinedTable) as exc:
+            if not isinstance(getattr(exc, "orig", exc), UndefinedTable):
                 raise
             raise click.ClickException(
                 "the database has no schema yet: run `hostcrawl db upgrade` first"

@@ -80,14 +80,13 @@ class Command(ScrapyCommand):
 
 def reactor_run(reactor, settings, options):
     """Run one audit on the asyncio reactor and return its Progress."""
-    from crawler.db.engine import get_engine
     from crawler.dns_audit import Audit
     from crawler.resolver import OutcomeResolver
     from crawler.selfcheck import SelfCheck, WorldCheck
-    from crawler.state import canary_hosts, url_templates
+    from crawler.state import canary_hosts, crawl_engine, url_templates
 
     resolver = OutcomeResolver.from_settings(settings, reactor)
-    engine = get_engine()
+    engine = crawl_engine()
     world = WorldCheck(
         engine,
         lambda: resolver,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import re
 import warnings
 from functools import cache
 from pathlib import Path
@@ -47,6 +48,14 @@ class DatabaseUrlError(ValueError):
 def database_url() -> str:
     """DATABASE_URL when set (checked, as postgresql+psycopg://); else the embedded server's
     URL (starting it)."""
+    raw = os.environ.get("DATABASE_URL", "")
+    if raw and not raw.strip():
+        # Empty means the embedded server (compose writes `DATABASE_URL=`); spaces alone
+        # are a value gone missing, and silently crawling another database hides it.
+        raise DatabaseUrlError(
+            "DATABASE_URL is set but blank: unset it for the embedded database, "
+            "or give postgresql+psycopg://USER:PASSWORD@HOST:PORT/DB"
+        )
     url = config.from_environment("DATABASE_URL", os.environ)
     if url:
         return checked_database_url(url)
@@ -62,11 +71,34 @@ def checked_database_url(url: str) -> str:
         parsed = make_url(url.strip())
     except ArgumentError:
         raise DatabaseUrlError(f"DATABASE_URL is not a URL; expected {ACCEPTED_URLS}") from None
+    except ValueError:  # make_url's int() of what it took for the port
+        raise DatabaseUrlError(
+            f"DATABASE_URL: {host_port_problem(url)}; expected {ACCEPTED_URLS}"
+        ) from None
     if parsed.drivername not in POSTGRES_SCHEMES:
         raise DatabaseUrlError(
             f"DATABASE_URL: {parsed.drivername}:// is not Postgres; expected {ACCEPTED_URLS}"
         )
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:
+        raise DatabaseUrlError(f"DATABASE_URL: {BAD_PORT}; expected {ACCEPTED_URLS}")
     return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+
+
+BAD_PORT = "the port is not a number from 1 to 65535"
+# The host and port as make_url splits them (its user:password@ part skipped the same way):
+# so the problem is named without a character of the URL, which may hold a password.
+HOST_PORT = re.compile(r"[\w+]+://(?:[^:/]*(?::[^@]*)?@)?(?P<host_port>[^/?]*)")
+
+
+def host_port_problem(url: str) -> str:
+    """Why make_url could not read `url`'s port: an IPv6 host left open, or the port."""
+    found = HOST_PORT.match(url.strip())
+    host_port = found["host_port"] if found else ""
+    if host_port.startswith("[") and "]" not in host_port:
+        return "the host's '[' is never closed (an IPv6 host is written [::1]:5432)"
+    if not host_port.startswith("[") and host_port.count(":") > 1:
+        return f"{BAD_PORT} (an IPv6 host goes in brackets: [::1]:5432)"
+    return BAD_PORT
 
 
 @cache
