@@ -10,9 +10,11 @@ the children gracefully, then the database.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +61,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.seeds.is_file():
         print(f"error: seeds file {args.seeds}: not found", file=sys.stderr)
         return 1
+    busy = importlib.util.find_spec("webpanel") is not None and bind_problem(args.bind)
+    if busy:
+        print(f"error: {busy}", file=sys.stderr)
+        return 1
     os.environ["DATABASE_URL"] = database_url()  # children share this server
     if hostcrawl("db", "upgrade") != 0:
         return 1  # the CLI has said why
@@ -77,6 +83,40 @@ def run(args: argparse.Namespace) -> int:
     if len(procs) > 1:
         print(f"panel: http://{args.bind}/  (create an operator: hostcrawl user create NAME)")
     return supervise(procs)
+
+
+def bind_problem(bind: str) -> str | None:
+    """Why the panel could not listen on `bind` (HOST:PORT, as gunicorn reads it), or None.
+
+    Asked before anything starts: gunicorn would find out only after the database, the
+    seeds and a second crawler were started, and say so five times.
+    """
+    from gunicorn.util import parse_address
+
+    try:
+        address = parse_address(bind)
+    except RuntimeError:  # gunicorn's word for a bad port
+        return f"--bind {bind}: not HOST:PORT (as in make run BIND=127.0.0.1:8000)"
+    if not isinstance(address, tuple):
+        return None  # a Unix socket or an inherited descriptor: gunicorn's to judge
+    host, port = address
+    if not 0 <= port <= 65535:
+        return f"--bind {bind}: port {port} is not in 0-65535"
+    # The family gunicorn picks: IPv6 for an IPv6 literal, else IPv4 (a name resolved).
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
+            sock.bind((host, port))
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            return f"--bind {bind}: {exc.strerror}; give an address of this machine"
+        shown = f"[{host}]" if family == socket.AF_INET6 else host or "0.0.0.0"
+        return (
+            f"--bind {bind}: the address is in use (another make run?); "
+            f"give the panel another: make run BIND={shown}:{port % 65535 + 1}"
+        )
+    return None
 
 
 def hostcrawl(*args: str) -> int:

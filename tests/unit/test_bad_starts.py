@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 
@@ -134,3 +135,26 @@ def test_a_bad_database_url_is_one_line_wherever_it_starts(tmp_path, start, bad)
         assert "CRITICAL: DATABASE_URL" in said[0]
     else:
         assert done.stderr == said[0] + "\n" and said[0].startswith("error: DATABASE_URL")
+
+
+# -- make run on a busy port ------------------------------------------------------------
+
+
+def test_make_run_on_a_busy_port_is_one_line_and_starts_nothing(database_url, tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("a.test\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run(
+            [sys.executable, "-m", "crawler.run", "--seeds", str(seeds)]
+            + ["--bind", f"127.0.0.1:{port}"],
+            {"DATABASE_URL": database_url},
+        )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout == ""  # no crawler, panel or migration said a word
+    said = done.stderr.splitlines()
+    assert len(said) == 1, done.stderr
+    assert said[0].startswith(f"error: --bind 127.0.0.1:{port}: the address is in use")
+    assert "give the panel another: make run BIND=127.0.0.1:" in said[0]
