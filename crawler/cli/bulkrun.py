@@ -81,16 +81,18 @@ class Summary:
 
     counts: Counter = field(default_factory=Counter)
     reasons: Counter = field(default_factory=Counter)
-    examples: dict[str, list[str]] = field(default_factory=dict)
+    # reason → {input: its first line}: distinct inputs, so a name refused on many lines
+    # is one example, not the same one three times.
+    examples: dict[str, dict[str, int | None]] = field(default_factory=dict)
 
-    def add(self, change: EntryChange) -> None:
+    def add(self, change: EntryChange, line: int | None = None) -> None:
         self.counts[change.status] += 1
         if not change.ok:
             reason = reason_kind(change.message)
             self.reasons[reason] += 1
-            shown = self.examples.setdefault(reason, [])
-            if len(shown) < EXAMPLES:
-                shown.append(change.input)
+            shown = self.examples.setdefault(reason, {})
+            if len(shown) < EXAMPLES and change.input not in shown:
+                shown[change.input] = line
 
     @property
     def refused(self) -> int:
@@ -103,7 +105,10 @@ class Summary:
         if skipped.counts:
             out.append(skipped.describe())
         for reason, n in self.reasons.most_common():
-            examples = ", ".join(shown(e) for e in self.examples[reason])
+            examples = ", ".join(
+                shown(e) + (f" on line {line:,}" if line else "")
+                for e, line in self.examples[reason].items()
+            )
             out.append(f"refused {n:,}: {reason} (e.g. {examples})")
         return out
 
@@ -171,23 +176,39 @@ def run_file(
 ) -> Summary:
     """Read `path`, apply `change` a batch at a time, show progress; the summary at the end."""
     total = count_lines(path)
-    skipped, summary, lines = Skipped(), Summary(), deque()
+    skipped, summary = Skipped(), Summary()
+    # Every line read, in order: (line, None) for an item handed to `change`, whose result
+    # comes back in order, or (line, its refusal) for a line the reader refused whole.
+    lines: deque[tuple[int, EntryChange | None]] = deque()
     progress = Progress(total, what)
     write, close = write_report(report_path)
 
     def items(source: Iterator[ListItem]) -> Iterator[tuple[str, str | None]]:
         for item in source:
-            lines.append(item.line)
+            if item.problem:
+                lines.append((item.line, EntryChange(item.value, None, "refused", item.problem)))
+                continue
+            lines.append((item.line, None))
             yield item.value, item.note
+
+    def tell(line: int, result: EntryChange) -> None:
+        summary.add(result, line)
+        write((line, result))
+
+    def refused_before_next() -> None:
+        while lines and lines[0][1] is not None:
+            line, refusal = lines.popleft()
+            tell(line, refusal)
 
     try:
         with open_input(path) as data:
             for results in change(items(read_lines(text_lines(data), skipped))):
                 for result in results:
-                    line = lines.popleft()
-                    summary.add(result)
-                    write((line, result))
+                    refused_before_next()
+                    line, _ = lines.popleft()
+                    tell(line, result)
                 progress.update(line if results else progress.done)
+            refused_before_next()
     except (OSError, EOFError) as exc:  # a file cut short, a gzip stream broken midway
         done = f"; the first {progress.done:,} lines were applied" if progress.done else ""
         raise click.ClickException(f"{shown_path(path)}: {reason_of(exc)}{done}") from None

@@ -1,7 +1,8 @@
 """Lines of the lists operators already have, read as hostnames. Pure: no I/O.
 
 One reader for every format, line by line, so a file may even mix them:
-- plain lists: one name per line (several on a line are all taken), `#` comments;
+- plain lists: one name per line, `#` comments; a line with whitespace inside
+  (`exa mple.com`, `a.example b.example`) is refused whole, never split into names;
 - CSV: `rank,domain` (public top-site lists) or `hostname,note` (our own export);
 - hosts files: `0.0.0.0 ads.example.com`, `127.0.0.1 a.example b.example`;
 - Adblock-style rules as Pi-hole and AdGuard Home take them: `||example.com^`.
@@ -54,13 +55,20 @@ ADBLOCK_OPTIONS_KEPT = frozenset({"important", "all", "document", "doc"})
 COSMETIC_MARKS = ("##", "#@#", "#?#", "#$#", "#%#", "$$")
 
 
+# Whitespace splits a hosts-file line; in a plain list it is a typo or a pasted sentence.
+# Taking each word as a name would queue a fragment (`mple.com`) nobody asked for.
+INNER_SPACE = "whitespace inside a name: a plain list has one name a line"
+
+
 @dataclass(frozen=True)
 class ListItem:
-    """One name read from a list: its 1-based line and the text as written."""
+    """One name read from a list: its 1-based line and the text as written; `problem` says
+    why the line is refused whole, before any name is made of it."""
 
     line: int
     value: str
     note: str | None = None
+    problem: str | None = None
 
 
 @dataclass
@@ -143,14 +151,17 @@ def _csv(number: int, line: str) -> ListItem | str:
 
 
 def _plain_or_hosts(number: int, line: str) -> list[ListItem | str]:
-    """Bare names (with an optional `# comment`), or a hosts-file line. Every word of a
-    line is an entry: a line of several names keeps them all (each valid or refused on
-    its own), never only the first."""
+    """A bare name (with an optional `# comment`), or a hosts-file line (every name after
+    its address). A plain line of several words is one refused item, the words joined by
+    single spaces: a reader that ignores `problem` still hands normalize() a value it
+    refuses (a tab inside would be dropped by the URL parser and two names made one)."""
     line = line.split(" #", 1)[0].split("\t#", 1)[0]
     words = line.split()
     if len(words) > 1 and _is_address(words[0]):
         return [SYSTEM_NAME if w in SYSTEM_NAMES else ListItem(number, w) for w in words[1:]]
-    return [ListItem(number, word) for word in words] if words else [COMMENT]
+    if len(words) > 1:
+        return [ListItem(number, " ".join(words), problem=INNER_SPACE)]
+    return [ListItem(number, words[0])] if words else [COMMENT]
 
 
 def _is_address(word: str) -> bool:

@@ -235,10 +235,13 @@ def test_a_refused_huge_line_is_echoed_cut_short(db, tmp_path):
     assert len(one) < 200 and "305 characters" in one
 
 
-def test_a_line_of_several_names_takes_every_name(db, tmp_path):
+def test_a_line_of_several_names_is_refused_whole(db, tmp_path):
     path = tmp_path / "one-line.txt"
     path.write_text(" ".join(f"n{i}.test" for i in range(20_000)) + "\n")
     run = hostcrawl("seed", "-f", str(path))
-    assert run.returncode == 0, run.stderr
-    assert "queued 20,000" in run.stdout
-    assert count(db, "SELECT count(*) FROM hosts") == 20_000
+    assert run.returncode == 1, run.stderr
+    assert "done: refused 1" in run.stdout
+    refused = [line for line in run.stderr.splitlines() if line.startswith("refused")]
+    assert len(refused) == 1 and "whitespace inside a name" in refused[0], run.stderr
+    assert "on line 1" in refused[0] and len(refused[0]) < 200  # the line quoted cut short
+    assert count(db, "SELECT count(*) FROM hosts") == 0
