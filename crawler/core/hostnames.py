@@ -296,6 +296,10 @@ def seed_refusal(hostname: str, *, allow_private: bool = False, force: bool = Fa
         kind = None if allow_private else _private_kind(ipaddress.ip_address(hostname))
         return f"{kind}, not a host on the web (allow private hosts to seed it)" if kind else None
     if not force and is_public_suffix(hostname):
+        if "." not in hostname and not _extract(hostname).suffix:
+            # `intranet`, `corp`: a suffix only by the list's default rule (an unknown last
+            # label is one); to an operator it is a local name, not a public suffix.
+            return "a single label: not a name on the public internet (force to seed it)"
         return "a bare public suffix: no site of its own to crawl (force to seed it)"
     return None
 

@@ -1,5 +1,5 @@
-"""Refusals say the right thing: a plain-list line with whitespace inside is refused whole
-(its line and why), and a summary's examples differ."""
+"""Refusals say the right thing: a single label is called one, a plain-list line with
+whitespace inside is refused whole (its line and why), and a summary's examples differ."""
 
 from __future__ import annotations
 
@@ -26,6 +26,16 @@ def hostcrawl(*args: str) -> subprocess.CompletedProcess:
 def hosts(db) -> set[str]:
     with db.connect() as conn:
         return set(conn.execute(text("SELECT hostname FROM hosts")).scalars())
+
+
+def test_a_single_label_seed_is_called_a_single_label(db):
+    run = hostcrawl("seed", "intranet")
+    assert run.returncode == 1, run
+    assert run.stderr.startswith("error: 'intranet': a single label"), run.stderr
+    assert "public suffix" not in run.stderr
+    run = hostcrawl("seed", "com")  # a suffix the list knows is still called one
+    assert run.returncode == 1 and "'com': a bare public suffix" in run.stderr, run.stderr
+    assert hosts(db) == set()
 
 
 def test_the_reader_refuses_a_plain_line_with_whitespace_inside_whole():
