@@ -34,6 +34,7 @@ from crawler.core.sources import (
     REDIRECTS,
     RESOURCES,
     ROBOTS,
+    SCRIPTS,
     SITEMAP,
     header_urls,
     name_urls,
@@ -48,7 +49,7 @@ SITEMAPS = "hostcrawl_sitemaps"  # request meta: robots.txt Sitemap: URLs of the
 HOPS = "hostcrawl_hops"  # request meta: per redirect hop, (its URL, its urls, its base)
 SOURCE_HEADERS = (b"Link", b"Content-Security-Policy", b"Content-Security-Policy-Report-Only")
 REFRESH = b"Refresh"
-DOCUMENT_GROUPS = frozenset({LINKS, RESOURCES, METADATA})
+DOCUMENT_GROUPS = frozenset({LINKS, RESOURCES, METADATA, SCRIPTS})
 
 
 def discover(
@@ -74,7 +75,7 @@ class RedirectHopSources:
     """A downloader middleware below RedirectMiddleware: a redirect response's own
     body and headers are sources too, kept in the request's meta for the page's parse."""
 
-    HOP_GROUPS = frozenset({LINKS, RESOURCES, METADATA, HEADERS, CERTIFICATE})
+    HOP_GROUPS = frozenset({LINKS, RESOURCES, METADATA, SCRIPTS, HEADERS, CERTIFICATE})
 
     def __init__(self, groups: frozenset[str]) -> None:
         self.groups = groups & self.HOP_GROUPS

@@ -105,7 +105,7 @@ SETTINGS: tuple[Setting, ...] = (
         "all",
         str,
         "source groups hostnames are read from: all, or a comma list of links, resources,"
-        " metadata, headers, redirects, certificate, dns, robots",
+        " metadata, scripts, headers, redirects, certificate, dns, robots",
     ),
     Setting(
         "CLOSE_WHEN_DRAINED",

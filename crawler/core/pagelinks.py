@@ -6,8 +6,9 @@ half the walk); the title and every URL come from that one tree.
 `document_urls` walks its elements once and reads, per element, the
 URL attributes of the HTML standard (crawler.core.sources.URL_ATTRIBUTES), any
 other attribute whose whole value is an absolute or scheme-relative http(s) URL,
-CSS `url()` in `style` attributes and `<style>`, a meta refresh, JSON-LD, and the
-first `<base href>` (relative URLs resolve against it, as browsers do). Pure.
+CSS `url()` in `style` attributes and `<style>`, a meta refresh, JSON-LD, the URLs
+string literals open in inline scripts and JSON blocks (`script_urls`), and the first
+`<base href>` (relative URLs resolve against it, as browsers do). Pure.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from lxml import etree
 
 from crawler.core.sources import (
     CANDIDATE_LISTS,
+    INLINE_JSON,
+    INLINE_SCRIPT,
     JSON_LD,
     META_REFRESH,
     PLACE_CHARS,
@@ -38,6 +41,12 @@ _CSS_URL = re.compile(
 )
 # An http(s) URL, or a scheme-relative one standing alone (not the `//` inside a path).
 _JSON_URL = re.compile(r"""(?:https?:|(?<![\w:/.]))//[^\s"'<>\\/][^\s"'<>\\]*""", re.IGNORECASE)
+# A string literal (", ' or `) opening with an absolute or scheme-relative http(s) URL,
+# slashes maybe escaped (`https:\/\/`): the prefix and the authority. An authority
+# that goes on into a template (`${`, `{{`) is no name.
+_SCRIPT_URL = re.compile(
+    r"""["'`]((?:[hH][tT][tT][pP][sS]?:)?\\?/\\?/)([^\s"'`\\/<>?#{}$]++)(?![{$])"""
+)
 _SRCSET_URL = re.compile(r"[\s,]*(\S*)")
 _SRCSET_DESCRIPTORS = re.compile(r"(?:[^,(]|\([^)]*\)?)*,?")
 
@@ -134,8 +143,14 @@ def _special_element(add, page: PageUrls, tag: str, element) -> None:
         _meta_refresh(add, element)
     elif tag == "style":
         _css_urls(add, element.text or "")
-    elif _is_json_ld(element):
-        _json_ld_urls(add, element.text or "")
+    elif element.text:  # a script
+        kind = (element.get("type") or "").strip().lower()
+        if kind == "application/ld+json":
+            _json_ld_urls(add, element.text)
+        else:
+            place = INLINE_JSON if "json" in kind else INLINE_SCRIPT
+            for url in script_urls(element.text):
+                add((url, place))
 
 
 def _attribute_urls(add, tag: str, name: str, value: str) -> None:
@@ -185,8 +200,16 @@ def _meta_refresh(add, element) -> None:
             add((url, META_REFRESH))
 
 
-def _is_json_ld(element) -> bool:
-    return (element.get("type") or "").strip().lower() == "application/ld+json"
+def script_urls(text: str) -> Iterator[str]:
+    r"""The absolute and scheme-relative http(s) URLs (to their host) that open a string
+    literal of a script or JSON text: `"https://x/"`, `'//cdn.x/a.js'`, `"https:\/\/x"`.
+
+    Only strings: an identifier or property (`a.b.com`) and a comment are no URL, nor is
+    a relative one; a URL in the middle of a string's prose is not read either.
+    """
+    if "//" in text or "\\/\\/" in text:
+        for prefix, authority in _SCRIPT_URL.findall(text):
+            yield prefix.replace("\\", "") + authority
 
 
 def _json_ld_urls(add, text: str) -> None:

@@ -1,4 +1,4 @@
-"""A hostname's sources: the groups operators turn on or off, and the places in each.
+r"""A hostname's sources: the groups operators turn on or off, and the places in each.
 
 A *place* says where on a page a URL stood (`script src`, `meta refresh`,
 `header Link`, `certificate`...); each place belongs to one *source group*:
@@ -11,6 +11,8 @@ A *place* says where on a page a URL stood (`script src`, `meta refresh`,
 - metadata: a meta refresh, any other attribute whose whole value is an absolute or
   scheme-relative http(s) URL (`og:*`, `data-src`...), CSS `url()` and `@import`,
   JSON-LD;
+- scripts: absolute and scheme-relative http(s) URLs that open a string literal in the
+  text of an inline script, code or JSON data block alike (`"https:\/\/x"` too);
 - headers: `Link`, `Content-Security-Policy` host sources (`*.x` gives `x`), `Refresh`;
 - redirects: every redirect hop's target;
 - certificate: the DNS names of the TLS certificate the host presented;
@@ -32,12 +34,13 @@ from crawler.core.hostnames import is_public_suffix, normalize_or_none
 LINKS = "links"
 RESOURCES = "resources"
 METADATA = "metadata"
+SCRIPTS = "scripts"
 HEADERS = "headers"
 REDIRECTS = "redirects"
 CERTIFICATE = "certificate"
 DNS = "dns"
 ROBOTS = "robots"
-GROUPS = (LINKS, RESOURCES, METADATA, HEADERS, REDIRECTS, CERTIFICATE, DNS, ROBOTS)
+GROUPS = (LINKS, RESOURCES, METADATA, SCRIPTS, HEADERS, REDIRECTS, CERTIFICATE, DNS, ROBOTS)
 ALL = "all"
 
 # Places outside the document (the document's own places are `tag attribute`).
@@ -51,6 +54,8 @@ REFRESH_HEADER = "header Refresh"
 META_REFRESH = "meta refresh"
 STYLE_URL = "style url()"
 JSON_LD = "json-ld"
+INLINE_SCRIPT = "inline script"
+INLINE_JSON = "inline json"  # a <script type="application/json"> (or any other JSON) block
 PLACE_CHARS = 64  # a place is stored; one built from a page's attribute names is cut here
 
 _PLACE_GROUPS = {
@@ -61,6 +66,8 @@ _PLACE_GROUPS = {
     LINK_HEADER: HEADERS,
     CSP_HEADER: HEADERS,
     REFRESH_HEADER: HEADERS,
+    INLINE_SCRIPT: SCRIPTS,
+    INLINE_JSON: SCRIPTS,
 }
 
 
@@ -123,6 +130,8 @@ _PLACE_WORDS = {
     META_REFRESH: "a <meta http-equiv=refresh>",
     STYLE_URL: "a CSS url()",
     JSON_LD: "its JSON-LD",
+    INLINE_SCRIPT: "an inline <script>",
+    INLINE_JSON: "an inline JSON <script> block",
 }
 
 

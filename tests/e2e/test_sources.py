@@ -35,6 +35,12 @@ DOCUMENT = [
         "metadata",
         '<script type="application/ld+json">{{"logo": "https:\\/\\/{h}\\/l.png"}}</script>',
     ),
+    ("inline script", "scripts", "<script>var u = 'https://{h}/x.js';</script>"),
+    (
+        "inline json",
+        "scripts",
+        '<script type="application/json">{{"u": "https:\\/\\/{h}\\/"}}</script>',
+    ),
 ]
 # (place, group, header name, value naming {h}).
 HEADERS = [
@@ -124,7 +130,8 @@ def test_every_place_names_a_host_and_each_is_saved_with_its_source(
     by_host = {f["hostname"]: (f["place"], f["source"]) for f in start["new_sources"]}
     assert by_host == expected
     log = worker.log()
-    for group in ("links", "resources", "metadata", "headers", "certificate", "dns", "robots"):
+    groups = ("links", "resources", "metadata", "scripts", "headers", "certificate", "dns")
+    for group in (*groups, "robots"):
         assert f"'hostcrawl/found/{group}'" in log
 
 

@@ -134,9 +134,9 @@ def test_attribute_values_that_are_not_whole_urls_name_nothing():
     assert document_urls(page(html)).urls == []
 
 
-def test_comments_and_scripts_text_name_nothing():
-    html = "<!-- https://x.test/ --><script>var u = 'https://x.test/';</script>"
-    assert document_urls(page(html)).urls == []
+def test_comments_name_nothing_and_a_scripts_string_names_its_host():
+    html = "<!-- https://x.test/ --><script>var u = 'https://y.test/';</script>"
+    assert document_urls(page(html)).urls == [("https://y.test", "inline script")]
 
 
 def test_json_ld_that_does_not_parse_is_read_by_pattern():
@@ -223,8 +223,8 @@ def test_discovery_sources_setting(value, groups):
 
 
 def test_discovery_sources_refuses_an_unknown_group_by_name():
-    with pytest.raises(SourcesError, match="'scripts'"):
-        parse_groups("links,scripts")
+    with pytest.raises(SourcesError, match="'cookies'"):
+        parse_groups("links,cookies")
 
 
 def test_a_redirect_hops_findings_merge_into_the_pages():
