@@ -53,22 +53,27 @@ DOCUMENT_GROUPS = frozenset({LINKS, RESOURCES, METADATA, SCRIPTS})
 
 
 def discover(
-    response: Response, hostname: str, denylist: DenyList, groups: frozenset[str]
+    response: Response,
+    hostname: str,
+    denylist: DenyList,
+    groups: frozenset[str],
+    local: frozenset[str] | None = None,
 ) -> tuple[FilteredLinks, str | None]:
     """The hostnames the fetch of `hostname`'s page revealed (the page, and each redirect
-    hop's own response) after the deny list, and the page's title."""
+    hop's own response) that can exist (names under `local`, None: LOCAL_SUFFIXES, too),
+    after the deny list, and the page's title."""
     page, title = response_found(response, groups)
-    links = _filtered(response.url, hostname, page, denylist, groups)
+    links = _filtered(response.url, hostname, page, denylist, groups, local)
     for url, urls, base in response.meta.get(HOPS) or ():
-        links.merge(_filtered(url, hostname, PageUrls(urls, base), denylist, groups))
+        links.merge(_filtered(url, hostname, PageUrls(urls, base), denylist, groups, local))
     return links, title
 
 
-def _filtered(url: str, hostname: str, page: PageUrls, denylist, groups) -> FilteredLinks:
+def _filtered(url: str, hostname: str, page: PageUrls, denylist, groups, local) -> FilteredLinks:
     """Relative URLs resolve against the response's own URL (after any redirect)."""
     parts = urlsplit(url)
     host = normalize_or_none(parts.hostname or "") or hostname
-    return filter_found(page.urls, host, denylist, parts.scheme, page.base, groups)
+    return filter_found(page.urls, host, denylist, parts.scheme, page.base, groups, local)
 
 
 class RedirectHopSources:

@@ -13,6 +13,10 @@ from crawler.db.models import Base
 
 pytest_plugins = ["tests.fakeweb.fixtures", "tests.citus_fixtures"]
 
+# The tests' names are under .test, which the crawler saves only as a local suffix: set
+# for this process (the core reads os.environ when asked) and every crawler it starts.
+os.environ["LOCAL_SUFFIXES"] = "test"
+
 # Every table of the schema: a test starts from nothing, whatever the last one left.
 TABLES = ", ".join(table.name for table in Base.metadata.sorted_tables)
 

@@ -108,6 +108,14 @@ SETTINGS: tuple[Setting, ...] = (
         " metadata, scripts, headers, redirects, certificate, dns, robots",
     ),
     Setting(
+        "LOCAL_SUFFIXES",
+        "",
+        str,
+        "comma list of suffixes of a private or test network (test, corp.example) whose"
+        " names are taken though the Public Suffix List does not know them",
+        readers=(CRAWL, PANEL, CLI),
+    ),
+    Setting(
         "CLOSE_WHEN_DRAINED",
         False,
         bool,

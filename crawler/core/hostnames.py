@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from urllib.parse import urlsplit
 
 import can_ada
 import idna
 import tldextract
+
+from crawler.core.config import SettingError, from_environment
 
 MAX_NAME = 253
 MAX_LABEL = 63
@@ -266,6 +269,8 @@ def normalize_entry(value: str, *, force: bool = False) -> str:
         raise HostnameError(
             value, "a bare public suffix: it would deny every name under it (force to store it)"
         )
+    if (words := entry_name_refusal(hostname)) is not None:
+        raise HostnameError(value, f"{words}: no such name is ever saved, so it would deny nothing")
     return hostname
 
 
@@ -301,6 +306,8 @@ def seed_refusal(hostname: str, *, allow_private: bool = False, force: bool = Fa
             # label is one); to an operator it is a local name, not a public suffix.
             return "a single label: not a name on the public internet (force to seed it)"
         return "a bare public suffix: no site of its own to crawl (force to seed it)"
+    if (words := entry_name_refusal(hostname)) is not None:
+        return f"{words}: no host on the web has such a name"
     return None
 
 
@@ -315,3 +322,80 @@ def _private_kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str
     if not address.is_global:
         return "an address that is not globally reachable"
     return None
+
+
+# --- names that can exist ------------------------------------------------------------
+
+SINGLE_LABEL = "single_label"
+UNKNOWN_TLD = "unknown_tld"
+SPECIAL_USE = "special_use"
+# Special-use names (RFC 6761, 6762, 7686, 8375, 9476 and ICANN's .internal): no name
+# under them is a host on the public web, whatever the Public Suffix List says.
+SPECIAL_USE_NAMES = frozenset(
+    {"localhost", "invalid", "example", "test", "local", "onion", "alt", "internal", "home.arpa"}
+)
+_environ: Mapping[str, str] = {}
+
+
+def read_environment(environ: Mapping[str, str]) -> None:
+    """The mapping this process's LOCAL_SUFFIXES is read from, when it is not passed in
+    (crawler/__init__.py gives os.environ, so every door of every process sees one value)."""
+    global _environ
+    _environ = environ
+
+
+def local_suffixes(value: str | None = None) -> frozenset[str]:
+    """LOCAL_SUFFIXES (`test, .Corp.Example`) as normalized names; None: this process's."""
+    return _local_suffixes(from_environment("LOCAL_SUFFIXES", _environ) if value is None else value)
+
+
+@lru_cache(maxsize=16)
+def _local_suffixes(value: str) -> frozenset[str]:
+    names = set()
+    for part in value.split(","):
+        part = part.strip().removeprefix("*").strip(".")
+        if part:
+            try:
+                names.add(normalize(part))
+            except HostnameError as exc:
+                raise SettingError(f"LOCAL_SUFFIXES={value!r}: {exc}") from None
+    return frozenset(names)
+
+
+def name_refusal(hostname: str, local: frozenset[str] | None = None) -> str | None:
+    """Why a normalized hostname names nothing that can exist on the web, or None.
+
+    SPECIAL_USE (at or under a special-use name), SINGLE_LABEL, UNKNOWN_TLD (a top-level
+    domain the ICANN and private sections of the bundled Public Suffix List do not know).
+    An IP literal, and a name at or under one of `local` (None: this process's
+    LOCAL_SUFFIXES), are never refused.
+    """
+    return _name_refusal(hostname, local_suffixes() if local is None else local)
+
+
+@lru_cache(maxsize=65536)
+def _name_refusal(hostname: str, local: frozenset[str]) -> str | None:
+    if is_ip(hostname) or (local and not local.isdisjoint(parents(hostname))):
+        return None
+    labels = hostname.rsplit(".", 2)
+    if labels[-1] in SPECIAL_USE_NAMES or ".".join(labels[-2:]) in SPECIAL_USE_NAMES:
+        return SPECIAL_USE
+    if len(labels) == 1:
+        return SINGLE_LABEL
+    return None if _extract(hostname).suffix else UNKNOWN_TLD
+
+
+def entry_name_refusal(hostname: str, local: frozenset[str] | None = None) -> str | None:
+    """name_refusal() in words for an operator's seed or deny entry; None when it can exist.
+    A bare suffix of the list (`com`, `co.uk`) is left to the bare-public-suffix rule."""
+    if not is_ip(hostname) and _extract(hostname).suffix == hostname:
+        return None
+    reason = name_refusal(hostname, local)
+    if reason == SPECIAL_USE:
+        special = next(n for n in parents(hostname) if n in SPECIAL_USE_NAMES)
+        words = f"{special!r} is a special-use name"
+    elif reason == UNKNOWN_TLD:
+        words = f"{hostname.rpartition('.')[2]!r} is no top-level domain of the Public Suffix List"
+    else:
+        words = "a single label" if reason == SINGLE_LABEL else None
+    return words and f"{words} (LOCAL_SUFFIXES lets a private or test network's names in)"

@@ -1,7 +1,8 @@
 """The link filter: URLs a page offers → hostnames worth saving. Pure.
 
 Every source (crawler.core.sources) goes through `filter_found`: one
-resolution, one normalization, one deny rule for all of them.
+resolution, one normalization, one rule of names that can exist
+(crawler.core.hostnames.name_refusal) and one deny rule for all of them.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from crawler.core.denylist import DenyList
+from crawler.core.hostnames import local_suffixes, name_refusal
 from crawler.core.sources import group_of
 from crawler.core.urls import link_hostname, link_origin
 
@@ -62,13 +64,18 @@ def filter_found(
     page_scheme: str = "http",
     base: str | None = None,
     groups: frozenset[str] | None = None,
+    local: frozenset[str] | None = None,
 ) -> FilteredLinks:
     """filter_links for (url, place) pairs from any source, with the page's `<base href>`.
 
     Relative URLs resolve against `base` when it is an http(s) URL (resolved itself
     against the page), else against the page. Places whose group is not in `groups`
-    (None: every group) are skipped unread.
+    (None: every group) are skipped unread. A name that cannot exist (a single label,
+    an unknown TLD, a special-use name; not under `local`, None: LOCAL_SUFFIXES) is
+    dropped by its reason before the deny list is asked.
     """
+    if local is None:
+        local = local_suffixes()
     if base is not None:
         page_scheme, page_host = link_origin(base, page_host, page_scheme) or (
             page_scheme,
@@ -90,8 +97,11 @@ def filter_found(
             result.dropped[NO_HOSTNAME] += 1
             continue
         if hostname not in seen:
-            denial = denylist.denial(hostname)
-            seen[hostname] = denial.rule if denial else None
+            refusal = name_refusal(hostname, local)
+            if refusal is None:
+                denial = denylist.denial(hostname)
+                refusal = denial.rule if denial else None
+            seen[hostname] = refusal
         rule = seen[hostname]
         if rule is not None:
             result.dropped[rule] += 1

@@ -22,7 +22,7 @@ from twisted.python.failure import Failure
 
 from crawler.concurrency import InFlightControl
 from crawler.core.denylist import Denial
-from crawler.core.hostnames import root
+from crawler.core.hostnames import local_suffixes, root
 from crawler.core.outcomes import (
     IGNORED,
     OK,
@@ -40,6 +40,9 @@ from crawler.failures import classify
 from crawler.items import HostItem
 from crawler.middlewares import OUTCOME_BY_ITEM, request_denied, request_hostname
 from crawler.state import CrawlState
+
+# Stats: links a page offered that were not saved, by reason (crawler.core.links).
+DROPPED_PREFIX = "hostcrawl/links/dropped/"
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +81,7 @@ class HostsSpider(scrapy.Spider):
         self.poll_interval = settings.getfloat("CLAIM_POLL_INTERVAL")
         self.close_when_drained = settings.getbool("CLOSE_WHEN_DRAINED")
         self.sources = parse_groups(settings.get("DISCOVERY_SOURCES"))
+        self.local = local_suffixes(settings.get("LOCAL_SUFFIXES"))
         # One bound method per callback for every request: Scrapy remembers its check of a
         # callback's source under a weak reference to the callback object, so a new one per
         # request was read again (inspect, ast: ~5 ms) whenever the remembered one died.
@@ -191,10 +195,13 @@ class HostsSpider(scrapy.Spider):
     def parse(self, response: Response):
         hostname = response.meta["hostcrawl_hostname"]
         denylist = self.state.denylist.loaded
-        links, title = discover(response, hostname, denylist, self.sources)
+        links, title = discover(response, hostname, denylist, self.sources, self.local)
         links.hostnames.discard(hostname)
+        stats = self.crawler.stats
         for group, count in links.by_group.items():
-            self.crawler.stats.inc_value(f"hostcrawl/found/{group}", count)
+            stats.inc_value(f"hostcrawl/found/{group}", count)
+        for reason, count in links.dropped.items():
+            stats.inc_value(f"{DROPPED_PREFIX}{reason}", count)
         if response.meta.get("hostcrawl_fallback"):
             self.crawler.stats.inc_value("hostcrawl/fallback/answered")
         yield HostItem(
@@ -207,6 +214,7 @@ class HostsSpider(scrapy.Spider):
             hostnames=sorted(links.hostnames),
             links_found=links.found,
             links_filtered=links.filtered,
+            links_dropped=dict(links.dropped),
             found_via={name: links.via[name] for name in links.hostnames},
         )
 

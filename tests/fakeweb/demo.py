@@ -299,6 +299,7 @@ def main() -> int:
 
     workdir = demo_dir()
     os.environ["DATABASE_URL"] = url = demo_database_url()  # the crawler and the panel's
+    os.environ["LOCAL_SUFFIXES"] = "test"  # fakeweb's names: seeds, crawl and panel take them
     upgrade_to_head()
     engine = get_engine(url)
     print("hostcrawl demo")

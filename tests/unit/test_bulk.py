@@ -180,7 +180,7 @@ def test_removal_in_bulk_puts_back_what_each_entry_took(db):
 def test_a_long_batch_pauses_every_pace_names_so_a_gevent_worker_serves_others(db, monkeypatch):
     pauses = []
     monkeypatch.setattr(bulk, "time", SimpleNamespace(sleep=pauses.append))
-    names = [f"n{i}.paced.example" for i in range(3 * bulk.PACE + 1)]
+    names = [f"n{i}.paced.test" for i in range(3 * bulk.PACE + 1)]
 
     changes = bulk.collect(bulk.seed(db, names))
 

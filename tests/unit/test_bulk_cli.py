@@ -126,7 +126,7 @@ def test_a_kill_leaves_whole_batches_and_a_rerun_finishes(db, tmp_path):
 
 def block_list(kind: str, n: int) -> tuple[str, list[str]]:
     """A hosts file or an Adblock list of n name lines, plus lines that are no entry."""
-    names = [f"ad{i}.{kind}.example" for i in range(n)]
+    names = [f"ad{i}.{kind}.test" for i in range(n)]
     if kind == "hosts":
         head = ["# hosts", "127.0.0.1 localhost", "::1 ip6-localhost"]
         body = [f"0.0.0.0 {name}" for name in names]
