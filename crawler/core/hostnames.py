@@ -338,8 +338,7 @@ _environ: Mapping[str, str] = {}
 
 
 def read_environment(environ: Mapping[str, str]) -> None:
-    """The mapping this process's LOCAL_SUFFIXES is read from, when it is not passed in
-    (crawler/__init__.py gives os.environ, so every door of every process sees one value)."""
+    """Where this process's LOCAL_SUFFIXES is read (crawler/__init__.py: os.environ)."""
     global _environ
     _environ = environ
 
