@@ -220,6 +220,7 @@ def prepare(url: str, defaults: bool) -> None:
                 " WHERE status_reason IS NULL AND denied_by IS NULL"
             )
         )
+        conn.execute(text("UPDATE roots SET next_due_at = now() - interval '30 days'"))
         conn.execute(
             text(
                 "INSERT INTO root_claims (root, minute, claimed)"

@@ -82,7 +82,7 @@ RESET = [
         " WHERE next_claim_at IS NOT NULL"
     ),
     text("DELETE FROM root_claims"),
-    text("UPDATE roots SET held_until = NULL WHERE held_until IS NOT NULL"),
+    text("UPDATE roots SET held_until = NULL, next_due_at = now() - interval '1 hour'"),
 ]
 MOST_AT_ONCE = text(
     "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM queue"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from crawler.db import rollups
 from crawler.db.models import Base
 
 pytest_plugins = ["tests.fakeweb.fixtures", "tests.citus_fixtures"]
@@ -95,5 +96,8 @@ def insert_stale_row(engine, hostname: str, root: str) -> None:
             text("INSERT INTO hosts (hostname, root) VALUES (:h, :r)"), {"h": hostname, "r": root}
         )
         conn.execute(
-            text("INSERT INTO queue (hostname, next_claim_at) VALUES (:h, now())"), {"h": hostname}
+            text("INSERT INTO queue (hostname, root, next_claim_at) VALUES (:h, :r, now())"),
+            {"h": hostname, "r": root},
         )
+        rollups.count_hosts(conn, new=[root])
+        rollups.lower_next_due(conn, [(root, conn.execute(text("SELECT now()")).scalar_one())])

@@ -46,3 +46,19 @@ ALL = NETWORK_FAILURES | ALIVE | {HTTP_TIMEOUT, HTTP_ERROR, HTTP_TOO_LARGE, IGNO
 
 def is_network_failure(outcome: str) -> bool:
     return outcome in NETWORK_FAILURES
+
+
+def outcome_group(outcome: str | None) -> str | None:
+    """The dashboard timeline's group of an outcome: OK, HTTP, NETWORK or IGNORED."""
+    if outcome is None:
+        return None
+    if outcome in ALIVE:
+        return "OK"
+    if outcome.startswith("HTTP"):
+        return "HTTP"
+    return "IGNORED" if outcome == IGNORED else "NETWORK"
+
+
+def counts_as_failed(outcome: str | None) -> bool:
+    """A crawled host that failed (the roots' `failed` count): neither alive nor ignored."""
+    return outcome is not None and outcome not in ALIVE and outcome != IGNORED

@@ -22,6 +22,7 @@ from typing import TypeVar
 from sqlalchemy import Connection, Engine, text
 
 from crawler.core.hostnames import HostnameError, normalize, root, seed_refusal, shown
+from crawler.db import rollups
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
 from crawler.db.statistics import analyzes_after
@@ -75,7 +76,7 @@ INSERT_HOSTS = text(
     INSERT INTO hosts (hostname, root)
     SELECT hostname, root FROM bulk_names ORDER BY hostname
     ON CONFLICT (hostname) DO NOTHING
-    RETURNING hostname
+    RETURNING hostname, root
     """
 )
 QUEUE_SEEDS = text(
@@ -84,6 +85,7 @@ QUEUE_SEEDS = text(
     SELECT hostname, root, now() FROM bulk_names ORDER BY hostname
     ON CONFLICT (hostname) DO UPDATE SET next_claim_at = now()
      WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
+    RETURNING root, CASE WHEN denied_by IS NULL THEN next_claim_at END
     """
 )
 
@@ -194,6 +196,14 @@ def stage(conn: Connection, batch: Batch, with_roots: bool = True) -> None:
     conn.execute(text("ANALYZE bulk_names"))
 
 
+def insert_staged_hosts(conn: Connection) -> set[str]:
+    """The staged names not yet known, as hosts rows (counted in their roots and hour)."""
+    new = conn.execute(INSERT_HOSTS).all()
+    rollups.count_hosts(conn, new=[r for _, r in new])
+    rollups.count_hours(conn, discovered=len(new))
+    return {h for h, _ in new}
+
+
 def refuse_denied(conn: Connection, batch: Batch) -> None:
     """Names under a deny entry (the entry itself included) are refused and unstaged."""
     denied = conn.execute(DENIED).all()
@@ -258,8 +268,8 @@ def _write_seeds(engine: Engine, batch: Batch) -> None:
     with engine.begin() as conn:
         stage(conn, batch)
         refuse_denied(conn, batch)
-        new = set(conn.execute(INSERT_HOSTS).scalars())
-        conn.execute(QUEUE_SEEDS)
+        new = insert_staged_hosts(conn)
+        rollups.lower_next_due(conn, conn.execute(QUEUE_SEEDS))
     for hostname, i in batch.first.items():
         if batch.results[i] is None:
             batch.settle(hostname, "queued" if hostname in new else "already")

@@ -18,6 +18,7 @@ from datetime import timedelta
 
 from sqlalchemy import Connection, Engine, text
 
+from crawler.db import rollups
 from crawler.db.hostsql import names_below, names_param, under_params
 from crawler.db.retry import retry_conflicts
 from crawler.db.routing import NEAREST_ENTRY
@@ -94,6 +95,16 @@ LOCK_ROOTS = text(
                 THEN pg_try_advisory_xact_lock(:lock_space, hashtext(due.root))
                 ELSE false END
      LIMIT :roots
+    """
+)
+# The oldest due rows, for a claim that found no root: a row dated by a hand-made change
+# (not through crawler.db.rollups) leaves its root's bound too late, and its root would
+# never be claimed. Bounded by the batch: an index range scan of ix_queue_due.
+OLDEST_DUE = text(
+    """
+    SELECT root, next_claim_at FROM queue
+     WHERE status_reason IS NULL AND denied_by IS NULL AND next_claim_at <= now()
+     ORDER BY next_claim_at LIMIT :n
     """
 )
 # How far down the due roots one claim walks, in roots per root it wants: past roots at
@@ -231,8 +242,11 @@ def claim_polite_in(
     params = {"concurrency": limits.concurrency, "budget": limits.budget, "lock_space": LOCK_SPACE}
     # Up to a root per host wanted: most due roots have a host or two (a list of top
     # sites, a page's links), and a claim that comes back short makes the spider wait.
-    walk = {"roots": n, "walk": n * WALK_PER_ROOT}
-    locked = enough_roots(conn.execute(LOCK_ROOTS, {**params, **walk}).all(), n)
+    walk = {**params, "roots": n, "walk": n * WALK_PER_ROOT}
+    walked = conn.execute(LOCK_ROOTS, walk).all()
+    if not walked and rollups.lower_next_due(conn, conn.execute(OLDEST_DUE, {"n": n})):
+        walked = conn.execute(LOCK_ROOTS, walk).all()
+    locked = enough_roots(walked, n)
     if not locked:
         return Claim()
     rows = conn.execute(

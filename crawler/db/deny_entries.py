@@ -25,15 +25,16 @@ from sqlalchemy import Connection, Engine, text
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, Denial, DenyList
 from crawler.core.hostnames import normalize, normalize_entry, root
+from crawler.db import rollups
 from crawler.db.bulk import (
     BATCH,
-    INSERT_HOSTS,
     UNSTAGE,
     Batch,
     EntryChange,
     Item,
     batches,
     collect,
+    insert_staged_hosts,
     overlapped,
     prepare,
     stage,
@@ -133,7 +134,8 @@ REMOVE_ENTRIES = text(
          WHERE q.status_reason = :rule ORDER BY q.hostname FOR UPDATE OF q)
     UPDATE queue q SET status_reason = NULL, blocked_reason = NULL, blocked_at = NULL, note = NULL
       FROM old WHERE q.hostname = old.hostname
-    RETURNING q.hostname, coalesce(old.blocked_reason, old.note)
+    RETURNING q.hostname, coalesce(old.blocked_reason, old.note), q.root,
+              CASE WHEN q.denied_by IS NULL THEN q.next_claim_at END
     """
 )
 PUT_BACK = text(
@@ -142,7 +144,8 @@ PUT_BACK = text(
       FROM (SELECT hostname, denied_by FROM queue WHERE denied_by = ANY(:entries)
              ORDER BY hostname FOR UPDATE) AS t
      WHERE q.hostname = t.hostname
-    RETURNING t.denied_by AS entry, q.denied_by
+    RETURNING t.denied_by AS entry, q.denied_by, q.root,
+              CASE WHEN q.denied_by IS NULL AND q.status_reason IS NULL THEN q.next_claim_at END
     """
 ).bindparams(*names_param("entries"))
 # A row made only to hold an entry (never routed, crawled or audited) is no host:
@@ -153,9 +156,10 @@ FORGET_ENTRY_ONLY_ROWS = text(
      WHERE h.hostname = ANY(:names) AND q.hostname = h.hostname
        AND q.status_reason IS NULL AND q.next_claim_at IS NULL
        AND h.last_crawled_at IS NULL AND h.audited_at IS NULL AND h.crawl_count = 0
+    RETURNING h.root, h.outcome
     """
 ).bindparams(*names_param("names"))
-# The trap windows of the lifted roots (the roots table's counts follow, by trigger).
+# The trap windows of the lifted roots (their counts in roots follow: rollups).
 CLEAR_WINDOWS = text("DELETE FROM trap_window WHERE root = ANY(:names) RETURNING root").bindparams(
     *names_param("names")
 )
@@ -278,7 +282,7 @@ def _add_batches(
 def _write_entries(engine: Engine, batch: Batch, rule: str, actor: str, note: str | None) -> None:
     with engine.begin() as conn:
         stage(conn, batch)
-        conn.execute(INSERT_HOSTS)
+        insert_staged_hosts(conn)
         fresh = set(conn.execute(INSERT_ENTRY[rule]).scalars())
         previous = {h: None if h in fresh else r for h, r in conn.execute(LOCK_STAGED)}
         kept = [h for h, r in previous.items() if r in KEPT[rule]]
@@ -312,16 +316,22 @@ def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: st
     action, status = REMOVAL[rule]
     with engine.begin() as conn:
         stage(conn, batch, with_roots=False)
-        removed = dict(conn.execute(REMOVE_ENTRIES, {"rule": rule}).all())
+        lifted = conn.execute(REMOVE_ENTRIES, {"rule": rule}).all()
+        removed = {hostname: reason for hostname, reason, _, _ in lifted}
         restored = dict.fromkeys(removed, 0)
         cleared: Counter[str] = Counter()
         if removed:
             names = sorted(removed)
-            for entry, now_by in conn.execute(PUT_BACK, {"entries": names}):
+            put_back = conn.execute(PUT_BACK, {"entries": names}).all()
+            for entry, now_by, _, _ in put_back:
                 restored[entry] += now_by is None
-            conn.execute(FORGET_ENTRY_ONLY_ROWS, {"names": names})
+            dated = [(r, due) for _, _, r, due in lifted + put_back]
+            rollups.lower_next_due(conn, dated)
+            gone = conn.execute(FORGET_ENTRY_ONLY_ROWS, {"names": names}).all()
+            rollups.count_hosts(conn, gone=gone)
             roots = [h for h in names if root(h) == h]
             cleared.update(conn.execute(CLEAR_WINDOWS, {"names": roots}).scalars())
+            rollups.recount_windows(conn, cleared)
             details = [_lifted(removed[h], cleared[h]) for h in names]
             record_batch(conn, actor, action, names, details, note)
             announce(conn, "remove", names, rule)

@@ -46,10 +46,8 @@ def reversed_name(column: str) -> object:
 class Host(Base):
     """A discovered hostname and the facts of its last crawl.
 
-    Its writes keep two tables by statement-level triggers: `roots` (roots_count_new_hosts,
-    roots_count_outcomes, roots_count_gone_hosts, roots_forget_all: migration 0006) and
-    `host_hours` (host_hours_count_new, host_hours_count_crawls, host_hours_forget_all:
-    migration 0009).
+    Every writer of its rows keeps `roots` and `host_hours` in the same transaction
+    (crawler.db.rollups; triggers until migration 0015).
     """
 
     __tablename__ = "hosts"
@@ -88,9 +86,8 @@ class Host(Base):
 class QueueRow(Base):
     """Routing state of a hostname; a deny entry when status_reason is set.
 
-    Triggers: queue_fill_root fills `root` before an insert that leaves it out (migration
-    0006); roots_lower_next_due_insert and roots_lower_next_due_update keep
-    `roots.next_due_at` (the function's current body: migration 0009).
+    Every writer that dates a routable row lowers `roots.next_due_at` in the same
+    transaction (crawler.db.rollups.lower_next_due).
     """
 
     __tablename__ = "queue"
@@ -108,7 +105,7 @@ class QueueRow(Base):
     denied_by: Mapped[str | None] = mapped_column(HOSTNAME)
     claimed_by: Mapped[str | None] = mapped_column(String(128))
     claimed_at: Mapped[datetime | None] = mapped_column(Timestamp)
-    # hosts.root, for per-root claims; a trigger fills it when a writer leaves it out.
+    # hosts.root, for per-root claims; every writer gives it.
     root: Mapped[str] = mapped_column(HOSTNAME)
 
     __table_args__ = (
@@ -153,9 +150,8 @@ class QueueRow(Base):
 class TrapWindowRow(Base):
     """The latest outcome of one subdomain in its root's trap window.
 
-    Its writes keep `roots.window_size` and `window_failed` by the triggers
-    roots_count_windows_insert, _update and _delete (migration 0006). Lifting a deny
-    entry empties its root's window (crawler.db.deny_entries).
+    Its writers recount `roots.window_size` and `window_failed` (crawler.db.rollups).
+    Lifting a deny entry empties its root's window (crawler.db.deny_entries).
     """
 
     __tablename__ = "trap_window"
@@ -206,15 +202,9 @@ class WildcardProbe(Base):
 
 
 class RootRow(Base):
-    """Per-root counters and claim state, kept by triggers on other tables.
-
-    - hosts, outcomes: roots_count_new_hosts, roots_count_outcomes, roots_count_gone_hosts
-      and roots_forget_all on `hosts` (migration 0006).
-    - the trap window: roots_count_windows_insert, _update and _delete on `trap_window`
-      (function roots_count_windows, migration 0006).
-    - next_due_at: roots_lower_next_due_insert and _update on `queue` (the function
-      roots_lower_next_due was created by migration 0006; its current body is 0009's).
-    held_until is written by the claim (crawler.db.claims), not by a trigger.
+    """Per-root counters and claim state, kept by the writers of other tables in their
+    own transactions (crawler.db.rollups: hosts and outcomes, the trap window's counts,
+    next_due_at). The claim (crawler.db.claims) writes next_due_at and held_until too.
     """
 
     __tablename__ = "roots"
@@ -256,9 +246,9 @@ class RootClaims(Base):
 
 
 class HostHour(Base):
-    """Hosts discovered and crawled (by outcome group) in one hour, kept by triggers on
-    hosts: host_hours_count_new, host_hours_count_crawls and host_hours_forget_all (their
-    bodies: migration 0009). One row per hour and writer shard: the reader sums them."""
+    """Hosts discovered and crawled (by outcome group) in one hour, kept by the writers of
+    hosts (crawler.db.rollups.count_hours). One row per hour and writer shard: the reader
+    sums them."""
 
     __tablename__ = "host_hours"
 

@@ -21,7 +21,7 @@ from crawler.core.hostnames import root
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import is_network_failure
 from crawler.core.sources import PLACE_CHARS, group_of
-from crawler.db import bulk
+from crawler.db import bulk, rollups
 from crawler.db.bulk import EntryChange
 from crawler.db.hostsql import INTS, names_param
 from crawler.db.retry import retry_conflicts
@@ -48,20 +48,25 @@ class Crawled:
     recrawl_after: timedelta = timedelta(days=7)
 
 
+# What a queue write returns for crawler.db.rollups.lower_next_due: the row's root, and
+# its date if it is routable.
+DATED = """root, CASE WHEN status_reason IS NULL AND denied_by IS NULL
+                   THEN next_claim_at END"""
 INSERT_HOSTS = text(
     """
     INSERT INTO hosts (hostname, root, discovered_from, found_source, found_via)
     SELECT * FROM unnest(:names, :roots, :pages, :sources, :places)
     ON CONFLICT (hostname) DO NOTHING
-    RETURNING hostname, discovered_from
+    RETURNING hostname, discovered_from, root
     """
 ).bindparams(*names_param("names", "roots", "pages", "sources", "places"))
 QUEUE_HOSTS = text(
-    """
+    f"""
     INSERT INTO queue (hostname, root, next_claim_at)
     SELECT h, r, now() FROM unnest(:names, :roots) AS t(h, r)
     ON CONFLICT (hostname) DO UPDATE SET next_claim_at = now()
      WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
+    RETURNING {DATED}
     """
 ).bindparams(*names_param("names", "roots"))
 WRITE_RESULTS = text(
@@ -71,11 +76,14 @@ WRITE_RESULTS = text(
            links_found = t.found, links_saved = t.saved,
            links_filtered = t.filtered, crawl_count = h.crawl_count + 1,
            fail_streak = CASE WHEN t.failed THEN h.fail_streak + 1 ELSE 0 END
-      FROM (SELECT * FROM unnest(:names, :outcomes, :statuses, :urls, :titles, :schemes,
-                                 :found, :saved, :filtered, :failed)
-              AS u(hostname, outcome, status, url, title, scheme, found, saved, filtered, failed)
-             ORDER BY hostname) AS t
+      FROM (SELECT u.*, o.outcome AS before
+              FROM unnest(:names, :outcomes, :statuses, :urls, :titles, :schemes,
+                          :found, :saved, :filtered, :failed)
+                AS u(hostname, outcome, status, url, title, scheme, found, saved, filtered, failed)
+              JOIN hosts o USING (hostname)
+             ORDER BY hostname FOR UPDATE OF o) AS t
      WHERE h.hostname = t.hostname
+    RETURNING h.root, h.hostname, t.before, h.outcome
     """
 ).bindparams(
     *names_param("names", "outcomes", "urls", "titles", "schemes"),
@@ -83,12 +91,13 @@ WRITE_RESULTS = text(
     bindparam("failed", type_=ARRAY(Boolean)),
 )
 SCHEDULE = text(
-    """
+    f"""
     UPDATE queue q SET claimed_by = NULL, claimed_at = NULL,
            next_claim_at = CASE WHEN q.status_reason IS NULL
                                 THEN now() + t.after ELSE q.next_claim_at END
       FROM unnest(:names, :afters) AS t(hostname, after)
      WHERE q.hostname = t.hostname
+    RETURNING {DATED}
     """
 ).bindparams(*names_param("names"), bindparam("afters", type_=ARRAY(Interval)))
 
@@ -132,9 +141,11 @@ def insert_hosts(conn: Connection, found: dict[str, FoundOn]) -> list[tuple[str,
             "sources": [f.source for f in where],
             "places": [f.place for f in where],
         },
-    )
-    conn.execute(QUEUE_HOSTS, params)
-    return [(h, source) for h, source in new]
+    ).all()
+    rollups.count_hosts(conn, new=[r for _, _, r in new])
+    rollups.count_hours(conn, discovered=len(new))
+    rollups.lower_next_due(conn, conn.execute(QUEUE_HOSTS, params))
+    return [(h, source) for h, source, _ in new]
 
 
 def seed(engine: Engine, values: Sequence[str], allow_private: bool = False) -> list[EntryChange]:
@@ -171,7 +182,7 @@ def finish_many(engine: Engine, crawled: Sequence[Crawled]) -> list[list[str]]:
 
 def write_results(conn: Connection, crawled: Sequence[Crawled]) -> None:
     results = [host.result for host in crawled]
-    conn.execute(
+    written = conn.execute(
         WRITE_RESULTS,
         {
             "names": [host.hostname for host in crawled],
@@ -185,18 +196,21 @@ def write_results(conn: Connection, crawled: Sequence[Crawled]) -> None:
             "filtered": [host.links.filtered for host in crawled],
             "failed": [is_network_failure(r.outcome) for r in results],
         },
-    )
+    ).all()
+    rollups.count_hosts(conn, crawled=[(r, before, now) for r, _, before, now in written])
+    rollups.count_hours(conn, crawled=[(h, now) for _, h, _, now in written])
 
 
 def schedule(conn: Connection, delays: list[tuple[str, timedelta]]) -> None:
     """Release claims (entry rows too) and set each routable row's next date."""
     if delays:
-        conn.execute(SCHEDULE, {"names": [h for h, _ in delays], "afters": [d for _, d in delays]})
+        names, afters = [h for h, _ in delays], [d for _, d in delays]
+        rollups.lower_next_due(conn, conn.execute(SCHEDULE, {"names": names, "afters": afters}))
 
 
 RETRY_SOON = text(
     "UPDATE queue SET next_claim_at = now() + :after"
-    " WHERE hostname = ANY(:names) AND status_reason IS NULL"
+    f" WHERE hostname = ANY(:names) AND status_reason IS NULL RETURNING {DATED}"
 ).bindparams(*names_param("names"))
 
 
@@ -205,7 +219,8 @@ def retry_soon(engine: Engine, hostnames: Sequence[str], after: timedelta) -> No
     """Claimed hosts whose try said nothing about them (our own outage): due again
     `after` from now, still claimed by their worker, so a draining crawl waits."""
     with engine.begin() as conn:
-        conn.execute(RETRY_SOON, {"names": sorted(hostnames), "after": after})
+        dated = conn.execute(RETRY_SOON, {"names": sorted(hostnames), "after": after})
+        rollups.lower_next_due(conn, dated.all())
 
 
 @retry_conflicts

@@ -27,6 +27,7 @@ from dataclasses import dataclass, fields
 from sqlalchemy import Connection, Engine, text
 
 from crawler.core import config
+from crawler.db import rollups
 
 BATCH = 1_000
 # pg_advisory locks are one bigint space per database: ours is "hostcrawl retention".
@@ -140,15 +141,28 @@ def count(engine: Engine, kind: str, params: dict, wait: bool = True) -> int:
         return conn.execute(text(f"SELECT count(*) FROM ({rows}) AS r"), params).scalar_one()
 
 
+# What a delete from these tables returns, and what it moves in crawler.db.rollups.
+ROLLED_UP = {
+    "trap_window": ("root", lambda conn, rows: rollups.recount_windows(conn, (r for (r,) in rows))),
+    "hosts": ("root, outcome", lambda conn, rows: rollups.count_hosts(conn, gone=rows)),
+}
+
+
 def delete(engine: Engine, kind: str, params: dict, wait: bool = True) -> int:
     """Delete the rows of `kind`, BATCH at a time under the retention lock; how many went."""
     table, rows, _ = KINDS[kind]
-    statement = text(f"DELETE FROM {table} WHERE ctid = ANY(ARRAY({rows} LIMIT :batch))")
+    returning, roll_up = ROLLED_UP.get(table, ("1", None))
+    statement = text(
+        f"DELETE FROM {table} WHERE ctid = ANY(ARRAY({rows} LIMIT :batch)) RETURNING {returning}"
+    )
     total = 0
     while True:
         with engine.begin() as conn:
             take_lock(conn, wait)
-            gone = conn.execute(statement, {**params, "batch": BATCH}).rowcount
+            deleted = conn.execute(statement, {**params, "batch": BATCH}).all()
+            if roll_up and deleted:
+                roll_up(conn, deleted)
+        gone = len(deleted)
         total += gone
         if gone < BATCH:
             return total

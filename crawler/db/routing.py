@@ -1,16 +1,15 @@
-"""Which queue rows are routed: deny entries take rows out, removals put them back.
+"""Which queue rows are routed: the nearest entry above a row, and a denied request's row.
 
 `queue.denied_by` names the entry that took a row out of routing, so removing
-an entry puts back exactly its rows (unless another entry still covers them).
-Multi-row updates lock rows in hostname order, as every bulk write here does,
-so operators' changes and workers' writes never deadlock for long.
+an entry puts back exactly its rows (unless another entry still covers them: the
+entry writer, crawler.db.deny_entries, asks NEAREST_ENTRY, as the claim does).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Engine, text
 
-from crawler.db.hostsql import names_below, suffix_range
+from crawler.db import rollups
 from crawler.db.retry import retry_conflicts
 
 # The nearest other deny entry above a row, or NULL when none covers it.
@@ -21,24 +20,6 @@ NEAREST_ENTRY = """
       ORDER BY length(d.hostname) DESC LIMIT 1)
 """
 
-TAKE_OUT_UNDER = text(
-    f"""
-    UPDATE queue q SET denied_by = :entry
-      FROM (SELECT hostname FROM queue WHERE {names_below("hostname")}
-              AND denied_by IS NULL AND status_reason IS NULL
-             ORDER BY hostname FOR UPDATE) AS t
-     WHERE q.hostname = t.hostname
-    """
-)
-PUT_BACK = text(
-    f"""
-    UPDATE queue q SET denied_by = {NEAREST_ENTRY}
-      FROM (SELECT hostname FROM queue WHERE denied_by = :entry
-             ORDER BY hostname FOR UPDATE) AS t
-     WHERE q.hostname = t.hostname
-    RETURNING q.denied_by
-    """
-)
 # The claim is released either way, and the host is due at once the moment it is
 # routable: now if the entry was removed meanwhile (this worker heard late), or
 # when the entry is removed later.
@@ -55,24 +36,15 @@ DENY_ONE = text(
                                 THEN now() ELSE q.next_claim_at END
       FROM entry
      WHERE q.hostname = :hostname
+    RETURNING q.root, CASE WHEN q.status_reason IS NULL AND q.denied_by IS NULL
+                           THEN q.next_claim_at END
     """
 )
-
-
-def take_out_under(conn: Connection, entry: str) -> int:
-    """Every routed row below a new entry leaves routing; returns how many."""
-    lo, hi = suffix_range(entry)
-    return conn.execute(TAKE_OUT_UNDER, {"entry": entry, "lo": lo, "hi": hi}).rowcount
-
-
-def put_back(conn: Connection, entry: str) -> int:
-    """Rows the entry took out: back to routing, unless another entry covers them."""
-    rows = conn.execute(PUT_BACK, {"entry": entry}).fetchall()
-    return sum(1 for (by,) in rows if by is None)
 
 
 @retry_conflicts
 def take_out_denied(engine: Engine, hostname: str, entry: str) -> None:
     """A request to `hostname` was denied by `entry`: its row leaves routing (and its claim)."""
     with engine.begin() as conn:
-        conn.execute(DENY_ONE, {"hostname": hostname, "entry": entry})
+        dated = conn.execute(DENY_ONE, {"hostname": hostname, "entry": entry})
+        rollups.lower_next_due(conn, dated.all())

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Engine, text
 from crawler.core.hostnames import root
 from crawler.core.outcomes import ALIVE, is_network_failure
 from crawler.core.traps import Observation, trap_reason
+from crawler.db import rollups
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
 
@@ -78,6 +79,7 @@ def _update_windows(conn: Connection, rows: list[tuple], size: int) -> dict[str,
     roots, names, kinds = (list(column) for column in zip(*rows, strict=True))
     conn.execute(UPSERT_WINDOW, {"roots": roots, "names": names, "kinds": kinds})
     conn.execute(TRIM_WINDOWS, {"roots": sorted(set(roots)), "size": size})
+    rollups.recount_windows(conn, roots)
     failing = sorted({r for r, _, o in rows if is_network_failure(o)})
     if not failing:
         return {}

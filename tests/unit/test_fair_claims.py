@@ -180,3 +180,13 @@ def test_two_processes_never_hold_more_than_the_concurrency_of_a_root(db, databa
     counts = Counter(name for claimed in results for name in claimed)
     assert set(counts) == set(names)
     assert max(counts.values()) == 1
+
+
+def test_a_row_dated_by_hand_is_claimed_though_its_root_was_not_told(db):
+    """A hand-made UPDATE of a date (no writer of ours) leaves the root's bound too late:
+    a claim that finds no root looks at the oldest due rows and lowers their roots."""
+    queue.save_hosts(db, ["a.late.test", "b.late.test"])
+    finish(db, claims.claim_polite(db, 10, "w").hosts)  # both crawled: due in a week
+    with db.begin() as conn:
+        conn.execute(text("UPDATE queue SET next_claim_at = now() WHERE hostname = 'a.late.test'"))
+    assert claims.claim_polite(db, 10, "w").hosts == ["a.late.test"]

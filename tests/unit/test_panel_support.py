@@ -94,31 +94,25 @@ def login(client, username: str, password: str, next_url: str | None = None):
 
 
 def insert_hosts(engine, names: Iterable[str], **columns) -> None:
-    """Hosts and queue rows straight in SQL (due now), with optional crawl facts."""
-    from crawler.core.hostnames import root
+    """Hosts and queue rows as the crawl saves them (due now), with optional crawl facts
+    written straight in SQL (the roots' counters moved as a finish moves them)."""
+    from crawler.db import queue, rollups
 
     names = sorted(set(names))
     with engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO hosts (hostname, root) SELECT h, r FROM unnest("
-                "CAST(:n AS text[]), CAST(:r AS text[])) AS t(h, r) ON CONFLICT DO NOTHING"
-            ),
-            {"n": names, "r": [root(n) for n in names]},
-        )
-        conn.execute(
-            text(
-                "INSERT INTO queue (hostname, next_claim_at) SELECT h, now()"
-                " FROM unnest(CAST(:n AS text[])) AS t(h) ON CONFLICT DO NOTHING"
-            ),
-            {"n": names},
-        )
+        queue.insert_hosts(conn, {name: queue.FoundOn() for name in names})
         if columns:
             sets = ", ".join(f"{k} = :{k}" for k in columns)
-            conn.execute(
-                text(f"UPDATE hosts SET {sets} WHERE hostname = ANY(CAST(:n AS text[]))"),
+            written = conn.execute(
+                text(
+                    f"UPDATE hosts SET {sets} WHERE hostname = ANY(CAST(:n AS text[]))"
+                    " RETURNING root, hostname, outcome"
+                ),
                 {"n": names, **columns},
-            )
+            ).all()
+            rollups.count_hosts(conn, crawled=[(r, None, outcome) for r, _, outcome in written])
+            if "last_crawled_at" in columns:
+                rollups.count_hours(conn, crawled=[(h, outcome) for _, h, outcome in written])
 
 
 def shown_hosts(html: str) -> list[str]:

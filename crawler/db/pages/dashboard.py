@@ -136,7 +136,7 @@ def found_by_source(conn) -> list[tuple[str | None, int]]:
 # -- the totals: counted while small, estimated by the planner when big ----------------------
 #
 # A count(*) over 10M rows takes seconds and reads the whole table on every
-# refresh. Counters kept by triggers would be exact, but every finish of every
+# refresh. Counters kept on every write would be exact, but every finish of every
 # worker would then update the same few counter rows (a hot spot that
 # serializes the workers). The planner's statistics cost nothing to read and
 # autovacuum keeps them fresh (migration 0007 analyzes at 2% changed rows), so
@@ -288,7 +288,7 @@ TOP_ROOTS_BATCH = 50
 
 
 def top_roots(conn, n: int = 10) -> list[tuple[str, int]]:
-    """The roots with the most hosts the list shows: each root's trigger-kept count less
+    """The roots with the most hosts the list shows: each root's kept count less
     its hidden rows, never a root that is (or is under) a deny entry.
 
     Roots are walked down the (hosts, root) index a batch at a time, until no root left

@@ -1,7 +1,7 @@
-"""What the main host list hides, summed: the part of the trigger-kept totals to leave out.
+"""What the main host list hides, summed: the part of the kept totals to leave out.
 
 The list shows a host unless it is a deny entry or under one. The dashboard reads
-totals that triggers keep over every host (roots, host_hours) or the planner's
+totals kept over every host (roots, host_hours: crawler.db.rollups) or the planner's
 estimates over all of hosts; the hosts it must leave out are the deny entries and
 the rows an entry took out of routing (`queue.denied_by`). Those are the rows of
 the small partial index ix_queue_hidden_root (migration 0012): one pass over them,
@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from sqlalchemy import text
+
+from crawler.core.outcomes import outcome_group
 
 # The partial index's predicate, as the queries here must spell it to use it.
 HIDDEN_ROW = "(q.status_reason IS NOT NULL OR q.denied_by IS NOT NULL)"
@@ -44,17 +46,6 @@ HIDDEN_FIGURES = text(
      GROUP BY 1, 2, 3
     """
 )
-
-
-def outcome_group(outcome: str | None) -> str | None:
-    """The timeline's group of an outcome (host_hours' columns, migration 0009)."""
-    if outcome is None:
-        return None
-    if outcome in ("OK", "DNS_ALIVE"):
-        return "OK"
-    if outcome.startswith("HTTP"):
-        return "HTTP"
-    return "IGNORED" if outcome == "IGNORED" else "NETWORK"
 
 
 @dataclass

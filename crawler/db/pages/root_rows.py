@@ -1,7 +1,7 @@
 """The rows of the Roots page (`/roots`, `GET /api/roots`) and of a root's own page.
 
-Every figure is read off the `roots` table, which triggers keep on every write
-(migrations 0006 and 0009): a page costs one index walk over roots plus a few lookups
+Every figure is read off the `roots` table, which every writer keeps in its own
+transaction (crawler.db.rollups): a page costs one index walk over roots plus a few lookups
 per row shown, never a GROUP BY over hosts, so it stays fast at a million hosts.
 Their words and JSON are the panel's (webpanel.roots).
 """
