@@ -41,12 +41,23 @@ _CSS_URL = re.compile(
 )
 # An http(s) URL, or a scheme-relative one standing alone (not the `//` inside a path).
 _JSON_URL = re.compile(r"""(?:https?:|(?<![\w:/.]))//[^\s"'<>\\/][^\s"'<>\\]*""", re.IGNORECASE)
-# A string literal (", ' or `) opening with an absolute or scheme-relative http(s) URL,
-# slashes maybe escaped (`https:\/\/`): the prefix and the authority. An authority
-# that goes on into a template (`${`, `{{`) is no name.
-_SCRIPT_URL = re.compile(
-    r"""["'`]((?:[hH][tT][tT][pP][sS]?:)?\\?/\\?/)([^\s"'`\\/<>?#{}$]++)(?![{$])"""
-)
+
+
+def _script_url(slashes: str) -> re.Pattern[str]:
+    """The authority after `slashes` (`//` or `\\/\\/`) that open a string literal (", '
+    or `) or follow its http(s) scheme. The pattern starts with its literal slashes, which
+    the regex engine finds fast; the quote and scheme are looked back at. An authority that
+    goes on into a template (`${`, `{{`) is no name."""
+    s, quote = re.escape(slashes), "[\"'`]"
+    http = f"{quote}[hH][tT][tT][pP]"
+    return re.compile(
+        rf"{s}(?:(?<={quote}{s})|(?<={http}:{s})|(?<={http}[sS]:{s}))"
+        r"""([^\s"'`\\/<>?#{}$]++)(?![{$])"""
+    )
+
+
+_SCRIPT_URL = _script_url("//")
+_ESCAPED_SCRIPT_URL = _script_url("\\/\\/")
 _SRCSET_URL = re.compile(r"[\s,]*(\S*)")
 _SRCSET_DESCRIPTORS = re.compile(r"(?:[^,(]|\([^)]*\)?)*,?")
 
@@ -201,15 +212,17 @@ def _meta_refresh(add, element) -> None:
 
 
 def script_urls(text: str) -> Iterator[str]:
-    r"""The absolute and scheme-relative http(s) URLs (to their host) that open a string
-    literal of a script or JSON text: `"https://x/"`, `'//cdn.x/a.js'`, `"https:\/\/x"`.
+    r"""The absolute and scheme-relative http(s) URLs that open a string literal of a script
+    or JSON text (`"https://x/"`, `'//cdn.x/a.js'`, `"https:\/\/x"`), as `//host`.
 
     Only strings: an identifier or property (`a.b.com`) and a comment are no URL, nor is
     a relative one; a URL in the middle of a string's prose is not read either.
     """
-    if "//" in text or "\\/\\/" in text:
-        for prefix, authority in _SCRIPT_URL.findall(text):
-            yield prefix.replace("\\", "") + authority
+    for authority in _SCRIPT_URL.findall(text):
+        yield "//" + authority
+    if "\\/\\/" in text:
+        for authority in _ESCAPED_SCRIPT_URL.findall(text):
+            yield "//" + authority
 
 
 def _json_ld_urls(add, text: str) -> None:

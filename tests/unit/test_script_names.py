@@ -57,14 +57,14 @@ def page(body: str):
 
 # (HTML, the (url, place) pairs the document gives).
 SCRIPT_BLOCKS = [
-    ("<script>var u = 'https://x.test/a';</script>", [("https://x.test", INLINE_SCRIPT)]),
+    ("<script>var u = 'https://x.test/a';</script>", [("//x.test", INLINE_SCRIPT)]),
     (
         '<script type="module">import a from "https://x.test/m.js";</script>',
-        [("https://x.test", INLINE_SCRIPT)],
+        [("//x.test", INLINE_SCRIPT)],
     ),
     (
         '<script type="application/json">{"api": "https:\\/\\/api.x.test\\/"}</script>',
-        [("https://api.x.test", INLINE_JSON)],
+        [("//api.x.test", INLINE_JSON)],
     ),
     (
         '<script id="__NEXT_DATA__" type="application/json">{"u": "//cdn.x.test/"}</script>',
@@ -72,7 +72,7 @@ SCRIPT_BLOCKS = [
     ),
     (
         '<script>window.__STATE__ = {"cdn": "https:\\/\\/s.x.test\\/"};</script>',
-        [("https://s.x.test", INLINE_SCRIPT)],
+        [("//s.x.test", INLINE_SCRIPT)],
     ),
     # JSON-LD stays metadata, read as JSON (a URL anywhere in its strings).
     (

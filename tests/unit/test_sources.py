@@ -136,7 +136,7 @@ def test_attribute_values_that_are_not_whole_urls_name_nothing():
 
 def test_comments_name_nothing_and_a_scripts_string_names_its_host():
     html = "<!-- https://x.test/ --><script>var u = 'https://y.test/';</script>"
-    assert document_urls(page(html)).urls == [("https://y.test", "inline script")]
+    assert document_urls(page(html)).urls == [("//y.test", "inline script")]
 
 
 def test_json_ld_that_does_not_parse_is_read_by_pattern():
