@@ -48,8 +48,7 @@ class DatabaseUrlError(ValueError):
 def database_url() -> str:
     """DATABASE_URL when set (checked, as postgresql+psycopg://); else the embedded server's
     URL (starting it)."""
-    raw = os.environ.get("DATABASE_URL", "")
-    if raw and not raw.strip():
+    if config.set_but_blank("DATABASE_URL", os.environ):
         # Empty means the embedded server (compose writes `DATABASE_URL=`); spaces alone
         # are a value gone missing, and silently crawling another database hides it.
         raise DatabaseUrlError(
