@@ -138,14 +138,14 @@ def index_definitions(conn) -> list[tuple[str, str]]:
 
 
 KEYS = [
-    ("hosts", "pk_hosts", "PRIMARY KEY (hostname)"),
-    ("queue", "pk_queue", "PRIMARY KEY (hostname)"),
+    ("hosts", "pk_hosts", "PRIMARY KEY (hostname, root)"),
+    ("queue", "pk_queue", "PRIMARY KEY (hostname, root)"),
     ("trap_window", "pk_trap_window", "PRIMARY KEY (root, hostname)"),
 ]
 FOREIGN_KEY = (
     "queue",
     "fk_queue_hostname_hosts",
-    "FOREIGN KEY (hostname) REFERENCES hosts (hostname) ON DELETE CASCADE",
+    "FOREIGN KEY (hostname, root) REFERENCES hosts (hostname, root) ON DELETE CASCADE",
 )
 
 

@@ -75,7 +75,7 @@ INSERT_HOSTS = text(
     """
     INSERT INTO hosts (hostname, root)
     SELECT hostname, root FROM bulk_names ORDER BY hostname
-    ON CONFLICT (hostname) DO NOTHING
+    ON CONFLICT (hostname, root) DO NOTHING
     RETURNING hostname, root
     """
 )
@@ -83,7 +83,7 @@ QUEUE_SEEDS = text(
     """
     INSERT INTO queue (hostname, root, next_claim_at)
     SELECT hostname, root, now() FROM bulk_names ORDER BY hostname
-    ON CONFLICT (hostname) DO UPDATE SET next_claim_at = now()
+    ON CONFLICT (hostname, root) DO UPDATE SET next_claim_at = now()
      WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
     RETURNING root, CASE WHEN denied_by IS NULL THEN next_claim_at END
     """

@@ -71,7 +71,7 @@ INSERT_ENTRY = {
         """
         INSERT INTO queue (hostname, root, status_reason, note)
         SELECT hostname, root, 'no_follow', note FROM bulk_names ORDER BY hostname
-        ON CONFLICT (hostname) DO NOTHING
+        ON CONFLICT (hostname, root) DO NOTHING
         RETURNING hostname
         """
     ),
@@ -79,7 +79,7 @@ INSERT_ENTRY = {
         """
         INSERT INTO queue (hostname, root, status_reason, blocked_reason, blocked_at)
         SELECT hostname, root, 'blocked', note, now() FROM bulk_names ORDER BY hostname
-        ON CONFLICT (hostname) DO NOTHING
+        ON CONFLICT (hostname, root) DO NOTHING
         RETURNING hostname
         """
     ),

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import create_engine
+from sqlalchemy.pool import NullPool
 
-from crawler.db.engine import PROJECT_ROOT
+from crawler.db import cluster
+from crawler.db.engine import PROJECT_ROOT, database_url
 
 MIGRATIONS = PROJECT_ROOT / "migrations"
 
@@ -17,8 +20,23 @@ def alembic_config() -> Config:
     return config
 
 
-def upgrade_to_head() -> None:
+def upgrade_to_head() -> cluster.Deployment:
+    """Every migration, then (on a Citus cluster) the per-root tables distributed by root."""
     command.upgrade(alembic_config(), "head")
+    engine = create_engine(database_url(), poolclass=NullPool)
+    try:
+        return cluster.distribute(engine)
+    finally:
+        engine.dispose()
+
+
+def current_deployment() -> cluster.Deployment:
+    engine = create_engine(database_url(), poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            return cluster.deployment(conn)
+    finally:
+        engine.dispose()
 
 
 def downgrade_to_base() -> None:

@@ -9,6 +9,7 @@ from sqlalchemy import (
     CheckConstraint,
     DateTime,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     MetaData,
@@ -52,8 +53,10 @@ class Host(Base):
 
     __tablename__ = "hosts"
 
+    # The key holds root, the distribution column on a Citus cluster (migration 0016);
+    # hostname first, so a lookup by name alone is still one index probe.
     hostname: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
-    root: Mapped[str] = mapped_column(HOSTNAME)
+    root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
     discovered_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
     discovered_from: Mapped[str | None] = mapped_column(HOSTNAME)
     # Through which source group and place on discovered_from's page it was first seen.
@@ -92,9 +95,7 @@ class QueueRow(Base):
 
     __tablename__ = "queue"
 
-    hostname: Mapped[str] = mapped_column(
-        HOSTNAME, ForeignKey("hosts.hostname", ondelete="CASCADE"), primary_key=True
-    )
+    hostname: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
     next_claim_at: Mapped[datetime | None] = mapped_column(Timestamp)
     status_reason: Mapped[str | None] = mapped_column(String(16))
     blocked_reason: Mapped[str | None] = mapped_column(Text)
@@ -105,10 +106,13 @@ class QueueRow(Base):
     denied_by: Mapped[str | None] = mapped_column(HOSTNAME)
     claimed_by: Mapped[str | None] = mapped_column(String(128))
     claimed_at: Mapped[datetime | None] = mapped_column(Timestamp)
-    # hosts.root, for per-root claims; every writer gives it.
-    root: Mapped[str] = mapped_column(HOSTNAME)
+    # hosts.root, for per-root claims; every writer gives it. In the key, as in hosts'.
+    root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
 
     __table_args__ = (
+        ForeignKeyConstraint(
+            ["hostname", "root"], ["hosts.hostname", "hosts.root"], ondelete="CASCADE"
+        ),
         CheckConstraint("status_reason IN ('blocked', 'no_follow')", name="status_reason"),
         # Per-root claims (migration 0006): a root's oldest routable rows, and its claims.
         Index(

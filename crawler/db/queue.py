@@ -56,7 +56,7 @@ INSERT_HOSTS = text(
     """
     INSERT INTO hosts (hostname, root, discovered_from, found_source, found_via)
     SELECT * FROM unnest(:names, :roots, :pages, :sources, :places)
-    ON CONFLICT (hostname) DO NOTHING
+    ON CONFLICT (hostname, root) DO NOTHING
     RETURNING hostname, discovered_from, root
     """
 ).bindparams(*names_param("names", "roots", "pages", "sources", "places"))
@@ -64,7 +64,7 @@ QUEUE_HOSTS = text(
     f"""
     INSERT INTO queue (hostname, root, next_claim_at)
     SELECT h, r, now() FROM unnest(:names, :roots) AS t(h, r)
-    ON CONFLICT (hostname) DO UPDATE SET next_claim_at = now()
+    ON CONFLICT (hostname, root) DO UPDATE SET next_claim_at = now()
      WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
     RETURNING {DATED}
     """

@@ -1,0 +1,90 @@
+"""One schema, two deployments: a plain Postgres, or a Citus cluster sharded by root.
+
+On a database where the `citus` extension exists and workers are added, `hostcrawl db
+upgrade` distributes every table kept per root by `root`, co-located with `roots`: a
+root's hosts, queue rows, window, claims, deferral and wildcard probe live in one shard
+group, so every statement about one host goes to one worker. The small shared tables
+(users, login failures, the change log, world silences, the hourly figures) stay plain
+tables on the coordinator: nothing joins them to the per-root tables. On a plain
+Postgres nothing changes. Distributing is idempotent: a table already distributed is
+left as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, Engine, text
+
+DISTRIBUTION_COLUMN = "root"
+# Distributed in this order: roots first (the others co-locate with it), hosts before
+# queue (the queue's foreign key needs its target distributed).
+PER_ROOT_TABLES = (
+    "roots",
+    "hosts",
+    "queue",
+    "trap_window",
+    "root_claims",
+    "trap_deferrals",
+    "wildcard_probes",
+)
+
+CITUS_INSTALLED = text("SELECT extversion FROM pg_extension WHERE extname = 'citus'")
+WORKERS = text("SELECT count(*) FROM citus_get_active_worker_nodes()")
+DISTRIBUTED = text(
+    "SELECT logicalrelid::regclass::text FROM pg_dist_partition"
+    " WHERE logicalrelid::regclass::text = ANY(:tables)"
+)
+DISTRIBUTE = text(
+    "SELECT create_distributed_table(:table, :column, colocate_with => :colocate_with)"
+)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Which kind of database this is: plain Postgres, or Citus with its workers."""
+
+    citus_version: str | None = None
+    workers: int = 0
+    distributed: tuple[str, ...] = ()
+
+    @property
+    def is_cluster(self) -> bool:
+        return self.citus_version is not None and self.workers > 0
+
+    def describe(self) -> str:
+        if self.citus_version is None:
+            return "one Postgres server (no citus extension)"
+        if not self.is_cluster:
+            return f"Citus {self.citus_version} with no worker added: one server, not distributed"
+        tables = len(self.distributed)
+        return (
+            f"a Citus {self.citus_version} cluster of {self.workers} workers;"
+            f" {tables} of {len(PER_ROOT_TABLES)} per-root tables distributed by"
+            f" {DISTRIBUTION_COLUMN}"
+        )
+
+
+def deployment(conn: Connection) -> Deployment:
+    """What the database behind `conn` is."""
+    version = conn.execute(CITUS_INSTALLED).scalar()
+    if version is None:
+        return Deployment()
+    workers = conn.execute(WORKERS).scalar_one()
+    done = conn.execute(DISTRIBUTED, {"tables": list(PER_ROOT_TABLES)}).scalars()
+    order = {table: i for i, table in enumerate(PER_ROOT_TABLES)}
+    return Deployment(version, workers, tuple(sorted(done, key=order.__getitem__)))
+
+
+def distribute(engine: Engine) -> Deployment:
+    """On a Citus cluster, distribute each per-root table not yet distributed; what it is."""
+    with engine.begin() as conn:
+        found = deployment(conn)
+        if not found.is_cluster:
+            return found
+        for table in PER_ROOT_TABLES:
+            if table not in found.distributed:
+                colocate = "none" if table == PER_ROOT_TABLES[0] else PER_ROOT_TABLES[0]
+                params = {"table": table, "column": DISTRIBUTION_COLUMN, "colocate_with": colocate}
+                conn.execute(DISTRIBUTE, params)
+        return deployment(conn)
