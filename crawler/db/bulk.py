@@ -58,14 +58,15 @@ STAGE = """
         hostname text COLLATE "C" NOT NULL, root text COLLATE "C", note text
     ) ON COMMIT DELETE ROWS
 """
+# The nearest entry over each staged name. A join, not a LATERAL with LIMIT: Citus runs
+# it on a cluster (the staged names go to each shard) and plans no LIMIT in a lateral.
 DENIED = text(
     """
-    SELECT s.hostname, e.hostname AS entry, e.status_reason AS rule
+    SELECT DISTINCT ON (s.hostname) s.hostname, d.hostname AS entry, d.status_reason AS rule
       FROM bulk_names s
-     CROSS JOIN LATERAL (
-           SELECT d.hostname, d.status_reason FROM queue d
-            WHERE d.hostname = ANY(host_parents(s.hostname)) AND d.status_reason IS NOT NULL
-            ORDER BY length(d.hostname) DESC LIMIT 1) e
+      JOIN queue d ON d.hostname = ANY(host_parents(s.hostname))
+     WHERE d.status_reason IS NOT NULL
+     ORDER BY s.hostname, length(d.hostname) DESC
     """
 )
 UNSTAGE = text("DELETE FROM bulk_names WHERE hostname = ANY(:names)").bindparams(
@@ -83,7 +84,7 @@ QUEUE_SEEDS = text(
     """
     INSERT INTO queue (hostname, root, next_claim_at)
     SELECT hostname, root, now() FROM bulk_names ORDER BY hostname
-    ON CONFLICT (hostname, root) DO UPDATE SET next_claim_at = now()
+    ON CONFLICT (hostname, root) DO UPDATE SET next_claim_at = excluded.next_claim_at
      WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
     RETURNING root, CASE WHEN denied_by IS NULL THEN next_claim_at END
     """

@@ -64,7 +64,7 @@ QUEUE_HOSTS = text(
     f"""
     INSERT INTO queue (hostname, root, next_claim_at)
     SELECT h, r, now() FROM unnest(:names, :roots) AS t(h, r)
-    ON CONFLICT (hostname, root) DO UPDATE SET next_claim_at = now()
+    ON CONFLICT (hostname, root) DO UPDATE SET next_claim_at = excluded.next_claim_at
      WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
     RETURNING {DATED}
     """
