@@ -47,11 +47,11 @@ def a_busy_panel(db, operators):
     """Blocked and no_follow entries (a batch of 30 among them), a long change-log detail,
     and an hour with 2.5 million hosts discovered."""
     a_crawl_with_a_farm(db)
-    deny_entries.upsert_blocked(db, "trap-with-a-long-name.example", "subdomain generator " * 12)
-    names = [f"tracker{i}.example" for i in range(30)]
+    deny_entries.upsert_blocked(db, "trap-with-a-long-name.test", "subdomain generator " * 12)
+    names = [f"tracker{i}.test" for i in range(30)]
     for _ in deny_entries.add_no_follow_batches(db, names, actor="alice", note="a long note " * 8):
         pass
-    queue.save_hosts(db, [f"www.site{i}.example" for i in range(5)])
+    queue.save_hosts(db, [f"www.site{i}.test" for i in range(5)])
     with db.begin() as conn:
         conn.execute(
             text(
