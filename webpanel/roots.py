@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
+from crawler.core.denylist import BLOCKED
 from crawler.core.hostnames import HostnameError, normalize
 from crawler.db import deny_entries
 from crawler.db.pages import paging, root_rows
@@ -34,12 +35,27 @@ def window_text(line: root_rows.RootLine) -> str:
     return f"{line.window_failed} of the last {line.window_size} failed"
 
 
+def near_block(line: root_rows.RootLine, threshold: int) -> bool:
+    """Its window is failing and nothing stops it yet: a root under an entry is not
+    crawled, so it cannot come nearer a block (a blocked one is there already)."""
+    return line.entry is None and line.window_failed >= threshold
+
+
+@bp.app_template_filter("window_flag")
+def window_flag(line: root_rows.RootLine, threshold: int) -> str:
+    """The trap window's flag: 'blocked' (its entry, or one over it, is a block), 'near a
+    block', or none."""
+    if line.entry_rule == BLOCKED:
+        return "blocked"
+    return "near a block" if near_block(line, threshold) else ""
+
+
 @bp.app_template_filter("due_text")
 def due_text(line: root_rows.RootLine) -> str:
     return f"{line.due:,}+" if line.due_capped else f"{line.due:,}"
 
 
-def root_json(line: root_rows.RootLine, budget: int, near_block: int) -> dict:
+def root_json(line: root_rows.RootLine, budget: int, threshold: int) -> dict:
     """One root as GET /api/roots gives it."""
     return {
         "root": line.root,
@@ -49,7 +65,8 @@ def root_json(line: root_rows.RootLine, budget: int, near_block: int) -> dict:
         "crawled_ok": line.crawled_ok,
         "failed": line.failed,
         "window": {"failed": line.window_failed, "size": line.window_size},
-        "near_block": line.window_failed >= near_block,
+        "near_block": near_block(line, threshold),
+        "blocked": line.entry_rule == BLOCKED,
         "claimed_this_hour": line.claimed_hour,
         "budget": budget,
         "held_until": line.held_until.isoformat() if line.held_until else None,

@@ -22,42 +22,6 @@ down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# trigger -> table, and the functions they ran (0006's and 0009's).
-TRIGGERS = {
-    "queue_fill_root": "queue",
-    "roots_count_new_hosts": "hosts",
-    "roots_count_outcomes": "hosts",
-    "roots_count_gone_hosts": "hosts",
-    "roots_forget_all": "hosts",
-    "roots_lower_next_due_insert": "queue",
-    "roots_lower_next_due_update": "queue",
-    "roots_count_windows_insert": "trap_window",
-    "roots_count_windows_update": "trap_window",
-    "roots_count_windows_delete": "trap_window",
-    "host_hours_count_new": "hosts",
-    "host_hours_count_crawls": "hosts",
-    "host_hours_forget_all": "hosts",
-}
-FUNCTIONS = [
-    "queue_fill_root",
-    "roots_count_new_hosts",
-    "roots_count_outcomes",
-    "roots_count_gone_hosts",
-    "roots_forget_all",
-    "roots_lower_next_due",
-    "roots_count_windows",
-    "host_hours_count_new",
-    "host_hours_count_crawls",
-    "host_hours_forget_all",
-]
-
-
-def upgrade() -> None:
-    for trigger, table in TRIGGERS.items():
-        op.execute(f"DROP TRIGGER IF EXISTS {trigger} ON {table}")
-    for function in FUNCTIONS:
-        op.execute(f"DROP FUNCTION IF EXISTS {function}()")
-
 
 def revision_module(filename: str):
     """An earlier revision's module, for the trigger definitions it made."""
@@ -66,6 +30,16 @@ def revision_module(filename: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def upgrade() -> None:
+    roots, hours = revision_module("0006_roots.py"), revision_module("0009_host_hours.py")
+    tables = {**roots.TRIGGER_TABLES, **dict.fromkeys(hours.TRIGGERS, "hosts")}
+    for trigger, table in tables.items():
+        op.execute(f"DROP TRIGGER IF EXISTS {trigger} ON {table}")
+    # 0009's trigger functions are named as their triggers.
+    for function in [*roots.FUNCTION_NAMES, *hours.TRIGGERS]:
+        op.execute(f"DROP FUNCTION IF EXISTS {function}()")
 
 
 def downgrade() -> None:

@@ -41,3 +41,11 @@ def test_upgrade_check_downgrade_upgrade(empty_database_url):
     assert tables(empty_database_url) == {"alembic_version"}
     migrate.upgrade_to_head()
     migrate.check()
+
+
+def test_the_schema_at_head_has_no_trigger(db):
+    """Citus refuses triggers on distributed tables: the writers keep roots and host_hours
+    (crawler.db.rollups). Foreign keys' own (internal) triggers are not ours."""
+    with db.connect() as conn:
+        ours = conn.execute(text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal"))
+        assert list(ours.scalars()) == []

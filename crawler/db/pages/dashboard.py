@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Select, case, func, or_, select, text, tuple_
 
 from crawler.db.models import QueueRow, RootRow
-from crawler.db.pages.hidden import Hidden, hidden_figures
+from crawler.db.pages.hidden import FOUND_HOURS, Hidden, hidden_figures
 from crawler.db.pages.paging import NEVER_CRAWLED, visible
 
 # -- the dashboard strip ---------------------------------------------------------------
@@ -115,11 +115,10 @@ def dashboard(conn) -> Dashboard:
         computed_at=datetime.now(UTC),
         timeline=hourly,
         top_roots=top_roots(conn),
-        found_by_source=found_by_source(conn),
+        found_by_source=found_by_source(conn, hidden),
     )
 
 
-FOUND_HOURS = 24
 FOUND_BY_SOURCE = text(
     "SELECT found_source, count(*) AS n FROM hosts"
     " WHERE discovered_at > now() - make_interval(hours => :hours)"
@@ -127,10 +126,13 @@ FOUND_BY_SOURCE = text(
 )
 
 
-def found_by_source(conn) -> list[tuple[str | None, int]]:
-    """Hosts discovered in the last FOUND_HOURS hours per source group, most first (a
-    range scan of ix_hosts_discovered_at: recent hosts only, whatever the table's size)."""
-    return [tuple(row) for row in conn.execute(FOUND_BY_SOURCE, {"hours": FOUND_HOURS})]
+def found_by_source(conn, hidden: Hidden) -> list[tuple[str | None, int]]:
+    """Hosts the list shows discovered in the last FOUND_HOURS hours per source group,
+    most first: a range scan of ix_hosts_discovered_at (recent hosts only, whatever the
+    table's size), less the hidden hosts' share, as every other figure of the strip."""
+    rows = conn.execute(FOUND_BY_SOURCE, {"hours": FOUND_HOURS})
+    shown = [(source, n - hidden.found[source]) for source, n in rows]
+    return sorted(((s, n) for s, n in shown if n > 0), key=lambda r: (-r[1], r[0] or ""))
 
 
 # -- the totals: counted while small, estimated by the planner when big ----------------------

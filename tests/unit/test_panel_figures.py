@@ -1,0 +1,64 @@
+"""Every figure on a page is over what the page says it is over.
+
+"Found in the last 24 hours, by source" leaves out the hidden hosts like every other
+figure; on /roots a blocked root reads "blocked", never "near a block".
+"""
+
+from __future__ import annotations
+
+from crawler.db import deny_entries, queue
+from crawler.db.queue import Crawled, CrawlResult, FoundOn
+from tests.dbhelpers import record_outcomes
+from tests.unit.test_panel_support import give_api_token
+
+pytest_plugins = ["tests.unit.test_panel_support"]
+
+SHOWN = [f"h{i}.big.test" for i in range(5)]
+SOCIAL = [f"u{i}.social.test" for i in range(3)]
+
+
+def found(db, names: list[str], source: str) -> None:
+    with db.begin() as conn:
+        queue.insert_hosts(conn, {n: FoundOn("page.test", source, "a href") for n in names})
+
+
+def test_found_by_source_leaves_out_the_hosts_the_list_hides(client, db):
+    found(db, SHOWN, "links")
+    found(db, SOCIAL + ["social.test"], "links")
+    found(db, ["x.trap.test", "y.trap.test"], "scripts")
+    deny_entries.add_no_follow(db, ["social.test"], note="a platform")
+    deny_entries.upsert_blocked(db, "trap.test", "subdomain generator")
+    headers = give_api_token(db, "alice", "g" * 32)
+    stats = client.get("/api/stats", headers=headers).get_json()
+    assert stats["hosts_known"] == 5
+    assert stats["found_by_source"] == {"links": 5}
+    page = client.get("/").get_data(as_text=True)
+    strip = page.split('id="found-by-source">', 1)[1].split("</ul>", 1)[0]
+    assert "scripts" not in strip and '<span class="n">5</span>' in strip
+
+
+def a_blocked_trap_and_a_shaky_root(db) -> None:
+    """trap.test: 50 of 50 failed, then blocked; shaky.test: 45 of 50 failed, not blocked."""
+    for name in ("trap", "shaky"):
+        hosts = [f"s{i}.{name}.test" for i in range(50)]
+        queue.save_hosts(db, hosts)
+        ok = 5 if name == "shaky" else 0
+        record_outcomes(db, [(n, "OK") for n in hosts[:ok]])
+        record_outcomes(db, [(n, "DNS_NXDOMAIN") for n in hosts[ok:]])
+        queue.finish_many(db, [Crawled(n, CrawlResult("DNS_NXDOMAIN")) for n in hosts[ok:]])
+    deny_entries.upsert_blocked(db, "trap.test", "subdomain generator: 50 of 50 failed")
+
+
+def test_a_blocked_root_reads_blocked_not_near_a_block(client, db):
+    a_blocked_trap_and_a_shaky_root(db)
+    page = client.get("/roots?sort=near_block").get_data(as_text=True)
+    rows = {r.split("</a>")[0].rsplit(">", 1)[1]: r for r in page.split("<tr")[2:]}
+    assert "near a block" not in rows["trap.test"] and "blocked" in rows["trap.test"]
+    assert "near a block" in rows["shaky.test"]
+    detail = client.get("/roots/trap.test").get_data(as_text=True)
+    facts = detail.split('id="root-facts">', 1)[1].split("</dl>", 1)[0]
+    assert "near a block" not in facts and '<strong class="flag">blocked</strong>' in facts
+    headers = give_api_token(db, "alice", "r" * 32)
+    api = client.get("/api/roots", headers=headers).get_json()["roots"]
+    flags = {r["root"]: (r["near_block"], r["blocked"]) for r in api}
+    assert flags["trap.test"] == (False, True) and flags["shaky.test"] == (True, False)
