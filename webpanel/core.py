@@ -26,48 +26,60 @@ def actor() -> str:
 
 
 class StatsCache:
-    """The dashboard figures, recomputed in the background at most every `ttl` seconds.
+    """The dashboard figures, recomputed in the background at most every `ttl` seconds,
+    and at once, before they are served, when the deny entries have changed.
 
     Only a worker's very first request waits for them; later ones get the last
-    figures while a thread refreshes them (the strip says when they were taken).
+    figures while a thread refreshes them (the strip says when they were taken). A change
+    of entries, made here or by any other process, is seen by its generation
+    (crawler.db.pages.dashboard.entries_generation, read on every get): figures taken
+    before it are never served, since they would count, and name, hosts the list hides.
     """
 
     def __init__(self, ttl: float) -> None:
         self.ttl = ttl
         self._value: dashboard_page.Dashboard | None = None
+        self._generation: tuple[int, int] = (0, 0)
         self._taken = 0.0
         self._refreshing = False
         self._lock = threading.Lock()
 
     def get(self, engine) -> dashboard_page.Dashboard:
         if self.ttl <= 0:
-            return self._compute(engine)
+            return self._compute(engine)[1]
+        with engine.connect() as conn:
+            generation = dashboard_page.entries_generation(conn)
         with self._lock:
             value, stale = self._value, time.monotonic() - self._taken > self.ttl
-            start = value is not None and stale and not self._refreshing
+            current = value is not None and self._generation >= generation
+            start = current and stale and not self._refreshing
             if start:
                 self._refreshing = True
-        if value is None:
-            with self._lock:  # the first figures: one request computes, the others wait
-                if self._value is None:
-                    self._store(self._compute(engine))
+        if not current:
+            with self._lock:  # first figures, or new entries: one request computes, others wait
+                if self._value is None or self._generation < generation:
+                    self._store(*self._compute(engine))
                 return self._value
         if start:
             threading.Thread(target=self._refresh, args=(engine,), daemon=True).start()
         return value
 
-    def _compute(self, engine) -> dashboard_page.Dashboard:
+    def _compute(self, engine) -> tuple[tuple[int, int], dashboard_page.Dashboard]:
+        """The figures with the generation read before them: a change committed while
+        they are computed makes them stale at the next get."""
         with engine.connect() as conn:
-            return dashboard_page.dashboard(conn)
+            generation = dashboard_page.entries_generation(conn)
+            return generation, dashboard_page.dashboard(conn)
 
-    def _store(self, value: dashboard_page.Dashboard) -> None:
-        self._value, self._taken = value, time.monotonic()
+    def _store(self, generation: tuple[int, int], value: dashboard_page.Dashboard) -> None:
+        self._generation, self._value, self._taken = generation, value, time.monotonic()
 
     def _refresh(self, engine) -> None:
         try:
-            value = self._compute(engine)
+            generation, value = self._compute(engine)
             with self._lock:
-                self._store(value)
+                if generation >= self._generation:  # never older than a get's recompute
+                    self._store(generation, value)
         finally:
             self._refreshing = False
 

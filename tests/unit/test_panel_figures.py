@@ -1,15 +1,25 @@
-"""Every figure on a page is over what the page says it is over.
+"""Every figure on a page is over what the page says it is over, and is current.
 
+`/` and GET /api/stats never name, nor count, a host the list hides, even when the
+entry was added by another process (the CLI, a worker) while the figures were cached;
 "Found in the last 24 hours, by source" leaves out the hidden hosts like every other
 figure; on /roots a blocked root reads "blocked", never "near a block".
 """
 
 from __future__ import annotations
 
+import time
+
+import pytest
+from sqlalchemy import text
+
 from crawler.db import deny_entries, queue
+from crawler.db.pages import dashboard
 from crawler.db.queue import Crawled, CrawlResult, FoundOn
 from tests.dbhelpers import record_outcomes
-from tests.unit.test_panel_support import give_api_token
+from tests.unit.test_panel_support import give_api_token, panel_config
+from webpanel import create_app
+from webpanel.security import LOGGED_IN_AT
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
@@ -17,9 +27,63 @@ SHOWN = [f"h{i}.big.test" for i in range(5)]
 SOCIAL = [f"u{i}.social.test" for i in range(3)]
 
 
+@pytest.fixture(scope="module")
+def cached_app(database_url):
+    """A panel that keeps its figures for an hour, as a busy one would."""
+    return create_app(panel_config(database_url, STATS_TTL=3600))
+
+
+@pytest.fixture
+def cached(cached_app, operators):
+    """alice, logged in to the caching panel, with her API token in `headers`."""
+    client = cached_app.test_client()
+    with client.session_transaction() as session:
+        session["_user_id"] = f"{operators['alice']}.1"
+        session["_fresh"] = True
+        session[LOGGED_IN_AT] = int(time.time())
+    cached_app.extensions["hostcrawl.stats"]._value = None  # nothing of an earlier test
+    return client
+
+
 def found(db, names: list[str], source: str) -> None:
     with db.begin() as conn:
         queue.insert_hosts(conn, {n: FoundOn("page.test", source, "a href") for n in names})
+
+
+def test_an_entry_added_by_another_process_leaves_the_cached_figures_at_once(db, cached):
+    found(db, SHOWN + SOCIAL, "links")
+    headers = give_api_token(db, "alice", "f" * 32)
+    before = cached.get("/api/stats", headers=headers).get_json()
+    assert {"root": "social.test", "hosts": 3} in before["top_roots"]
+    assert "social.test" in cached.get("/").get_data(as_text=True)
+
+    # The CLI's or a worker's write: the panel is not told, it must find out.
+    deny_entries.add_no_follow(db, ["social.test"], "cli", note="a platform")
+
+    page = cached.get("/").get_data(as_text=True)
+    assert "social.test" not in page
+    assert '<dd id="stat-hosts">5</dd>' in page
+    stats = cached.get("/api/stats", headers=headers).get_json()
+    assert stats["top_roots"] == [{"root": "big.test", "hosts": 5}]
+    assert stats["hosts_known"] == 5 and stats["found_by_source"] == {"links": 5}
+
+
+def test_a_change_that_commits_after_a_later_one_still_moves_the_generation(db):
+    """Two writers: the first takes its change-log id, the second commits first; the
+    figures computed between must still be found stale when the first commits."""
+    insert = text(
+        "INSERT INTO change_log (actor, action, hostname) VALUES ('t', 'no_follow.add', :h)"
+    )
+    with db.connect() as slow:
+        slow.begin()
+        slow.execute(insert, {"h": "slow.test"})
+        with db.begin() as fast:
+            fast.execute(insert, {"h": "fast.test"})
+        with db.connect() as conn:
+            between = dashboard.entries_generation(conn)
+        slow.commit()
+    with db.connect() as conn:
+        assert dashboard.entries_generation(conn) > between
 
 
 def test_found_by_source_leaves_out_the_hosts_the_list_hides(client, db):

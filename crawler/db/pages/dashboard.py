@@ -135,6 +135,29 @@ def found_by_source(conn, hidden: Hidden) -> list[tuple[str | None, int]]:
     return sorted(((s, n) for s, n in shown if n > 0), key=lambda r: (-r[1], r[0] or ""))
 
 
+# -- when the figures go stale: a change of the deny entries -------------------------------
+#
+# Every change of entries (the panel, the API, the CLI, a worker's block) commits its
+# change-log row in its own transaction (crawler.db.bulk_change_log), and nothing else
+# writes the change log. So the log's newest ids say whether the entries changed since
+# the figures were taken: one probe of its primary key, read by every process, with no
+# listener to miss a change. The count of the last GENERATION_SPAN ids catches a change
+# that took its id before another one committed but committed after it.
+
+GENERATION_SPAN = 1000
+ENTRIES_GENERATION = text(
+    "SELECT coalesce(max(id), 0) AS last, count(*) AS recent FROM change_log"
+    " WHERE id > (SELECT coalesce(max(id), 0) FROM change_log) - :span"
+)
+
+
+def entries_generation(conn) -> tuple[int, int]:
+    """(newest change-log id, changes among the last GENERATION_SPAN ids): greater after
+    any change of the deny entries has committed."""
+    row = conn.execute(ENTRIES_GENERATION, {"span": GENERATION_SPAN}).one()
+    return (row.last, row.recent)
+
+
 # -- the totals: counted while small, estimated by the planner when big ----------------------
 #
 # A count(*) over 10M rows takes seconds and reads the whole table on every
