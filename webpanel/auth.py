@@ -91,16 +91,17 @@ def login():
             return redirect(target)
         form.password.errors.append(result.message)
         if result.retry_after:
-            page = render_template("auth/login.html", form=form, cookie_warning=cookie_warning())
+            page = render_template("auth/login.html", form=form, plain_http=plain_http_warning())
             return page, 429, {"Retry-After": str(result.retry_after)}
-    return render_template("auth/login.html", form=form, cookie_warning=cookie_warning())
+    return render_template("auth/login.html", form=form, plain_http=plain_http_warning())
 
 
-def cookie_warning() -> bool:
-    """True when the browser will drop the Secure session cookie (plain HTTP, not loopback)."""
+def plain_http_warning() -> bool:
+    """True when the login page came over plain HTTP from another machine: the login
+    works (webpanel.security.SchemeSessionInterface), but the password crosses the
+    network in clear, which the operator should know before typing it."""
     loopback = request.host.rsplit(":", 1)[0].strip("[]") in ("localhost", "127.0.0.1", "::1")
-    secure = current_app.config["SESSION_COOKIE_SECURE"]
-    return secure and not request.is_secure and not loopback
+    return not request.is_secure and not loopback
 
 
 @bp.post("/logout")

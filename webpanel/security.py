@@ -8,6 +8,7 @@ import time
 from urllib.parse import urlsplit
 
 from flask import Flask, Response, abort, current_app, redirect, request, session, url_for
+from flask.sessions import SecureCookieSessionInterface
 from flask_login import current_user
 
 from webpanel.extensions import login_manager
@@ -49,6 +50,29 @@ def init_app(app: Flask) -> None:
     app.before_request(require_admin_to_change)
     app.after_request(security_headers)
     login_manager.unauthorized_handler(to_login)
+    app.session_interface = SchemeSessionInterface()
+
+
+class SchemeSessionInterface(SecureCookieSessionInterface):
+    """The session cookie is Secure when the browser came over https, and only then.
+
+    A browser drops a Secure cookie set over plain http, and with it the CSRF token the
+    session holds: `make run BIND=0.0.0.0:8081` opened from another machine could never
+    log in ("400 The CSRF session token is missing"). Over plain http the password
+    crosses the network in clear anyway; a cookie set over https stays Secure, so it is
+    never sent back over http. SESSION_COOKIE_SECURE=0 makes it never Secure.
+    """
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        return bool(app.config["SESSION_COOKIE_SECURE"]) and browser_on_https()
+
+
+def browser_on_https() -> bool:
+    """https itself, or a proxy's X-Forwarded-Proto: https. The header is taken even
+    from an untrusted proxy (PANEL_TRUSTED_PROXIES=0): it can only make the cookie
+    stricter, and it keeps a TLS proxy that was not declared from getting a plain one."""
+    forwarded = request.headers.get("X-Forwarded-Proto", "").lower().split(",")
+    return request.is_secure or "https" in (p.strip() for p in forwarded)
 
 
 def start_session() -> None:

@@ -207,7 +207,9 @@ SETTINGS: tuple[Setting, ...] = (
         "SESSION_COOKIE_SECURE",
         True,
         bool,
-        "1 = the session cookie goes over HTTPS only (0 only for plain http on loopback)",
+        "1 = the session cookie is Secure when the browser came over https (or a proxy says"
+        " X-Forwarded-Proto: https), plain over plain http, where a browser would drop it;"
+        " 0 = never Secure",
         readers=(PANEL,),
         group="panel",
     ),

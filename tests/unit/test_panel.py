@@ -16,6 +16,7 @@ from werkzeug.routing import IntegerConverter
 from crawler.db import deny_entries
 from crawler.db.models import Base
 from tests.unit.test_panel_support import (
+    CSRF,
     PASSWORD,
     audit,
     entry_rows,
@@ -173,16 +174,20 @@ def test_no_inline_script_or_style_in_any_template():
 
 
 def test_session_cookie_flags(anonymous, operators):
-    response = login(anonymous, "alice", PASSWORD)
+    # Secure over https (test_panel_plain_http: plain over plain http, where it would not stick).
+    tls = {"base_url": "https://localhost", "headers": {"Referer": "https://localhost/login"}}
+    token = CSRF.search(anonymous.get("/login", **tls).get_data(as_text=True))[1]
+    data = {"username": "alice", "password": PASSWORD, "csrf_token": token}
+    response = anonymous.post("/login", data=data, **tls)
     assert response.status_code == 302
     cookie = response.headers["Set-Cookie"]
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" in cookie
 
 
-def test_login_page_warns_when_the_secure_cookie_cannot_stick(anonymous):
+def test_login_page_warns_when_the_password_crosses_the_network_in_clear(anonymous):
     assert "plain HTTP" not in anonymous.get("/login").get_data(as_text=True)  # localhost
     remote = anonymous.get("/login", base_url="http://panel.example")
-    assert "SESSION_COOKIE_SECURE=0" in remote.get_data(as_text=True)
+    assert "unencrypted" in remote.get_data(as_text=True)
     over_tls = anonymous.get("/login", base_url="https://panel.example")
     assert "plain HTTP" not in over_tls.get_data(as_text=True)
     assert over_tls.headers["Strict-Transport-Security"].startswith("max-age=")
