@@ -374,13 +374,6 @@ def from_environment(name: str, environ: Mapping[str, str]) -> Any:
     return declared.parse(raw)
 
 
-def set_but_blank(name: str, environ: Mapping[str, str]) -> bool:
-    """True when the environment sets `name` to white space alone: not unset, not empty,
-    but a value gone missing (from_environment reads it as empty)."""
-    raw = environ.get(name)
-    return bool(raw) and not raw.strip()
-
-
 def effective(environ: Mapping[str, str]) -> Iterator[tuple[Setting, Any, str]]:
     """Every setting with its value and where it came from: "default" or "environment"."""
     for declared in SETTINGS:

@@ -6,6 +6,7 @@ The table of every setting is crawler/core/config.py. Pure.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,3 +56,10 @@ class Setting:
         if self.kind is bool:
             return "1" if value else "0"
         return PASSWORD_IN_URL.sub(r"\1***@", str(value))
+
+
+def set_but_blank(name: str, environ: Mapping[str, str]) -> bool:
+    """True when the environment sets `name` to white space alone: not unset, not empty,
+    but a value gone missing (a setting's value reads it as empty)."""
+    raw = environ.get(name)
+    return bool(raw) and not raw.strip()

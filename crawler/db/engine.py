@@ -21,6 +21,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import NullPool
 
 from crawler.core import config
+from crawler.core.setting import set_but_blank
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +49,7 @@ class DatabaseUrlError(ValueError):
 def database_url() -> str:
     """DATABASE_URL when set (checked, as postgresql+psycopg://); else the embedded server's
     URL (starting it)."""
-    if config.set_but_blank("DATABASE_URL", os.environ):
+    if set_but_blank("DATABASE_URL", os.environ):
         # Empty means the embedded server (compose writes `DATABASE_URL=`); spaces alone
         # are a value gone missing, and silently crawling another database hides it.
         raise DatabaseUrlError(
