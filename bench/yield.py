@@ -16,6 +16,16 @@ the `<a>`/`<area>`-only extraction the spider did before (baseline: Scrapy's sel
 response.xpath), both from Scrapy's HtmlResponse, interleaved rounds in one process.
 Target: ratio >= 0.7.
 
+A second yardstick shares nothing with the crawler: a real browser.
+bench/corpus/browser-truth.json (made by bench/browser_truth.py with Chromium, read by
+bench/_browser_truth.py, which imports nothing from crawler/) holds per page the hosts
+in the DOM's links after the scripts ran, the hosts Chromium tried with JavaScript off
+and on (resources: named by the markup) and only with it on (scripts). A browser host
+counts as found when the crawler's extraction saves it from any source group. Targets:
+>= 95% in total, >= 90% per group. Junk saved: names the crawler saved that cannot
+exist (single label, unknown TLD, special use; bench's own check): target 0. The old
+reference's figures are printed beside the browser's.
+
 `--pages N` reads only the first N pages (a quick check).
 """
 
@@ -26,6 +36,7 @@ import gzip
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from _browser_truth import SCORED, cannot_exist, load_truth, site_of, spelled
 from _common import Runs, machine_line, timed, verdict
 from _reference_urls import reference_hosts
 from scrapy.http import HtmlResponse
@@ -37,6 +48,7 @@ from crawler.core.pagelinks import document_urls, parse_document
 
 CORPUS = Path(__file__).parent / "corpus"
 GROUPS = ("links", "resources", "metadata")
+CRAWLER_GROUPS = (*GROUPS, "scripts")  # the page's own groups: every source the document has
 ROUNDS = 7
 TOTAL_TARGET, GROUP_TARGET, RATE_TARGET = 0.95, 0.90, 0.7
 
@@ -64,7 +76,7 @@ def ours_by_group(url: str, body: bytes) -> dict[str, set[str]]:
             found.urls, own, DenyList(), parts.scheme, found.base, frozenset({group})
         ).hostnames
         - {own}
-        for group in GROUPS
+        for group in CRAWLER_GROUPS
     }
 
 
@@ -91,7 +103,15 @@ def every_source(pages, denylist: DenyList) -> None:
         filter_found(found.urls, parts.hostname, denylist, parts.scheme, found.base)
 
 
-def yields(pages) -> None:
+def share_line(name: str, counts: list[int], target: float, figure: str) -> tuple[str, bool]:
+    """`name: reference -> found (share) VERDICT` and whether it met `target`."""
+    total, found = counts
+    share = found / total if total else 1.0
+    word = verdict(share >= target, figure, f"{share:.1%}", f">= {target:.0%}")
+    return f"{name}: {total} -> {found} ({share:.1%}) {word}", share >= target
+
+
+def yields(pages) -> dict[str, list[int]]:
     totals = {g: [0, 0] for g in (*GROUPS, "all", "a-only")}  # group: [reference, found]
     print("# page: reference hostnames (links/resources/metadata) -> found by ours, share")
     for url, body in pages:
@@ -135,6 +155,83 @@ def yields(pages) -> None:
     )
     anchors = totals["a-only"][1]
     print(f"<a>/<area> only (the spider before): {anchors} found ({anchors / ref:.1%})")
+    return totals
+
+
+def browser_yields(pages, old: dict[str, list[int]]) -> None:
+    """The crawler's extraction against what Chromium contacted or linked (see _browser_truth)."""
+    version, truth = load_truth()
+    totals = {g: [0, 0] for g in (*SCORED, "all")}  # group: [browser's hosts, found by ours]
+    same_group = {g: 0 for g in SCORED}
+    first_party = [0, 0]  # missed hosts under the page's own site, under another
+    unscored: dict[str, set[str]] = {}
+    junk: dict[str, set[str]] = {}
+    absent = 0
+    print(
+        f"# browser truth: bench/corpus/browser-truth.json (Chromium {version}); pages with a miss:"
+    )
+    for url, body in pages:
+        if url not in truth:
+            absent += 1
+            continue
+        own = spelled(urlsplit(url).hostname or "")
+        ours = {g: {spelled(n) for n in names} for g, names in ours_by_group(url, body).items()}
+        saved = set().union(*ours.values())
+        for name in saved:
+            if cannot_exist(name):
+                junk.setdefault(cannot_exist(name), set()).add(name)
+        browser: dict[str, set[str]] = {}
+        for group in SCORED:
+            browser[group] = set()
+            for name in truth[url][group] - {own}:
+                if cannot_exist(name):
+                    unscored.setdefault(cannot_exist(name), set()).add(name)
+                else:
+                    browser[group].add(name)
+            totals[group][0] += len(browser[group])
+            totals[group][1] += len(browser[group] & saved)
+            same_group[group] += len(browser[group] & ours.get(group, set()))
+        every = set().union(*browser.values())
+        missed = every - saved
+        totals["all"][0] += len(every)
+        totals["all"][1] += len(every) - len(missed)
+        for name in missed:
+            first_party[site_of(name) != site_of(own)] += 1
+        if missed:
+            by_group = "; ".join(
+                f"{g} {', '.join(sorted(browser[g] - saved)[:4])}"
+                for g in SCORED
+                if browser[g] - saved
+            )
+            print(f"{own}: {len(every)} -> {len(every) - len(missed)}  missed {by_group}")
+    if absent:
+        print(f"# {absent} pages have no browser truth (not scored)")
+    for reason, names in sorted(unscored.items()):
+        print(f"not scored, the browser's names that cannot exist ({reason}): {sorted(names)}")
+    print("# browser truth, by group: browser's hosts -> found by ours in any group (share)")
+    ok = True
+    for group in SCORED:
+        line, met = share_line(group, totals[group], GROUP_TARGET, f"browser: {group} found")
+        ok &= met
+        in_group = same_group[group] / totals[group][0] if totals[group][0] else 1.0
+        print(f"{line}  [in ours' own group {group}: {in_group:.1%}]")
+    line, met = share_line("all", totals["all"], TOTAL_TARGET, "browser: all found")
+    print(f"{line} (target >= 95%, each group >= 90%)")
+    print(f"missed: {first_party[0]} under the page's own site, {first_party[1]} under another")
+    saved_junk = sum(len(n) for n in junk.values())
+    word = verdict(saved_junk == 0, "junk saved (cannot exist)", f"{saved_junk}", "0")
+    examples = "; ".join(f"{r}: {', '.join(sorted(n)[:5])}" for r, n in sorted(junk.items()))
+    print(f"junk saved by ours (single label, unknown TLD, special use): {saved_junk} {word}")
+    if examples:
+        print(f"  e.g. {examples}")
+    print("# both yardsticks, share of each's hosts found by ours (hosts per page summed)")
+    print(f"{'group':<10} {'browser truth':>20} {'old reference':>20}")
+    for group in (*SCORED, "metadata", "all"):
+        cells = [
+            f"{t[1] / t[0]:.1%} of {t[0]}" if t and t[0] else "-"
+            for t in (totals.get(group), old.get(group))
+        ]
+        print(f"{group:<10} {cells[0]:>20} {cells[1]:>20}")
 
 
 def rates(pages) -> None:
@@ -180,7 +277,8 @@ def main() -> None:
     sites = len({urlsplit(url).hostname for url, _ in pages})
     print(machine_line())
     print(f"# corpus: {len(pages)} pages of {sites} sites, bench/corpus (see PROVENANCE)")
-    yields(pages)
+    old = yields(pages)
+    browser_yields(pages, old)
     rates(pages)
 
 
