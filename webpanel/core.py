@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from urllib.parse import urlencode
 
 from flask import abort, current_app, request, url_for
 from flask_login import current_user
@@ -130,9 +131,15 @@ def search_page(fetch, *args, size: int | None = None, **kwargs):
 
 
 def page_url(**changes) -> str:
-    """This list with the same query args, the cursor replaced by `changes`."""
+    """This list with the same query args, the cursor replaced by `changes`.
+
+    The query is encoded here, never passed to url_for as keywords: an arg named like
+    url_for's own (`_anchor`, `_external`, `endpoint`...) or a path argument (`hostname`)
+    was a 500 or rewrote the page's links.
+    """
     args = request.args.to_dict()
     args.pop("after", None)
     args.pop("before", None)
     args.update({k: v for k, v in changes.items() if v is not None})
-    return url_for(request.endpoint, **(request.view_args or {}), **args)
+    path = url_for(request.endpoint, **(request.view_args or {}))
+    return f"{path}?{urlencode(args)}" if args else path
