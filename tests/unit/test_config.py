@@ -109,9 +109,9 @@ def test_env_example_holds_the_generated_list():
     assert config.env_example() in text, "regenerate: hostcrawl settings --env-example"
 
 
-def test_the_readme_holds_the_generated_table():
-    readme = (PROJECT_ROOT / "README.md").read_text()
-    assert markdown_table() in readme, "regenerate: hostcrawl settings --markdown"
+def test_the_settings_page_holds_the_generated_table():
+    page = (PROJECT_ROOT / "docs" / "settings.md").read_text()
+    assert markdown_table() in page, "regenerate: hostcrawl settings --markdown"
 
 
 def test_hostcrawl_settings_prints_value_and_source():
