@@ -13,15 +13,15 @@ claimed per rolling hour, and a batch spread over roots. The roots table
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy import Connection, Engine, text
 
-from crawler.db import rollups
+from crawler.db import cluster, rollups
 from crawler.db.hostsql import names_below, names_param, under_params
 from crawler.db.retry import retry_conflicts
-from crawler.db.routing import NEAREST_ENTRY
 
 DEFAULT_LEASE = timedelta(minutes=10)
 DEFAULT_CONCURRENCY = 2
@@ -68,35 +68,44 @@ CRAWL_PENDING = text(
 
 # -- polite claims -----------------------------------------------------------------
 #
-# Two statements in one transaction. The first locks the roots to claim from
-# (oldest due host first, skipping roots another claim holds: two workers never take
-# from one root at once). The second starts after those locks, so its snapshot sees every claim
-# committed before: its count of a root's unexpired claims is exact.
+# Three statements in one transaction. The first walks the due roots; the second locks
+# the roots to claim from (oldest due first, skipping roots another claim holds: two
+# workers never take from one root at once). The third starts after those locks, so its
+# snapshot sees every claim committed before: its count of a root's unexpired claims is
+# exact.
 #
-# The first statement's locks are bounded by its LIMIT whatever the plan: the due roots are
-# walked in a materialized CTE (a fence the planner cannot flatten or push the lock into),
-# and the outer query checks a root's claims before it tries the lock (CASE fixes the
-# order), so a lock is taken only on a root that is then returned, and the walk stops at
-# :roots. Flattened, the lock ran on every due root before the sort and the LIMIT: one
-# advisory lock per due root, "out of shared memory" at ~6,000 due roots (issue: a seed
-# list of many domains). The CTE's own LIMIT keeps a seq scan's sort a top-N heapsort.
-
+# On a Citus cluster every statement that locks must name one shard group's roots
+# (`root = ANY(:roots)` with roots of one shard: Citus routes it to one worker), so the
+# walk of the due roots is a plain read first (every shard, no lock), and the lock and
+# the claim work within the shard group of the oldest due root (crawler.db.cluster).
+#
+# The locks are bounded by :roots whatever the plan: the candidates come in walk order
+# through a materialized CTE (a fence the planner cannot flatten or push the lock
+# into), and the outer query checks a root's claims before it tries the lock (CASE fixes
+# the order), so a lock is taken only on a root that is then returned. Flattened, the
+# lock once ran on every due root before the sort and the LIMIT: one advisory lock per
+# due root, "out of shared memory" at ~6,000 due roots (a seed list of many domains).
+# The walk's own LIMIT keeps a seq scan's sort a top-N heapsort.
+DUE_ROOTS = """
+    SELECT r.root, least(r.hosts, :concurrency) AS most, {shard} AS shard FROM roots r
+     WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
+     ORDER BY r.next_due_at
+     LIMIT :walk
+"""
 LOCK_ROOTS = text(
     """
     WITH due AS MATERIALIZED (
-        SELECT r.root, r.hosts FROM roots r
-         WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
-         ORDER BY r.next_due_at
-         LIMIT :walk)
-    SELECT due.root, least(due.hosts, :concurrency) AS most FROM due
+        SELECT c.root FROM unnest(:candidates) WITH ORDINALITY AS c(root, i) ORDER BY c.i)
+    SELECT due.root FROM due
      WHERE CASE WHEN (SELECT count(*) FROM queue q
-                       WHERE q.root = due.root AND q.claimed_by IS NOT NULL
-                         AND q.next_claim_at > now()) < :concurrency
+                       WHERE q.root = due.root AND q.root = ANY(:candidates)
+                         AND q.claimed_by IS NOT NULL AND q.next_claim_at > now())
+                     < :concurrency
                 THEN pg_try_advisory_xact_lock(:lock_space, hashtext(due.root))
                 ELSE false END
      LIMIT :roots
     """
-)
+).bindparams(*names_param("candidates"))
 # The oldest due rows, for a claim that found no root: a row dated by a hand-made change
 # (not through crawler.db.rollups) leaves its root's bound too late, and its root would
 # never be claimed. Bounded by the batch: an index range scan of ix_queue_due.
@@ -114,6 +123,22 @@ WALK_PER_ROOT = 16
 # unlike row locks, and held until the claim commits. A hash collision only skips a root.
 LOCK_SPACE = 1212
 
+# The polite claim's deny check, within the locked roots' shard group: an entry at or
+# under the row's own root (entries above a root, forced bare suffixes, are in another
+# shard; a host saved under one by a worker that had not heard of it yet is refused by
+# the blacklist middleware before download, and its row leaves routing there).
+ENTRY_IN_ROOT = """EXISTS (
+           SELECT 1 FROM queue d
+            WHERE d.root = {row}.root AND d.root = ANY(:locked)
+              AND d.hostname = ANY((host_parents({row}.hostname))[2:])
+              AND d.status_reason IS NOT NULL)"""
+NEAREST_ENTRY_IN_ROOT = """
+    (SELECT d.hostname FROM queue d
+      WHERE d.root = q.root AND d.root = ANY(:locked)
+        AND d.hostname = ANY(host_parents(q.hostname)) AND d.hostname <> q.hostname
+        AND d.status_reason IS NOT NULL
+      ORDER BY length(d.hostname) DESC LIMIT 1)
+"""
 # A claim counts while its lease runs: claimed_by IS NOT NULL AND next_claim_at > now().
 # Each root's rows are taken up to the constant concurrency, then ranked against its
 # room: a LIMIT that varies per root makes Postgres plan the LATERAL far slower.
@@ -138,28 +163,30 @@ CLAIM_FROM_ROOTS = text(
                row_number() OVER (PARTITION BY r.root ORDER BY p.next_claim_at) AS rank
           FROM room r CROSS JOIN LATERAL (
                SELECT q.hostname, q.next_claim_at FROM queue q
-                WHERE q.root = r.root AND q.status_reason IS NULL AND q.denied_by IS NULL
-                  AND q.next_claim_at <= now() AND NOT {UNDER_AN_ENTRY.format(row="q")}
+                WHERE q.root = r.root AND q.root = ANY(:locked)
+                  AND q.status_reason IS NULL AND q.denied_by IS NULL
+                  AND q.next_claim_at <= now() AND NOT {ENTRY_IN_ROOT.format(row="q")}
                 ORDER BY q.next_claim_at LIMIT :concurrency
                   FOR UPDATE OF q SKIP LOCKED) p
          WHERE r.room > 0),
     picked AS (
         SELECT hostname FROM found WHERE rank <= room ORDER BY next_claim_at LIMIT :n),
     healed AS (
-        UPDATE queue q SET denied_by = {NEAREST_ENTRY}
+        UPDATE queue q SET denied_by = {NEAREST_ENTRY_IN_ROOT}
           FROM (SELECT c.hostname FROM room r CROSS JOIN LATERAL (
                     SELECT c.hostname FROM queue c
-                     WHERE c.root = r.root AND c.status_reason IS NULL AND c.denied_by IS NULL
-                       AND c.next_claim_at <= now() AND {UNDER_AN_ENTRY.format(row="c")}
+                     WHERE c.root = r.root AND c.root = ANY(:locked)
+                       AND c.status_reason IS NULL AND c.denied_by IS NULL
+                       AND c.next_claim_at <= now() AND {ENTRY_IN_ROOT.format(row="c")}
                      ORDER BY c.next_claim_at LIMIT :n
                        FOR UPDATE OF c SKIP LOCKED) c
                  WHERE r.room > 0 AND r.root NOT IN (SELECT root FROM found)) AS covered
-         WHERE q.hostname = covered.hostname
+         WHERE q.root = ANY(:locked) AND q.hostname = covered.hostname
         RETURNING q.hostname),
     claimed AS (
         UPDATE queue q
            SET next_claim_at = now() + :lease, claimed_by = :worker, claimed_at = now()
-          FROM picked WHERE q.hostname = picked.hostname
+          FROM picked WHERE q.root = ANY(:locked) AND q.hostname = picked.hostname
         RETURNING q.hostname, q.root),
     per_root AS (SELECT root, count(*) AS n FROM claimed GROUP BY root),
     counted AS (
@@ -169,7 +196,8 @@ CLAIM_FROM_ROOTS = text(
     settled AS (
         SELECT r.root,
                least((SELECT min(q.next_claim_at) FROM queue q
-                       WHERE q.root = r.root AND q.status_reason IS NULL AND q.denied_by IS NULL
+                       WHERE q.root = r.root AND q.root = ANY(:locked)
+                         AND q.status_reason IS NULL AND q.denied_by IS NULL
                          AND q.hostname NOT IN (SELECT hostname FROM claimed)
                          AND q.hostname NOT IN (SELECT hostname FROM healed)),
                      CASE WHEN pr.n > 0 THEN now() + :lease END) AS next_due_at,
@@ -223,15 +251,24 @@ def claim_polite(
         return claim_polite_in(conn, n, worker, lease, limits)
 
 
-def enough_roots(rows: list[tuple[str, int]], n: int) -> list[str]:
+def shard_groups(candidates: list) -> list[dict[str, int]]:
+    """The candidates (root, most hosts, shard) by shard group, {root: most} in walk order,
+    the group of the oldest due root first: on one server, one group."""
+    groups: dict[int, dict[str, int]] = {}
+    for root, most, shard in candidates:
+        groups.setdefault(shard, {})[root] = most
+    return list(groups.values())
+
+
+def enough_roots(locked: Iterable[str], most: dict[str, int], n: int) -> list[str]:
     """The first locked roots whose hosts (at most `concurrency` each) can fill n: the claim's
     work grows with the roots it looks into. The rest stay locked, unused, until it ends."""
     roots, room = [], 0
-    for root, most in rows:
+    for root in locked:
         if room >= n:
             break
         roots.append(root)
-        room += most
+        room += most[root]
     return roots
 
 
@@ -242,11 +279,17 @@ def claim_polite_in(
     params = {"concurrency": limits.concurrency, "budget": limits.budget, "lock_space": LOCK_SPACE}
     # Up to a root per host wanted: most due roots have a host or two (a list of top
     # sites, a page's links), and a claim that comes back short makes the spider wait.
-    walk = {**params, "roots": n, "walk": n * WALK_PER_ROOT}
-    walked = conn.execute(LOCK_ROOTS, walk).all()
-    if not walked and rollups.lower_next_due(conn, conn.execute(OLDEST_DUE, {"n": n})):
-        walked = conn.execute(LOCK_ROOTS, walk).all()
-    locked = enough_roots(walked, n)
+    due_roots = text(DUE_ROOTS.format(shard=cluster.shard_of_root(conn, "r.root")))
+    walk = {"concurrency": limits.concurrency, "walk": n * WALK_PER_ROOT}
+    candidates = conn.execute(due_roots, walk).all()
+    if not candidates and rollups.lower_next_due(conn, conn.execute(OLDEST_DUE, {"n": n})):
+        candidates = conn.execute(due_roots, walk).all()
+    locked: list[str] = []
+    for group in shard_groups(candidates):  # the oldest's first; the next if it is all held
+        locking = {**params, "candidates": list(group), "roots": n}
+        locked = enough_roots(conn.execute(LOCK_ROOTS, locking).scalars(), group, n)
+        if locked:
+            break
     if not locked:
         return Claim()
     rows = conn.execute(

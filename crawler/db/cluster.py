@@ -76,6 +76,21 @@ def deployment(conn: Connection) -> Deployment:
     return Deployment(version, workers, tuple(sorted(done, key=order.__getitem__)))
 
 
+# Whether the database behind a URL is a cluster: asked once per URL and process.
+_CLUSTERS: dict[str, bool] = {}
+
+
+def shard_of_root(conn: Connection, column: str) -> str:
+    """SQL for the shard group of the root in `column`: Citus's shard id on a cluster, the
+    same constant for every root on one server."""
+    url = conn.engine.url.render_as_string(hide_password=False)
+    if url not in _CLUSTERS:
+        _CLUSTERS[url] = deployment(conn).is_cluster
+    if _CLUSTERS[url]:
+        return f"get_shard_id_for_distribution_column('roots', {column})"
+    return "0"
+
+
 def distribute(engine: Engine) -> Deployment:
     """On a Citus cluster, distribute each per-root table not yet distributed; what it is."""
     with engine.begin() as conn:
