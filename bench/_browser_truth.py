@@ -1,7 +1,7 @@
 """The browser's truth for bench/yield.py: bench/corpus/browser-truth.json, read and spelled
 in bench's own way. Nothing here comes from crawler/ (its code or its tables).
 
-The file is made by bench/browser_truth.py (Chromium, JavaScript off then on): per page
+The file is made by bench/_record_browser_truth.py (Chromium, JavaScript off then on): per page
 URL, the hosts in the DOM's links (`links`), the hosts the browser tried with and
 without JavaScript (`resources`), only with it (`scripts`), only without (`noscript`,
 not scored).

@@ -1,4 +1,4 @@
-"""The one place a browser run by bench/browser_truth.py can connect to: a TCP listener
+"""The one place a browser run by bench/_record_browser_truth.py can connect to: a TCP listener
 on 127.0.0.1 that logs the name each connection was for, answers nothing and closes.
 
 Chromium runs with `--host-resolver-rules=MAP * 127.0.0.1:<port>`: every name resolves

@@ -17,7 +17,7 @@ response.xpath), both from Scrapy's HtmlResponse, interleaved rounds in one proc
 Target: ratio >= 0.7.
 
 A second yardstick shares nothing with the crawler: a real browser.
-bench/corpus/browser-truth.json (made by bench/browser_truth.py with Chromium, read by
+bench/corpus/browser-truth.json (made by bench/_record_browser_truth.py with Chromium, read by
 bench/_browser_truth.py, which imports nothing from crawler/) holds per page the hosts
 in the DOM's links after the scripts ran, the hosts Chromium tried with JavaScript off
 and on (resources: named by the markup) and only with it on (scripts). A browser host

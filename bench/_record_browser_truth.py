@@ -4,7 +4,7 @@ The yardstick of bench/yield.py that shares nothing with the crawler (no import 
 crawler/, none of its tables). Needs Chromium (/usr/bin/chromium) and Playwright's
 Python package; downloads nothing. Regenerate with
 
-    .venv/bin/python bench/browser_truth.py        # --pages N: only the first N pages
+    .venv/bin/python bench/_record_browser_truth.py        # --pages N: only the first N pages
 
 Each page is loaded twice, each time in a new browser context (no cache, cookies or
 storage from before) of one Chromium with a new empty --user-data-dir, JavaScript off,
@@ -198,7 +198,7 @@ async def generate(limit: int | None) -> dict:
         await browser.close()
     await sink.stop()
     return {
-        "about": "bench/browser_truth.py: hosts Chromium contacted or linked per corpus page",
+        "about": "bench/_record_browser_truth.py: hosts Chromium contacted or linked per page",
         "chromium": version,
         "load_seconds": LOAD_SECONDS,
         "settle_seconds": SETTLE_SECONDS,
