@@ -12,7 +12,7 @@ from crawler.core import config
 
 @click.command("settings")
 @click.option("--env-example", is_flag=True, help="Print the settings part of .env.example.")
-@click.option("--markdown", is_flag=True, help="Print the README's table of settings.")
+@click.option("--markdown", is_flag=True, help="Print the settings table of docs/settings.md.")
 @friendly_errors
 def show_settings(env_example: bool, markdown: bool) -> None:
     """Print each setting of crawler/core/config.py: value, source (default or environment),
@@ -31,7 +31,7 @@ def show_settings(env_example: bool, markdown: bool) -> None:
 
 
 def markdown_table() -> str:
-    """The README's table: every setting, its default, who reads it and what it means."""
+    """The table of docs/settings.md: every setting, its default, who reads it and what it means."""
     lines = ["| setting | default | read by | meaning |", "|---|---|---|---|"]
     for declared in config.SETTINGS:
         default = declared.shown(declared.default) or "(empty)"
