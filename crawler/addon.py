@@ -6,7 +6,8 @@ installs, in their places: BlacklistMiddleware (no_follow and blocked hosts
 never downloaded; every outcome fed to the trap windows), the retry variant
 that never retries an authoritative NXDOMAIN, the bounded robots.txt
 middleware, the outcome resolver (NXDOMAIN, SERVFAIL, timeout told apart),
-the pipeline that writes HostItems, the scheduled prune (crawler/pruning.py,
+the pipeline that writes HostItems, the log formatter (a dropped HostItem
+is its reason, not its repr), the scheduled prune (crawler/pruning.py,
 every PRUNE_INTERVAL), the in-flight control (crawler/concurrency.py), the
 collector's tuning (crawler/collector.py) and the production defaults. A project's
 own settings still win over the defaults set here.
@@ -38,6 +39,7 @@ from crawler.resolver import OutcomeResolver
 
 log = logging.getLogger(__name__)
 DOWNLOAD_HANDLER = "crawler.download.HostcrawlDownloadHandler"
+LOG_FORMATTER = "crawler.logformatter.HostcrawlLogFormatter"
 
 # docs/design.md, "Scrapy 2.19 facts": what a crawler of the open web should not run with.
 PRODUCTION_DEFAULTS = {
@@ -75,6 +77,8 @@ class HostcrawlAddon:
     def update_settings(self, settings) -> None:
         for name, value in PRODUCTION_DEFAULTS.items():
             settings.set(name, value, "addon")
+        # A dropped HostItem is its reason, not its repr (crawler/logformatter.py).
+        settings.set("LOG_FORMATTER", LOG_FORMATTER, "addon")
         for declared, value, _source in config.effective(os.environ):
             if config.CRAWL in declared.readers:
                 settings.set(declared.name, value, "addon")

@@ -99,7 +99,9 @@ class HostWritePipeline:
         raise DropItem(
             f"{item.hostname}: {item.outcome} while {why}; tried again in"
             f" {self.retry.total_seconds():.0f} s",
-            log_level="INFO",
+            # By rule, one per host and try: the outage itself is told by the world
+            # check (a line as it starts, a summary now and then, a line as it ends).
+            log_level="DEBUG",
         )
 
     def _crawled(self, item: HostItem) -> Crawled:

@@ -43,9 +43,11 @@ class WorldCheck:
     Proven only when a canary answers: no canary to ask (no host has ever
     answered in this database) is no proof, and neither is a canary that gets
     NXDOMAIN now (our resolver lies). Each change is logged once, with the
-    hosts held back meanwhile; `on_change(unproven since or None, no canary at
-    all, hosts held back)` hears every unproven check and the return (stats,
-    the panel's banner).
+    hosts held back meanwhile, and an unproven spell is summed up every
+    `summary_every` seconds (at the first check after): the log of an outage is
+    a few lines, however many hosts fail in it. `on_change(unproven since or
+    None, no canary at all, hosts held back)` hears every unproven check and
+    the return (stats, the panel's banner).
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class WorldCheck:
         keep_healthy: float = 10.0,
         keep_unhealthy: float = 2.0,
         dns_only: bool = False,
+        summary_every: float = 60.0,
         on_change: Callable[[datetime | None, bool, int], None] = lambda *change: None,
     ) -> None:
         self.engine = engine
@@ -67,12 +70,15 @@ class WorldCheck:
         self.timeout = timeout
         self.dns_only = dns_only
         self.on_change = on_change
+        self.summary_every = summary_every
         # Unproven answers are kept briefly: the first host to answer should end them soon.
         self.keep = {True: keep_healthy, False: keep_unhealthy, None: keep_unhealthy}
         self.lookups = 0
         self.unproven_since: datetime | None = None
         self.last_seen_down = float("-inf")  # monotonic
         self.held: set[str] = set()  # hosts whose failure was ours, this unproven spell
+        self.tries_held = 0  # failures held back this spell (a host may fail many times)
+        self._summed_up = (0.0, 0)  # when the spell was last told (monotonic), tries then
         self._asking: set[str] = set()  # hosts whose failure waits for the verdict
         self._last: tuple[float, bool | None, str] | None = None
         self._running: dict[str, asyncio.Task] = {}
@@ -119,6 +125,7 @@ class WorldCheck:
         if answering is True and not self.down_within(edge):
             return ""
         self.held.add(hostname)
+        self.tries_held += 1
         return why or "just after our resolver or network came back"
 
     async def _check(self, other_than: str) -> tuple[bool | None, str]:
@@ -171,17 +178,36 @@ class WorldCheck:
                 self.unproven_since = None
                 self.on_change(None, False, len(self.held))
             return
-        self.last_seen_down = time.monotonic()
+        self.last_seen_down = now = time.monotonic()
         if self.unproven_since is None:
             self.unproven_since = datetime.now(UTC)
             self.held = set(self._asking)
+            self.tries_held = 0
+            self._summed_up = (now, 0)
             log.warning(
                 "the world is not answering us (%s): blocks are held, and failures below"
                 " HTTP are tried again, not settled; %d hosts held back",
                 why,
                 len(self.held),
             )
+        elif now - self._summed_up[0] >= self.summary_every:
+            self._sum_up(why, now)
         self.on_change(self.unproven_since, why == NO_CANARY, len(self.held))
+
+    def _sum_up(self, why: str, now: float) -> None:
+        """One line for the spell so far: how long, why, and what was held back."""
+        told_at, tries_then = self._summed_up
+        spell = (datetime.now(UTC) - self.unproven_since).total_seconds()
+        log.warning(
+            "the world has not answered us for %.0f s (%s): %d hosts held back so far,"
+            " %d failures tried again in the last %.0f s; blocks are held",
+            spell,
+            why,
+            len(self.held),
+            self.tries_held - tries_then,
+            now - told_at,
+        )
+        self._summed_up = (now, self.tries_held)
 
 
 class SelfCheck:

@@ -87,6 +87,8 @@ class CrawlState:
             url_templates(settings),
             canary_hosts(settings),
             timeout=settings.getfloat("DNS_TIMEOUT"),
+            # An outage is summed up as often as the crawl's other figures.
+            summary_every=settings.getfloat("LOGSTATS_INTERVAL"),
             on_change=self.world_changed,
         )
         self.traps = TrapGuard(

@@ -42,6 +42,7 @@ def start_held_back(db, web, start_crawler, names: list[str], failure: str, **se
         ROOT_CONCURRENCY=SUBDOMAINS,
         RETRY_TIMES=0,
         OUTAGE_RETRY_AFTER=RETRY_AFTER,
+        LOG_LEVEL="DEBUG",  # each host held back is a DEBUG line; the outage, a few at INFO
         **settings,
     )
 
