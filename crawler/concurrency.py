@@ -24,7 +24,9 @@ The spider claims up to the limit (crawler/spiders/hosts.py) and the downloader
 may run two requests per host (robots.txt and the page it gates). The figures
 go to the stats (`hostcrawl/in_flight...`, `hostcrawl/reactor_lag_ms...`,
 `hostcrawl/rss_mb...`), the Prometheus metrics and a line in the log every
-LOGSTATS_INTERVAL seconds.
+LOGSTATS_INTERVAL seconds. Over MEMORY_BUDGET_MB, a warning says by how much,
+whether lowering the limit can still keep the budget (not at MIN_IN_FLIGHT) and
+what the worker holds; at once when it crosses, then with each of those lines.
 """
 
 from __future__ import annotations
@@ -84,6 +86,24 @@ def next_limit(
     return limit, ""
 
 
+def over_budget(rss: int, budget: int, limit: int, holdings: dict[str, int]) -> str:
+    """What a worker over its memory budget says: by how much, what lowering its hosts
+    in flight can still do, and what it holds."""
+    if limit > MIN_IN_FLIGHT:
+        doing = f"its limit of hosts in flight is cut to {limit}"
+    else:
+        doing = (
+            f"its limit of hosts in flight is at its floor ({MIN_IN_FLIGHT}): the rest is"
+            " not the hosts in flight, and the worker cannot keep the budget by itself"
+        )
+    held = ", ".join(f"{what} {count}" for what, count in holdings.items())
+    return (
+        f"hostcrawl: RSS {rss / 2**20:.0f} MB is over MEMORY_BUDGET_MB"
+        f" ({budget / 2**20:.0f} MB) by {(rss - budget) / 2**20:.0f} MB; {doing};"
+        f" it holds: {held or 'nothing counted'}"
+    )
+
+
 def averaged(average: float, sample: float) -> float:
     """An exponential moving average: SMOOTHING of the new sample."""
     return average + SMOOTHING * (sample - average)
@@ -123,6 +143,7 @@ class InFlightControl:
         self._expected = 0.0
         self._cpu = self._wall = 0.0
         self._logged = 0.0
+        self._over = False  # RSS over the budget at the last tick
         crawler.signals.connect(self.open, signal=signals.spider_opened)
         crawler.signals.connect(self.close, signal=signals.spider_closed)
 
@@ -175,7 +196,8 @@ class InFlightControl:
         self._record(in_flight, rss, self.cpu)
         if why in ("cpu", "memory"):
             log.debug("in-flight limit %d (%s)", self.limit, why)
-        if now - self._logged >= self.log_every:
+        over = rss > self.budget
+        if now - self._logged >= self.log_every or (over and not self._over):
             self._logged = now
             log.info(
                 "hostcrawl: %d hosts in flight (limit %d of %d), reactor lag %.0f ms,"
@@ -188,7 +210,27 @@ class InFlightControl:
                 rss / 2**20,
                 self.budget / 2**20,
             )
+            if over:
+                log.warning("%s", over_budget(rss, self.budget, self.limit, self.holdings()))
+        self._over = over
         self._schedule(TICK, self.tick)
+
+    def holdings(self) -> dict[str, int]:
+        """What the worker holds now, of what grows with the crawl (counted cheaply)."""
+        crawler, held = self.crawler, {}
+        held["hosts in flight"] = self.in_flight()
+        engine = getattr(crawler, "engine", None)
+        downloader = getattr(engine, "downloader", None)
+        held["requests in the downloader"] = len(getattr(downloader, "active", ()))
+        state = getattr(crawler, "_hostcrawl_state", None)  # crawler.state.CrawlState
+        if state is not None:
+            held["hosts held back by an outage"] = len(state.world.held)
+        from twisted.internet import reactor
+
+        cached = getattr(reactor.resolver, "cached", None)
+        if cached is not None:
+            held["DNS answers cached"] = cached()
+        return held
 
     def _apply(self) -> None:
         """The downloader follows: two requests per host may be active at once."""

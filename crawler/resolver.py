@@ -62,6 +62,9 @@ class _Cache:
         self.size = size
         self._items: OrderedDict[str, tuple[float, Resolution]] = OrderedDict()
 
+    def __len__(self) -> int:
+        return len(self._items)
+
     def get(self, name: str) -> Resolution | None:
         item = self._items.get(name)
         if item is None:
@@ -172,6 +175,10 @@ class OutcomeResolver:
             settings.getfloat("DNS_TIMEOUT"),
             settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0,
         )
+
+    def cached(self) -> int:
+        """How many answers the cache holds now."""
+        return len(self._cache)
 
     def same_as(self, other: OutcomeResolver) -> bool:
         """Asks the same servers with the same timeout."""
