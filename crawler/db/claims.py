@@ -27,17 +27,22 @@ DEFAULT_LEASE = timedelta(minutes=10)
 DEFAULT_CONCURRENCY = 2
 DEFAULT_BUDGET = 3600
 
-# A deny entry above the row (its own row is routable, so only its parents can be one).
+# A deny entry above the row (its own row is routable, so only its parents can be one),
+# at or under the row's root: a join on root, which Citus runs within a shard. An entry
+# above a root (a forced bare suffix) lives in another shard: a host saved under one by a
+# worker that had not heard of it yet is refused by the blacklist middleware before
+# download, and its row leaves routing there. {scope} narrows d to the claim's roots.
 UNDER_AN_ENTRY = """EXISTS (
            SELECT 1 FROM queue d
-            WHERE d.hostname = ANY((host_parents({row}.hostname))[2:])
+            WHERE d.root = {row}.root {scope}
+              AND d.hostname = ANY((host_parents({row}.hostname))[2:])
               AND d.status_reason IS NOT NULL)"""
 # Routable and due, under no deny entry. {under} narrows it to one root.
 DUE = f"""
     SELECT q.hostname FROM queue q
      WHERE q.status_reason IS NULL AND q.denied_by IS NULL
        AND q.next_claim_at <= now() {{under}}
-       AND NOT {UNDER_AN_ENTRY.format(row="q")}
+       AND NOT {UNDER_AN_ENTRY.format(row="q", scope="")}
      ORDER BY q.next_claim_at
      LIMIT :n
 """
@@ -123,15 +128,8 @@ WALK_PER_ROOT = 16
 # unlike row locks, and held until the claim commits. A hash collision only skips a root.
 LOCK_SPACE = 1212
 
-# The polite claim's deny check, within the locked roots' shard group: an entry at or
-# under the row's own root (entries above a root, forced bare suffixes, are in another
-# shard; a host saved under one by a worker that had not heard of it yet is refused by
-# the blacklist middleware before download, and its row leaves routing there).
-ENTRY_IN_ROOT = """EXISTS (
-           SELECT 1 FROM queue d
-            WHERE d.root = {row}.root AND d.root = ANY(:locked)
-              AND d.hostname = ANY((host_parents({row}.hostname))[2:])
-              AND d.status_reason IS NOT NULL)"""
+# The polite claim's deny check, within the locked roots' shard group.
+ENTRY_IN_ROOT = UNDER_AN_ENTRY.replace("{scope}", "AND d.root = ANY(:locked)")
 NEAREST_ENTRY_IN_ROOT = """
     (SELECT d.hostname FROM queue d
       WHERE d.root = q.root AND d.root = ANY(:locked)

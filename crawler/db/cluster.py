@@ -12,9 +12,12 @@ left as it is.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, text
+
+from crawler.db.hostsql import names_param
 
 DISTRIBUTION_COLUMN = "root"
 # Distributed in this order: roots first (the others co-locate with it), hosts before
@@ -89,6 +92,23 @@ def shard_of_root(conn: Connection, column: str) -> str:
     if _CLUSTERS[url]:
         return f"get_shard_id_for_distribution_column('roots', {column})"
     return "0"
+
+
+SHARDS_OF = text(
+    "SELECT r, get_shard_id_for_distribution_column('roots', r) FROM unnest(:roots) AS r"
+).bindparams(*names_param("roots"))
+
+
+def shard_groups(conn: Connection, roots: Iterable[str]) -> list[set[str]]:
+    """The roots by shard group: Citus runs a statement that locks rows only within one.
+    On one server, one group, and no question asked."""
+    roots = set(roots)
+    if not roots or shard_of_root(conn, "r") == "0":
+        return [roots] if roots else []
+    groups: dict[int, set[str]] = {}
+    for root, shard in conn.execute(SHARDS_OF, {"roots": sorted(roots)}):
+        groups.setdefault(shard, set()).add(root)
+    return list(groups.values())
 
 
 def distribute(engine: Engine) -> Deployment:

@@ -21,7 +21,7 @@ from crawler.core.hostnames import root
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import is_network_failure
 from crawler.core.sources import PLACE_CHARS, group_of
-from crawler.db import bulk, rollups
+from crawler.db import bulk, cluster, rollups
 from crawler.db.bulk import EntryChange
 from crawler.db.hostsql import INTS, names_param
 from crawler.db.retry import retry_conflicts
@@ -77,25 +77,30 @@ WRITE_RESULTS = text(
            links_filtered = t.filtered, crawl_count = h.crawl_count + 1,
            fail_streak = CASE WHEN t.failed THEN h.fail_streak + 1 ELSE 0 END
       FROM (SELECT u.*, o.outcome AS before
-              FROM unnest(:names, :outcomes, :statuses, :urls, :titles, :schemes,
+              FROM unnest(:names, :roots, :outcomes, :statuses, :urls, :titles, :schemes,
                           :found, :saved, :filtered, :failed)
-                AS u(hostname, outcome, status, url, title, scheme, found, saved, filtered, failed)
-              JOIN hosts o USING (hostname)
+                AS u(hostname, root, outcome, status, url, title, scheme, found, saved,
+                     filtered, failed)
+              JOIN hosts o USING (hostname, root)
+             WHERE o.root = ANY(:roots)
              ORDER BY hostname FOR UPDATE OF o) AS t
-     WHERE h.hostname = t.hostname
+     WHERE h.root = ANY(:roots) AND h.hostname = t.hostname AND h.root = t.root
     RETURNING h.root, h.hostname, t.before, h.outcome
     """
 ).bindparams(
-    *names_param("names", "outcomes", "urls", "titles", "schemes"),
+    *names_param("names", "roots", "outcomes", "urls", "titles", "schemes"),
     *(bindparam(name, type_=INTS) for name in ("statuses", "found", "saved", "filtered")),
     bindparam("failed", type_=ARRAY(Boolean)),
 )
+# The dates are taken before the update, in a materialized CTE: Citus allows no
+# non-immutable function (now()) in a CASE of an UPDATE of a distributed table.
 SCHEDULE = text(
     f"""
+    WITH t AS MATERIALIZED (
+        SELECT hostname, now() + after AS at FROM unnest(:names, :afters) AS u(hostname, after))
     UPDATE queue q SET claimed_by = NULL, claimed_at = NULL,
-           next_claim_at = CASE WHEN q.status_reason IS NULL
-                                THEN now() + t.after ELSE q.next_claim_at END
-      FROM unnest(:names, :afters) AS t(hostname, after)
+           next_claim_at = CASE WHEN q.status_reason IS NULL THEN t.at ELSE q.next_claim_at END
+      FROM t
      WHERE q.hostname = t.hostname
     RETURNING {DATED}
     """
@@ -181,24 +186,32 @@ def finish_many(engine: Engine, crawled: Sequence[Crawled]) -> list[list[str]]:
 
 
 def write_results(conn: Connection, crawled: Sequence[Crawled]) -> None:
+    """The hosts' results, one statement per shard group (on one server, one): it locks
+    the rows to read their outcome before, which Citus runs only within one shard."""
+    roots = {host.hostname: root(host.hostname) for host in crawled}
+    for group in cluster.shard_groups(conn, set(roots.values())):
+        written = conn.execute(
+            WRITE_RESULTS, results_params([h for h in crawled if roots[h.hostname] in group])
+        ).all()
+        rollups.count_hosts(conn, crawled=[(r, before, now) for r, _, before, now in written])
+        rollups.count_hours(conn, crawled=[(h, now) for _, h, _, now in written])
+
+
+def results_params(crawled: Sequence[Crawled]) -> dict:
     results = [host.result for host in crawled]
-    written = conn.execute(
-        WRITE_RESULTS,
-        {
-            "names": [host.hostname for host in crawled],
-            "outcomes": [r.outcome for r in results],
-            "statuses": [r.http_status for r in results],
-            "urls": [r.final_url for r in results],
-            "titles": [r.title for r in results],
-            "schemes": [r.scheme for r in results],
-            "found": [host.links.found for host in crawled],
-            "saved": [len(host.links.hostnames - {host.hostname}) for host in crawled],
-            "filtered": [host.links.filtered for host in crawled],
-            "failed": [is_network_failure(r.outcome) for r in results],
-        },
-    ).all()
-    rollups.count_hosts(conn, crawled=[(r, before, now) for r, _, before, now in written])
-    rollups.count_hours(conn, crawled=[(h, now) for _, h, _, now in written])
+    return {
+        "names": [host.hostname for host in crawled],
+        "roots": [root(host.hostname) for host in crawled],
+        "outcomes": [r.outcome for r in results],
+        "statuses": [r.http_status for r in results],
+        "urls": [r.final_url for r in results],
+        "titles": [r.title for r in results],
+        "schemes": [r.scheme for r in results],
+        "found": [host.links.found for host in crawled],
+        "saved": [len(host.links.hostnames - {host.hostname}) for host in crawled],
+        "filtered": [host.links.filtered for host in crawled],
+        "failed": [is_network_failure(r.outcome) for r in results],
+    }
 
 
 def schedule(conn: Connection, delays: list[tuple[str, timedelta]]) -> None:

@@ -124,7 +124,7 @@ def defer_block(engine: Engine, domain: str, why: str) -> None:
             text(
                 """
                 INSERT INTO trap_deferrals (root, why) VALUES (:root, :why)
-                ON CONFLICT (root) DO UPDATE SET why = excluded.why, checked_at = now()
+                ON CONFLICT (root) DO UPDATE SET why = excluded.why, checked_at = excluded.checked_at
                 """
             ),
             {"root": domain, "why": why},
@@ -172,7 +172,7 @@ def save_wildcard_probe(engine: Engine, domain: str, probe: str, outcome: str) -
                 """
                 INSERT INTO wildcard_probes (root, probe, outcome) VALUES (:root, :probe, :o)
                 ON CONFLICT (root) DO UPDATE SET probe = excluded.probe,
-                       outcome = excluded.outcome, checked_at = now()
+                       outcome = excluded.outcome, checked_at = excluded.checked_at
                 """
             ),
             {"root": domain, "probe": probe, "o": outcome},
