@@ -124,7 +124,8 @@ def defer_block(engine: Engine, domain: str, why: str) -> None:
             text(
                 """
                 INSERT INTO trap_deferrals (root, why) VALUES (:root, :why)
-                ON CONFLICT (root) DO UPDATE SET why = excluded.why, checked_at = excluded.checked_at
+                ON CONFLICT (root)
+                DO UPDATE SET why = excluded.why, checked_at = excluded.checked_at
                 """
             ),
             {"root": domain, "why": why},
