@@ -57,6 +57,9 @@ def test_memory_over_the_budget_lowers_the_limit_and_near_it_stops_raising():
 def test_the_limit_stays_within_its_bounds(monkeypatch):
     crawler = get_crawler(Spider, {"MAX_IN_FLIGHT": 300, "MEMORY_BUDGET_MB": 500})
     monkeypatch.setattr("crawler.concurrency.cpu_seconds", lambda: 0.0)  # an idle CPU
+    # A small worker: the test process's own RSS (hundreds of MB late in a suite) would
+    # be near the budget and hold the limit down.
+    monkeypatch.setattr("crawler.concurrency.rss_bytes", lambda: 100 * MB)
     control = InFlightControl.of(crawler)
     assert InFlightControl.of(crawler) is control
     crawler.spider = Spider("probe")
