@@ -51,7 +51,7 @@ from sqlalchemy.exc import OperationalError
 from crawler.core.denylist import DenyList
 from crawler.core.hostnames import root
 from crawler.db import claims, deny_entries, queue
-from crawler.db.claims import DUE_ROOTS, LOCK_ROOTS, LOCK_SPACE, WALK_PER_ROOT, RootLimits
+from crawler.db.claims import LOCK_SPACE, WALK_AND_LOCK, WALK_PER_ROOT, RootLimits
 
 BATCH = 100
 CALLS = 25  # claim calls per process per round
@@ -300,22 +300,18 @@ def after_seed(engine, procs, rng: random.Random) -> None:
 
 
 def explain(engine) -> None:
-    """EXPLAIN ANALYZE of the polite claim's walk and lock on a fresh queue, rolled back."""
+    """EXPLAIN ANALYZE of the polite claim's walk and lock (one server) on a fresh queue."""
     reset(engine)
-    walk = {"concurrency": LIMITS.concurrency, "walk": BATCH * WALK_PER_ROOT}
-    due_roots = text(DUE_ROOTS.format(shard="0"))
+    params = {
+        "concurrency": LIMITS.concurrency,
+        "lock_space": LOCK_SPACE,
+        "roots": BATCH,
+        "walk": BATCH * WALK_PER_ROOT,
+    }
     with engine.connect() as conn:
-        candidates = [r for r, _, _ in conn.execute(due_roots, walk)]
-        lock = {
-            "concurrency": LIMITS.concurrency,
-            "lock_space": LOCK_SPACE,
-            "roots": BATCH,
-            "candidates": candidates,
-        }
-        for statement, params in ((due_roots, walk), (LOCK_ROOTS, lock)):
-            rows = conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + statement.text), params)
-            for (line,) in rows:
-                print("#   " + line)
+        rows = conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + WALK_AND_LOCK.text), params)
+        for (line,) in rows:
+            print("#   " + line)
         conn.rollback()
 
 
@@ -343,7 +339,7 @@ def main() -> None:
             names, sites = world(rng)
             _, ok = measure(title, engine, names, sites, (commands, results, barrier))
             if not ok or "--explain" in sys.argv:
-                print("# EXPLAIN (ANALYZE, BUFFERS) DUE_ROOTS and LOCK_ROOTS on a fresh queue:")
+                print("# EXPLAIN (ANALYZE, BUFFERS) WALK_AND_LOCK on a fresh queue:")
                 explain(engine)
         after_seed(engine, (commands, results, barrier), rng)
     finally:

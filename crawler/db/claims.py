@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import reduce
 
 from sqlalchemy import Connection, Engine, text
 
@@ -73,16 +74,18 @@ CRAWL_PENDING = text(
 
 # -- polite claims -----------------------------------------------------------------
 #
-# Three statements in one transaction. The first walks the due roots; the second locks
-# the roots to claim from (oldest due first, skipping roots another claim holds: two
-# workers never take from one root at once). The third starts after those locks, so its
-# snapshot sees every claim committed before: its count of a root's unexpired claims is
-# exact.
+# A walk that locks the roots to claim from (oldest due first, skipping roots another
+# claim holds: two workers never take from one root at once), then the claim, which
+# starts after those locks, so its snapshot sees every claim committed before: its count
+# of a root's unexpired claims is exact.
 #
 # On a Citus cluster every statement that locks must name one shard group's roots
 # (`root = ANY(:roots)` with roots of one shard: Citus routes it to one worker), so the
 # walk of the due roots is a plain read first (every shard, no lock), and the lock and
-# the claim work within the shard group of the oldest due root (crawler.db.cluster).
+# the claim work within the shard group of the oldest due root (crawler.db.cluster). On
+# one server the walk and the lock are one lazy statement (WALK_AND_LOCK), and the claim
+# is the same statement without the filters that only name the shard: measured, the
+# cluster's form costs one server a third of its claims/s (bench/README.md).
 #
 # The locks are bounded by :roots whatever the plan: the candidates come in walk order
 # through a materialized CTE (a fence the planner cannot flatten or push the lock
@@ -99,18 +102,41 @@ DUE_ROOTS = """
 """
 LOCK_ROOTS = text(
     """
-    WITH due AS MATERIALIZED (
-        SELECT c.root FROM unnest(:candidates) WITH ORDINALITY AS c(root, i) ORDER BY c.i)
+    WITH busy AS MATERIALIZED (
+        SELECT q.root, count(*) AS n FROM queue q
+         WHERE q.root = ANY(:candidates) AND q.claimed_by IS NOT NULL
+           AND q.next_claim_at > now()
+         GROUP BY q.root),
+    due AS MATERIALIZED (
+        SELECT c.root, coalesce(b.n, 0) AS busy
+          FROM unnest(:candidates) WITH ORDINALITY AS c(root, i)
+          LEFT JOIN busy b ON b.root = c.root
+         ORDER BY c.i)
     SELECT due.root FROM due
-     WHERE CASE WHEN (SELECT count(*) FROM queue q
-                       WHERE q.root = due.root AND q.root = ANY(:candidates)
-                         AND q.claimed_by IS NOT NULL AND q.next_claim_at > now())
-                     < :concurrency
+     WHERE CASE WHEN due.busy < :concurrency
                 THEN pg_try_advisory_xact_lock(:lock_space, hashtext(due.root))
                 ELSE false END
      LIMIT :roots
     """
 ).bindparams(*names_param("candidates"))
+# On one server the walk and the lock are one statement, the walk lazy: it stops as soon
+# as :roots roots are locked.
+WALK_AND_LOCK = text(
+    """
+    WITH due AS MATERIALIZED (
+        SELECT r.root, r.hosts FROM roots r
+         WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
+         ORDER BY r.next_due_at
+         LIMIT :walk)
+    SELECT due.root, least(due.hosts, :concurrency) AS most FROM due
+     WHERE CASE WHEN (SELECT count(*) FROM queue q
+                       WHERE q.root = due.root AND q.claimed_by IS NOT NULL
+                         AND q.next_claim_at > now()) < :concurrency
+                THEN pg_try_advisory_xact_lock(:lock_space, hashtext(due.root))
+                ELSE false END
+     LIMIT :roots
+    """
+)
 # The oldest due rows, for a claim that found no root: a row dated by a hand-made change
 # (not through crawler.db.rollups) leaves its root's bound too late, and its root would
 # never be claimed. Bounded by the batch: an index range scan of ix_queue_due.
@@ -123,7 +149,7 @@ OLDEST_DUE = text(
 )
 # How far down the due roots one claim walks, in roots per root it wants: past roots at
 # their concurrency and roots another claim holds.
-WALK_PER_ROOT = 16
+WALK_PER_ROOT = 4
 # The transaction-scoped advisory locks of LOCK_ROOTS (one per root): in memory only,
 # unlike row locks, and held until the claim commits. A hash collision only skips a root.
 LOCK_SPACE = 1212
@@ -216,6 +242,20 @@ CLAIM_FROM_ROOTS = text(
 ).bindparams(*names_param("locked"))
 
 
+# Filters that only tell Citus which shard a statement is for (beside an equality on root
+# that already says which rows): on one server they go, as a planner takes an ANY for an
+# index condition and probes every locked root for every row (half the claims/s).
+ROUTING_PINS = (
+    " AND d.root = ANY(:locked)",
+    " AND q.root = ANY(:locked)",
+    " AND c.root = ANY(:locked)",
+    "q.root = ANY(:locked) AND ",
+)
+CLAIM_ON_ONE_SERVER = text(
+    reduce(lambda sql, pin: sql.replace(pin, ""), ROUTING_PINS, CLAIM_FROM_ROOTS.text)
+).bindparams(*names_param("locked"))
+
+
 @dataclass(frozen=True)
 class RootLimits:
     """Per-root politeness across all workers (settings ROOT_CONCURRENCY, ROOT_BUDGET)."""
@@ -270,29 +310,42 @@ def enough_roots(locked: Iterable[str], most: dict[str, int], n: int) -> list[st
     return roots
 
 
+def walk_and_lock(conn: Connection, n: int, params: dict) -> list[str]:
+    """One server: the due roots walked and locked in one statement, up to a root per host
+    wanted (most due roots have a host or two: a list of top sites, a page's links; a
+    claim that comes back short makes the spider wait)."""
+    walked = conn.execute(WALK_AND_LOCK, {**params, "roots": n, "walk": n * WALK_PER_ROOT})
+    most = dict(walked.all())
+    return enough_roots(most, most, n)
+
+
+def walk_then_lock(conn: Connection, n: int, params: dict) -> list[str]:
+    """A cluster: the due roots of every shard read, then locked within one shard group,
+    the oldest due root's first (the next group's when all of its roots are held)."""
+    due_roots = text(DUE_ROOTS.format(shard=cluster.shard_of_root(conn, "r.root")))
+    walk = {"concurrency": params["concurrency"], "walk": n * WALK_PER_ROOT}
+    for group in shard_groups(conn.execute(due_roots, walk).all()):
+        locking = {**params, "candidates": list(group), "roots": n}
+        locked = enough_roots(conn.execute(LOCK_ROOTS, locking).scalars(), group, n)
+        if locked:
+            return locked
+    return []
+
+
 def claim_polite_in(
     conn: Connection, n: int, worker: str, lease: timedelta, limits: RootLimits
 ) -> Claim:
     """claim_polite's work in the caller's transaction (its locks last until it ends)."""
     params = {"concurrency": limits.concurrency, "budget": limits.budget, "lock_space": LOCK_SPACE}
-    # Up to a root per host wanted: most due roots have a host or two (a list of top
-    # sites, a page's links), and a claim that comes back short makes the spider wait.
-    due_roots = text(DUE_ROOTS.format(shard=cluster.shard_of_root(conn, "r.root")))
-    walk = {"concurrency": limits.concurrency, "walk": n * WALK_PER_ROOT}
-    candidates = conn.execute(due_roots, walk).all()
-    if not candidates and rollups.lower_next_due(conn, conn.execute(OLDEST_DUE, {"n": n})):
-        candidates = conn.execute(due_roots, walk).all()
-    locked: list[str] = []
-    for group in shard_groups(candidates):  # the oldest's first; the next if it is all held
-        locking = {**params, "candidates": list(group), "roots": n}
-        locked = enough_roots(conn.execute(LOCK_ROOTS, locking).scalars(), group, n)
-        if locked:
-            break
+    walk = walk_then_lock if cluster.is_cluster(conn) else walk_and_lock
+    locked = walk(conn, n, params)
+    if not locked and rollups.lower_next_due(conn, conn.execute(OLDEST_DUE, {"n": n})):
+        locked = walk(conn, n, params)
     if not locked:
         return Claim()
+    statement = CLAIM_FROM_ROOTS if cluster.is_cluster(conn) else CLAIM_ON_ONE_SERVER
     rows = conn.execute(
-        CLAIM_FROM_ROOTS,
-        {**params, "locked": locked, "n": n, "lease": lease, "worker": worker},
+        statement, {**params, "locked": locked, "n": n, "lease": lease, "worker": worker}
     ).all()
     result = Claim()
     for kind, name in rows:

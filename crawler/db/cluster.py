@@ -83,13 +83,18 @@ def deployment(conn: Connection) -> Deployment:
 _CLUSTERS: dict[str, bool] = {}
 
 
-def shard_of_root(conn: Connection, column: str) -> str:
-    """SQL for the shard group of the root in `column`: Citus's shard id on a cluster, the
-    same constant for every root on one server."""
+def is_cluster(conn: Connection) -> bool:
+    """Whether `conn` is to a Citus cluster (asked of the database once per URL)."""
     url = conn.engine.url.render_as_string(hide_password=False)
     if url not in _CLUSTERS:
         _CLUSTERS[url] = deployment(conn).is_cluster
-    if _CLUSTERS[url]:
+    return _CLUSTERS[url]
+
+
+def shard_of_root(conn: Connection, column: str) -> str:
+    """SQL for the shard group of the root in `column`: Citus's shard id on a cluster, the
+    same constant for every root on one server."""
+    if is_cluster(conn):
         return f"get_shard_id_for_distribution_column('roots', {column})"
     return "0"
 
