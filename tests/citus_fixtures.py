@@ -29,3 +29,21 @@ def citus_cluster() -> Iterator[CitusCluster]:
     cluster = CitusCluster().start()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture
+def cluster_db(citus_cluster, monkeypatch):
+    """The cluster's database, migrated and distributed, every table empty; processes
+    started from the test (crawlers, the CLI) use it through DATABASE_URL."""
+    from sqlalchemy import create_engine, text
+
+    from crawler.db.migrate import upgrade_to_head
+    from tests.conftest import TABLES
+
+    monkeypatch.setenv("DATABASE_URL", citus_cluster.url)
+    upgrade_to_head()
+    engine = create_engine(citus_cluster.url)
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    yield engine
+    engine.dispose()

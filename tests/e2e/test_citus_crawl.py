@@ -4,10 +4,9 @@ cluster of a coordinator and two workers; skips with one line without `make citu
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
-from tests.conftest import TABLES
 from tests.e2e.conftest import CrawlerProcess, crawl_settings, known_hosts
 from tests.e2e.test_crawl import SOCIAL_LINKS
 from tests.fakeweb import World
@@ -20,21 +19,6 @@ ROWS_PER_WORKER = text(
      GROUP BY p.nodeport
     """
 )
-
-
-@pytest.fixture
-def cluster_db(citus_cluster, monkeypatch):
-    """The cluster's database, migrated and distributed, every table empty; crawlers
-    started from here use it (DATABASE_URL)."""
-    from crawler.db.migrate import upgrade_to_head
-
-    monkeypatch.setenv("DATABASE_URL", citus_cluster.url)
-    upgrade_to_head()
-    engine = create_engine(citus_cluster.url)
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
-    yield engine
-    engine.dispose()
 
 
 @pytest.fixture

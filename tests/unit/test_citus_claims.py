@@ -5,26 +5,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 from crawler.core.hostnames import root
 from crawler.db import claims, queue
-from tests.conftest import TABLES
-
-
-@pytest.fixture
-def cluster_db(citus_cluster, monkeypatch):
-    """The cluster's database, migrated and distributed, every table empty."""
-    from crawler.db.migrate import upgrade_to_head
-
-    monkeypatch.setenv("DATABASE_URL", citus_cluster.url)
-    upgrade_to_head()
-    engine = create_engine(citus_cluster.url)
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
-    yield engine
-    engine.dispose()
 
 
 def shard_of(engine, roots: set[str]) -> set[int]:
