@@ -1,11 +1,9 @@
 """Every setting of hostcrawl, declared once: its name, default, type and meaning.
 
-The crawler (through the add-on, at the add-on's priority, so `-s` and a
-project's own settings still win), the CLI and the panel read their values
-here, from the same environment; `hostcrawl settings` prints them with where
-each came from, and `.env.example` is written from this table. Pure: the
-environment is passed in, nothing is read here.
-"""
+The crawler (through the add-on, at its priority: `-s` and a project's own settings
+win), the CLI and the panel read their values here, from the same environment;
+`hostcrawl settings` prints them with where each came from, and `.env.example` is
+written from this table. Pure: the environment is passed in, nothing is read here."""
 
 from __future__ import annotations
 
