@@ -14,7 +14,7 @@ import re
 from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
 
-from crawler.core.hostnames import normalize_or_none  # only to spell names alike
+from _browser_truth import spelled  # bench's own spelling of names (idna), nothing of ours
 
 # The HTML standard, "Attributes" index: attributes whose value is a URL (or URLs).
 FOLLOWED = {
@@ -117,7 +117,7 @@ def reference_hosts(html: str, page_url: str) -> dict[str, set[str]]:
     base = urljoin(page_url, reader.base) if reader.base else page_url
     if urlsplit(base).scheme not in ("http", "https"):
         base = page_url
-    own = normalize_or_none(urlsplit(page_url).hostname or "")
+    own = spelled(urlsplit(page_url).hostname or "")
     hosts: dict[str, set[str]] = {"links": set(), "resources": set(), "metadata": set()}
     for group, url in reader.found:
         try:
@@ -125,7 +125,7 @@ def reference_hosts(html: str, page_url: str) -> dict[str, set[str]]:
             host = parts.hostname if parts.scheme in ("http", "https") else None
         except ValueError:
             continue
-        name = normalize_or_none(host) if host else None
+        name = spelled(host) if host else None
         if name and name != own:
             hosts[group].add(name)
     return hosts
