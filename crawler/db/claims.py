@@ -289,7 +289,7 @@ def claim_polite(
         return claim_polite_in(conn, n, worker, lease, limits)
 
 
-def shard_groups(candidates: list) -> list[dict[str, int]]:
+def candidates_by_shard(candidates: list) -> list[dict[str, int]]:
     """The candidates (root, most hosts, shard) by shard group, {root: most} in walk order,
     the group of the oldest due root first: on one server, one group."""
     groups: dict[int, dict[str, int]] = {}
@@ -324,7 +324,7 @@ def walk_then_lock(conn: Connection, n: int, params: dict) -> list[str]:
     the oldest due root's first (the next group's when all of its roots are held)."""
     due_roots = text(DUE_ROOTS.format(shard=cluster.shard_of_root(conn, "r.root")))
     walk = {"concurrency": params["concurrency"], "walk": n * WALK_PER_ROOT}
-    for group in shard_groups(conn.execute(due_roots, walk).all()):
+    for group in candidates_by_shard(conn.execute(due_roots, walk).all()):
         locking = {**params, "candidates": list(group), "roots": n}
         locked = enough_roots(conn.execute(LOCK_ROOTS, locking).scalars(), group, n)
         if locked:
