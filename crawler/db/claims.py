@@ -8,7 +8,8 @@ The crawl claims politely (`claim_polite`): per root, at most
 claimed per rolling hour, and a batch spread over roots. The roots table
 (migration 0006) orders the roots by their oldest due host, so a root with
 100,000 due hosts costs a claim what a root with one does. The bare `claim`
-(no per-root limits) is what the DNS audit uses: it fetches no page.
+(no per-root limits) is what the DNS audit uses: it fetches no page. On a Citus
+cluster it too claims within one shard group at a time (see claim()).
 """
 
 from __future__ import annotations
@@ -57,6 +58,24 @@ CLAIM = """
 """
 CLAIM_ALL = text(CLAIM.format(due=DUE.format(under="")))
 CLAIM_UNDER = text(CLAIM.format(due=DUE.format(under=UNDER_ROOT)))
+# On a cluster the bare claim locks within one shard group's roots (:group), as the polite
+# claim does: the due rows' roots are read first (every shard, no lock), by shard group.
+IN_GROUP = " AND q.root = ANY(:group)"
+DUE_IN_GROUP = DUE.replace(" {under}", " {under}" + IN_GROUP).replace(
+    UNDER_AN_ENTRY.format(row="q", scope=""),
+    UNDER_AN_ENTRY.format(row="q", scope="AND d.root = ANY(:group)"),
+)
+CLAIM_IN_GROUP = CLAIM.replace(
+    "WHERE q.hostname = due.hostname", "WHERE" + IN_GROUP[4:] + " AND q.hostname = due.hostname"
+)
+CLAIM_ALL_IN_GROUP = text(CLAIM_IN_GROUP.format(due=DUE_IN_GROUP.format(under=""))).bindparams(
+    *names_param("group")
+)
+CLAIM_UNDER_IN_GROUP = text(
+    CLAIM_IN_GROUP.format(due=DUE_IN_GROUP.format(under=UNDER_ROOT))
+).bindparams(*names_param("group"))
+# The roots of the n oldest due rows and their shard groups, oldest first.
+DUE_ROOTS_OF = "SELECT due.root, {shard} FROM ({due}) AS due ORDER BY due.next_claim_at"
 DUE_UNDER = text(DUE.format(under=UNDER_ROOT))
 DUE_ALL = text(DUE.format(under=""))
 # A root held over its budget has nothing claimable until then: not pending.
@@ -360,11 +379,34 @@ def claim(
     lease: timedelta = DEFAULT_LEASE,
     under: str | None = None,
 ) -> list[str]:
-    """Claim up to n due hosts (only `under` and below, if given), oldest first."""
-    statement = CLAIM_ALL if under is None else CLAIM_UNDER
+    """Claim up to n due hosts (only `under` and below, if given), oldest first.
+
+    On a Citus cluster, from one shard group: that of the oldest due host, or the next
+    group's when another claim holds all of its rows (Citus locks rows only within one
+    shard group per statement). A caller wanting more claims again."""
     params = {"n": n, "worker": worker, "lease": lease, **under_params(under)}
     with engine.begin() as conn:
-        return [h for (h,) in conn.execute(statement, params)]
+        if not cluster.is_cluster(conn):
+            statement = CLAIM_ALL if under is None else CLAIM_UNDER
+            return [h for (h,) in conn.execute(statement, params)]
+        statement = CLAIM_ALL_IN_GROUP if under is None else CLAIM_UNDER_IN_GROUP
+        for group in due_groups(conn, params, under):
+            claimed = [h for (h,) in conn.execute(statement, {**params, "group": group})]
+            if claimed:
+                return claimed
+        return []
+
+
+def due_groups(conn: Connection, params: dict, under: str | None) -> list[list[str]]:
+    """The roots of the n oldest due hosts by shard group, the oldest host's group first."""
+    due = DUE.format(under="" if under is None else UNDER_ROOT).replace(
+        "SELECT q.hostname FROM", "SELECT q.root, q.next_claim_at FROM"
+    )
+    walk = DUE_ROOTS_OF.format(shard=cluster.shard_of_root(conn, "due.root"), due=due)
+    groups: dict[int, dict[str, None]] = {}
+    for root, shard in conn.execute(text(walk), params):
+        groups.setdefault(shard, {})[root] = None
+    return [list(group) for group in groups.values()]
 
 
 def crawl_pending(engine: Engine, lease: timedelta = DEFAULT_LEASE) -> bool:
