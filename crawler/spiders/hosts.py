@@ -7,6 +7,11 @@ MAX_IN_FLIGHT); one claim fills it, a CLAIM_BATCH up to MAX_CLAIM_BATCHES of the
 Every claimed host settles as exactly one HostItem — crawled, failed or denied — which the
 pipeline writes (result, new links and next date in one transaction). A host
 stays "in flight" until its item has passed the pipelines.
+
+An outage is ridden out (crawler.db.retry); any other error of the claim (a statement
+the database refuses, a bug) closes the crawl with the reason CLAIM_FAILED, which
+`scrapy crawl` (crawler/commands/crawl.py) turns into exit status 1: ended quietly, the
+loop would look drained and a supervisor would not restart the worker.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import logging
 from datetime import timedelta
 
 import scrapy
+from scrapy.exceptions import CloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
@@ -51,6 +57,8 @@ log = logging.getLogger(__name__)
 FALLS_BACK = frozenset({TCP_REFUSED, TCP_RESET, TCP_TIMEOUT, TLS_HANDSHAKE, TLS_TIMEOUT})
 # Most hosts one claim takes, in CLAIM_BATCHes: a bigger claim locks more roots at once.
 MAX_CLAIM_BATCHES = 8
+# The close reason of a crawl whose claim failed other than by an outage.
+CLAIM_FAILED = "claim_failed"
 
 
 class HostsSpider(scrapy.Spider):
@@ -106,7 +114,7 @@ class HostsSpider(scrapy.Spider):
             # Cleared before the claim: a host settling meanwhile (new links) wakes the poll.
             self._room.clear()
             s, asked = self.state, self._claim_size()
-            claimed = await in_thread_until_up(
+            claimed = await self._ask(
                 "claiming",
                 claims.claim_polite,
                 s.engine,
@@ -142,9 +150,18 @@ class HostsSpider(scrapy.Spider):
         """Nothing in flight here, nothing due, and no claim anywhere that could add hosts."""
         if self.in_flight:
             return False
-        return not await in_thread_until_up(
+        return not await self._ask(
             "checking for pending work", claims.crawl_pending, self.state.engine, self.lease
         )
+
+    async def _ask(self, what: str, fn, *args):
+        """The database's answer, through outages; CloseSpider(CLAIM_FAILED) on any other
+        error, so the crawl ends with a reason and `scrapy crawl` exits 1."""
+        try:
+            return await in_thread_until_up(what, fn, *args)
+        except Exception as exc:
+            log.error("%s failed, closing the crawl (%s): %s", what, CLAIM_FAILED, exc)
+            raise CloseSpider(CLAIM_FAILED) from exc
 
     def _free_slots(self) -> int:
         """Hosts that fit under the in-flight limit now."""
