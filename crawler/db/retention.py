@@ -33,34 +33,53 @@ BATCH = 1_000
 # pg_advisory locks are one bigint space per database: ours is "hostcrawl retention".
 LOCK_KEY = 0x686F73745F726574
 
-OLD_CHANGES = "SELECT ctid FROM change_log WHERE at < now() - make_interval(days => :keep)"
+# The rows past each rule, by their primary key: a delete names its rows by key, the same
+# on one server and on a Citus cluster (which cannot run a delete by ctid on a
+# distributed table: a ctid is only a place in one shard).
+OLD_CHANGES = "SELECT id FROM change_log WHERE at < now() - make_interval(days => :keep)"
 OLD_PROBES = (
-    "SELECT ctid FROM wildcard_probes WHERE checked_at < now() - make_interval(days => :keep)"
+    "SELECT root FROM wildcard_probes WHERE checked_at < now() - make_interval(days => :keep)"
 )
-OLD_ROOT_CLAIMS = "SELECT ctid FROM root_claims WHERE minute < now() - make_interval(mins => :keep)"
-OLD_HOST_HOURS = "SELECT ctid FROM host_hours WHERE hour < now() - make_interval(days => :keep)"
+OLD_ROOT_CLAIMS = (
+    "SELECT root, minute FROM root_claims WHERE minute < now() - make_interval(mins => :keep)"
+)
+OLD_HOST_HOURS = (
+    "SELECT hour, shard FROM host_hours WHERE hour < now() - make_interval(days => :keep)"
+)
 OLD_WINDOW_ROWS = (
-    "SELECT ctid FROM trap_window WHERE seen_at < now() - make_interval(days => :keep)"
+    "SELECT root, hostname FROM trap_window WHERE seen_at < now() - make_interval(days => :keep)"
 )
 STALE_DEFERRALS = (
-    "SELECT ctid FROM trap_deferrals WHERE checked_at < now() - make_interval(days => :keep)"
+    "SELECT root FROM trap_deferrals WHERE checked_at < now() - make_interval(days => :keep)"
 )
 # Every writer makes a hosts row and its queue row in one transaction, and the
 # queue row goes with its hosts row (ON DELETE CASCADE): a hosts row without
-# one is a leftover of a hand-made change, and nothing shows or routes it.
+# one is a leftover of a hand-made change, and nothing shows or routes it. (The queue row
+# is looked up by its whole key, root too: on a cluster, within the host's shard.)
 ORPHAN_HOSTS = (
-    "SELECT h.ctid FROM hosts h WHERE NOT EXISTS"
-    " (SELECT 1 FROM queue q WHERE q.hostname = h.hostname)"
+    "SELECT h.hostname, h.root FROM hosts h WHERE NOT EXISTS"
+    " (SELECT 1 FROM queue q WHERE q.root = h.root AND q.hostname = h.hostname)"
 )
-# kind: (table, the rows past retention, the setting that keeps them; None = no setting)
+# kind: (table, its primary key, the rows past retention, the setting that keeps them;
+# None = no setting)
 KINDS = {
-    "change_log": ("change_log", OLD_CHANGES, "CHANGE_LOG_RETENTION_DAYS"),
-    "wildcard_probes": ("wildcard_probes", OLD_PROBES, "PROBE_RETENTION_DAYS"),
-    "root_claims": ("root_claims", OLD_ROOT_CLAIMS, "ROOT_CLAIMS_RETENTION_MINUTES"),
-    "host_hours": ("host_hours", OLD_HOST_HOURS, "HOST_HOURS_RETENTION_DAYS"),
-    "trap_window": ("trap_window", OLD_WINDOW_ROWS, "TRAP_WINDOW_RETENTION_DAYS"),
-    "trap_deferrals": ("trap_deferrals", STALE_DEFERRALS, "DEFERRAL_RETENTION_DAYS"),
-    "orphan_hosts": ("hosts", ORPHAN_HOSTS, None),
+    "change_log": ("change_log", "id", OLD_CHANGES, "CHANGE_LOG_RETENTION_DAYS"),
+    "wildcard_probes": ("wildcard_probes", "root", OLD_PROBES, "PROBE_RETENTION_DAYS"),
+    "root_claims": (
+        "root_claims",
+        "root, minute",
+        OLD_ROOT_CLAIMS,
+        "ROOT_CLAIMS_RETENTION_MINUTES",
+    ),
+    "host_hours": ("host_hours", "hour, shard", OLD_HOST_HOURS, "HOST_HOURS_RETENTION_DAYS"),
+    "trap_window": (
+        "trap_window",
+        "root, hostname",
+        OLD_WINDOW_ROWS,
+        "TRAP_WINDOW_RETENTION_DAYS",
+    ),
+    "trap_deferrals": ("trap_deferrals", "root", STALE_DEFERRALS, "DEFERRAL_RETENTION_DAYS"),
+    "orphan_hosts": ("hosts", "hostname, root", ORPHAN_HOSTS, None),
 }
 
 
@@ -78,7 +97,7 @@ class Rules:
     @classmethod
     def from_values(cls, value_of) -> Rules:
         """The rules from a reader of settings by name (the environment, Scrapy's)."""
-        return cls(**{f.name: value_of(KINDS[f.name][2]) for f in fields(cls)})
+        return cls(**{f.name: value_of(KINDS[f.name][3]) for f in fields(cls)})
 
     @classmethod
     def from_environment(cls) -> Rules:
@@ -136,7 +155,7 @@ def _prune(engine: Engine, rules: Rules, dry_run: bool, orphans: bool, wait: boo
 
 def count(engine: Engine, kind: str, params: dict, wait: bool = True) -> int:
     """How many rows of `kind` a prune would delete."""
-    _, rows, _ = KINDS[kind]
+    _, _, rows, _ = KINDS[kind]
     with engine.connect() as conn:
         return conn.execute(text(f"SELECT count(*) FROM ({rows}) AS r"), params).scalar_one()
 
@@ -150,10 +169,10 @@ ROLLED_UP = {
 
 def delete(engine: Engine, kind: str, params: dict, wait: bool = True) -> int:
     """Delete the rows of `kind`, BATCH at a time under the retention lock; how many went."""
-    table, rows, _ = KINDS[kind]
+    table, key, rows, _ = KINDS[kind]
     returning, roll_up = ROLLED_UP.get(table, ("1", None))
     statement = text(
-        f"DELETE FROM {table} WHERE ctid = ANY(ARRAY({rows} LIMIT :batch)) RETURNING {returning}"
+        f"DELETE FROM {table} WHERE ({key}) IN ({rows} LIMIT :batch) RETURNING {returning}"
     )
     total = 0
     while True:
