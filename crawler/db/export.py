@@ -15,8 +15,9 @@ from sqlalchemy import Engine, Select, String, case, literal, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.elements import ColumnElement
 
+from crawler.db import cluster
 from crawler.db.models import Host, QueueRow
-from crawler.db.pages.host_rows import HostFilter
+from crawler.db.pages.host_rows import SAME_HOST, HostFilter
 
 FORMATS = ("csv", "jsonl")
 COLUMNS = (
@@ -43,9 +44,12 @@ def neutralised(column) -> ColumnElement:
     ).label(column.key)
 
 
-def export_statement(flt: HostFilter, for_spreadsheet: bool = False) -> Select:
-    """The hosts of `flt`, by hostname. HostnameError for a search or root that is no name."""
-    on_queue, on_hosts = flt.conditions()
+def export_statement(
+    flt: HostFilter, for_spreadsheet: bool = False, in_shard: bool = False
+) -> Select:
+    """The hosts of `flt`, by hostname. HostnameError for a search or root that is no name.
+    `in_shard`: for a Citus cluster (HostFilter.conditions)."""
+    on_queue, on_hosts = flt.conditions(in_shard)
     columns = [
         neutralised(c) if for_spreadsheet and c.key in ("title", "final_url") else c
         for c in COLUMNS
@@ -53,7 +57,7 @@ def export_statement(flt: HostFilter, for_spreadsheet: bool = False) -> Select:
     return (
         select(*columns)
         .select_from(QueueRow)
-        .join(Host, Host.hostname == QueueRow.hostname)
+        .join(Host, SAME_HOST)
         .where(*on_queue, *on_hosts)
         .order_by(QueueRow.hostname)
     )
@@ -61,9 +65,10 @@ def export_statement(flt: HostFilter, for_spreadsheet: bool = False) -> Select:
 
 def csv_chunks(engine: Engine, flt: HostFilter) -> Iterator[bytes]:
     """The CSV (header first) in the chunks COPY sends; formula cells neutralised."""
-    compiled = export_statement(flt, for_spreadsheet=True).compile(dialect=postgresql.dialect())
-    copy_sql = f"COPY ({compiled}) TO STDOUT WITH (FORMAT csv, HEADER)"
     with engine.connect() as conn:
+        statement = export_statement(flt, True, cluster.is_cluster(conn))
+        compiled = statement.compile(dialect=postgresql.dialect())
+        copy_sql = f"COPY ({compiled}) TO STDOUT WITH (FORMAT csv, HEADER)"
         conn.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")
         with (
             conn.connection.driver_connection.cursor() as cursor,
@@ -77,7 +82,8 @@ def jsonl_lines(engine: Engine, flt: HostFilter) -> Iterator[str]:
     """One JSON object a line, read through a server-side cursor."""
     with engine.connect() as conn:
         streamed = conn.execution_options(stream_results=True, yield_per=JSONL_BATCH)
-        for row in streamed.execute(export_statement(flt)):
+        statement = export_statement(flt, in_shard=cluster.is_cluster(conn))
+        for row in streamed.execute(statement):
             yield json.dumps({k: _plain(v) for k, v in row._mapping.items()}) + "\n"
 
 

@@ -11,21 +11,16 @@ from sqlalchemy import (
     Text,
     any_,
     bindparam,
-    cast,
-    func,
     select,
     text,
-    true,
-    union_all,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, array
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from crawler.core.denylist import BLOCKED, RULES
-from crawler.db.hostsql import suffix_range
-from crawler.db.models import ChangeLogEntry, ChangeLogItems, QueueRow
+from crawler.db.hostsql import names_param, suffix_range
+from crawler.db.models import QueueRow
 from crawler.db.pages.paging import (
     DEFAULT_LIMIT,
-    ENTRY,
     PREFIX,
     QUEUE_REVERSED,
     SAMPLE_NAMES,
@@ -39,52 +34,79 @@ from crawler.db.pages.paging import (
 
 ENTRY_ORDER = Order((QueueRow.hostname,), ("str",))
 
+# A page of entries is read in three statements, each one Citus runs as it is: the
+# entries (queue, every shard), then for the page's names the hosts each took out (by
+# ix_queue_denied_by, every shard: an entry above a root took hosts of other shards) and
+# the change that added each (change_log, a table of the coordinator's own: Citus joins
+# no distributed table to it). On one server, the same three.
+TOOK_OUT = text(
+    "SELECT denied_by, count(*) FROM queue WHERE denied_by = ANY(:names) GROUP BY denied_by"
+).bindparams(*names_param("names"))
+
+
+@dataclass(frozen=True)
+class EntryLine:
+    """One deny entry as its list shows it."""
+
+    hostname: str
+    note: str | None
+    blocked_reason: str | None
+    blocked_at: datetime | None
+    took_out: int
+    added_at: datetime | None
+    added_by: str | None
+
 
 def entry_statement(rule: str, q: str = "", match: str = PREFIX) -> Select:
-    """Deny entries of one rule, each with how many hosts it took out of routing."""
+    """Deny entries of one rule (their own columns; entry_lines() adds the rest)."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}")
-    took = (
-        select(func.count())
-        .select_from(ENTRY)
-        .where(ENTRY.c.denied_by == QueueRow.hostname)
-        .scalar_subquery()
-    )
-    added = added_by(rule)
-    stmt = (
-        select(
-            QueueRow.hostname,
-            QueueRow.note,
-            QueueRow.blocked_reason,
-            QueueRow.blocked_at,
-            took.label("took_out"),
-            added.c.at.label("added_at"),
-            added.c.actor.label("added_by"),
-        )
-        .outerjoin(added, true())
-        .where(QueueRow.status_reason == rule)
-    )
+    stmt = select(
+        QueueRow.hostname, QueueRow.note, QueueRow.blocked_reason, QueueRow.blocked_at
+    ).where(QueueRow.status_reason == rule)
     searched = search_condition(QueueRow.hostname, QUEUE_REVERSED, q, match)
     return stmt if searched is None else stmt.where(searched)
 
 
-def added_by(rule: str):
-    """The latest change that added an entry (its time and actor): a change-log row of its
-    own, or a batch whose names hold it (by ix_change_log_items_names)."""
-    action = ChangeLogEntry.action == ("block" if rule == BLOCKED else "no_follow.add")
-    own = (
-        select(ChangeLogEntry.id, ChangeLogEntry.at, ChangeLogEntry.actor)
-        .where(ChangeLogEntry.hostname == QueueRow.hostname, action)
-        .correlate(QueueRow)
-    )
-    in_batch = (
-        select(ChangeLogEntry.id, ChangeLogEntry.at, ChangeLogEntry.actor)
-        .join(ChangeLogItems, ChangeLogItems.change_id == ChangeLogEntry.id)
-        .where(ChangeLogItems.names.contains(cast(array([QueueRow.hostname]), ARRAY(Text))), action)
-        .correlate(QueueRow)
-    )
-    both = union_all(own, in_batch).subquery()
-    return select(both.c.at, both.c.actor).order_by(both.c.id.desc()).limit(1).lateral("added")
+# Per name of :names, the latest change that added it as an entry (its time and actor): a
+# change-log row of its own, or a batch whose names hold it (by ix_change_log_items_names).
+ADDED_BY = text(
+    """
+    SELECT n.name, a.at, a.actor
+      FROM unnest(:names) AS n(name)
+      CROSS JOIN LATERAL (
+          SELECT b.at, b.actor FROM (
+              SELECT c.id, c.at, c.actor FROM change_log c
+               WHERE c.hostname = n.name AND c.action = :action
+              UNION ALL
+              SELECT c.id, c.at, c.actor FROM change_log c
+                JOIN change_log_items i ON i.change_id = c.id
+               WHERE i.names @> ARRAY[n.name]::text[] AND c.action = :action) AS b
+           ORDER BY b.id DESC LIMIT 1) AS a
+    """
+).bindparams(*names_param("names"))
+
+
+def entry_lines(conn, rule: str, rows) -> list[EntryLine]:
+    """The entries' rows with how many hosts each took out and who added it when."""
+    names = [row.hostname for row in rows]
+    if not names:
+        return []
+    took = dict(conn.execute(TOOK_OUT, {"names": names}).all())
+    action = "block" if rule == BLOCKED else "no_follow.add"
+    found = conn.execute(ADDED_BY, {"names": names, "action": action})
+    added = {name: (at, actor) for name, at, actor in found}
+    return [
+        EntryLine(
+            row.hostname,
+            row.note,
+            row.blocked_reason,
+            row.blocked_at,
+            took.get(row.hostname, 0),
+            *added.get(row.hostname, (None, None)),
+        )
+        for row in rows
+    ]
 
 
 def entry_page(
@@ -96,13 +118,16 @@ def entry_page(
     before: str | None = None,
     limit: int = DEFAULT_LIMIT,
 ) -> Page:
-    """One keyset page of a rule's entries, by hostname."""
-    return paginate(conn, entry_statement(rule, q, match), ENTRY_ORDER, after, before, limit)
+    """One keyset page of a rule's entries, by hostname, each an EntryLine."""
+    page = paginate(conn, entry_statement(rule, q, match), ENTRY_ORDER, after, before, limit)
+    page.rows = entry_lines(conn, rule, page.rows)
+    return page
 
 
-def entry(conn, rule: str, hostname: str):
+def entry(conn, rule: str, hostname: str) -> EntryLine | None:
     """One deny entry (as on its list), or None."""
-    return conn.execute(entry_statement(rule).where(QueueRow.hostname == hostname)).first()
+    row = conn.execute(entry_statement(rule).where(QueueRow.hostname == hostname)).first()
+    return entry_lines(conn, rule, [row])[0] if row else None
 
 
 def entry_rules(conn, names: Sequence[str]) -> dict[str, str]:

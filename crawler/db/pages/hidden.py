@@ -48,7 +48,7 @@ HIDDEN_FIGURES = text(
       FROM queue q
      CROSS JOIN LATERAL (
            SELECT outcome, discovered_at, last_crawled_at, found_source FROM hosts
-            WHERE hostname = q.hostname LIMIT 1) h
+            WHERE hostname = q.hostname AND root = q.root LIMIT 1) h
      WHERE {HIDDEN_ROW}
      GROUP BY 1, 2, 3, 4, 5
     """

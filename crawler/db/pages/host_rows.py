@@ -23,6 +23,7 @@ from crawler.db.pages.paging import (
     Order,
     Page,
     keyset,
+    on_cluster,
     paginate,
     search_condition,
     visible,
@@ -54,10 +55,14 @@ class HostFilter:
     since: datetime | None = None  # discovered at or after (the export's --since)
     include_denied: bool = False  # the export's --include-denied: names under entries too
 
-    def conditions(self) -> tuple[list[ColumnElement[bool]], list[ColumnElement[bool]]]:
+    def conditions(
+        self, in_shard: bool = False
+    ) -> tuple[list[ColumnElement[bool]], list[ColumnElement[bool]]]:
         """(on queue, on hosts) SQL conditions; HostnameError for a search or root
-        that is no hostname."""
-        on_queue = [] if self.include_denied else [SHOWN, visible(QueueRow.hostname)]
+        that is no hostname. `in_shard` (a Citus cluster): the deny test within each
+        host's shard (paging.visible)."""
+        shown = visible(QueueRow.hostname, QueueRow.root if in_shard else None)
+        on_queue = [] if self.include_denied else [SHOWN, shown]
         searched = search_condition(QueueRow.hostname, QUEUE_REVERSED, self.q, self.match)
         if searched is not None:
             on_queue.append(searched)
@@ -84,25 +89,24 @@ HOST_COLUMNS = (
 )
 
 
-def _hosts(flt: HostFilter) -> Select:
+# A host's facts and its queue row share the whole key: on a cluster, the same shard.
+SAME_HOST = and_(Host.hostname == QueueRow.hostname, Host.root == QueueRow.root)
+
+
+def _hosts(flt: HostFilter, in_shard: bool = False) -> Select:
     """The list's query. By name and with no filter on hosts' columns, it walks
     ix_queue_shown in order and looks each row's facts up by primary key (a
     LATERAL … LIMIT 1, so the planner cannot choose a merge join along all of
     hosts, hidden rows included). Otherwise the planner picks: the discovered_at,
     outcome or root index may lead, each host's queue row looked up."""
-    on_queue, on_hosts = flt.conditions()
+    on_queue, on_hosts = flt.conditions(in_shard)
     if flt.sort == "name" and not on_hosts:
-        facts = (
-            select(*HOST_COLUMNS)
-            .where(Host.hostname == QueueRow.hostname, *on_hosts)
-            .limit(1)
-            .lateral("h")
-        )
+        facts = select(*HOST_COLUMNS).where(SAME_HOST, *on_hosts).limit(1).lateral("h")
         return select(*facts.c).select_from(QueueRow).join(facts, true()).where(*on_queue)
     return (
         select(*HOST_COLUMNS)
         .select_from(QueueRow)
-        .join(Host, Host.hostname == QueueRow.hostname)
+        .join(Host, SAME_HOST)
         .where(*on_queue, *on_hosts)
     )
 
@@ -125,7 +129,8 @@ def host_page(
     limit: int = DEFAULT_LIMIT,
 ) -> Page:
     """Discovered hosts, never one under a deny entry, one keyset page."""
-    return paginate(conn, _hosts(flt), HOST_SORTS[flt.sort], after, before, limit)
+    stmt = _hosts(flt, on_cluster(conn))
+    return paginate(conn, stmt, HOST_SORTS[flt.sort], after, before, limit)
 
 
 def host_detail(conn, hostname: str):
@@ -153,7 +158,7 @@ def host_detail(conn, hostname: str):
             QueueRow.claimed_by,
             QueueRow.claimed_at,
         )
-        .outerjoin(QueueRow, QueueRow.hostname == Host.hostname)
+        .outerjoin(QueueRow, SAME_HOST)
         .where(Host.hostname == hostname)
     )
     return conn.execute(stmt).first()

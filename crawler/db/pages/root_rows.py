@@ -14,7 +14,7 @@ from datetime import datetime
 from sqlalchemy import Text, and_, cast, exists, func, select, text
 from sqlalchemy.engine import Row
 
-from crawler.core.hostnames import normalize
+from crawler.core.hostnames import normalize, parents
 from crawler.core.outcomes import ALIVE
 from crawler.core.traps import Observation
 from crawler.db.hostsql import names_param, suffix_range
@@ -43,8 +43,8 @@ ROOT_SORTS: dict[str, Order] = {
     "failed": Order((RootRow.failed, RootRow.root), ("int", "str"), descending=True),
 }
 
-# Per root shown: due hosts (capped), budget use this hour, its wildcard probe and
-# the deny entry over it (the root itself or a name above it).
+# Per root shown: due hosts (capped), budget use this hour, its wildcard probe. Every
+# lookup is by root, from the roots row: on a Citus cluster, within the root's shard.
 ROOT_EXTRAS = text(
     f"""
     SELECT r.root,
@@ -54,18 +54,19 @@ ROOT_EXTRAS = text(
                                    LIMIT {DUE_CAP}) AS d) AS due,
            (SELECT coalesce(sum(c.claimed), 0) FROM root_claims c
              WHERE c.root = r.root AND c.minute > now() - interval '1 hour') AS claimed_hour,
-           (SELECT t.held_until FROM roots t
-             WHERE t.root = r.root AND t.held_until > now()) AS held_until,
-           w.probe, w.outcome AS probe_outcome, w.checked_at AS probed_at,
-           e.hostname AS entry, e.status_reason AS entry_rule
-      FROM unnest(:roots) AS r(root)
+           CASE WHEN r.held_until > now() THEN r.held_until END AS held_until,
+           w.probe, w.outcome AS probe_outcome, w.checked_at AS probed_at
+      FROM roots r
       LEFT JOIN wildcard_probes w ON w.root = r.root
-      LEFT JOIN LATERAL (
-          SELECT d.hostname, d.status_reason FROM queue d
-           WHERE d.hostname = ANY(host_parents(r.root)) AND d.status_reason IS NOT NULL
-           ORDER BY length(d.hostname) DESC LIMIT 1) e ON true
+     WHERE r.root = ANY(:roots)
     """
 ).bindparams(*names_param("roots"))
+# The deny entries among the roots and the names above them (a forced bare suffix lives
+# in another shard than the roots under it: one query over the entries, by name).
+ENTRIES_AMONG = text(
+    "SELECT hostname, status_reason FROM queue"
+    " WHERE hostname = ANY(:names) AND status_reason IS NOT NULL"
+).bindparams(*names_param("names"))
 
 
 @dataclass(frozen=True)
@@ -131,10 +132,15 @@ def lines(conn, rows: list[Row]) -> list[RootLine]:
     """The page's roots rows with their per-root extras."""
     if not rows:
         return []
-    extras = {e.root: e for e in conn.execute(ROOT_EXTRAS, {"roots": [r.root for r in rows]})}
+    roots = [r.root for r in rows]
+    extras = {e.root: e for e in conn.execute(ROOT_EXTRAS, {"roots": roots})}
+    above = {name for r in roots for name in parents(r)}
+    entries = dict(conn.execute(ENTRIES_AMONG, {"names": sorted(above)}).all())
     result = []
     for row in rows:
         e = extras[row.root]
+        # The nearest entry over the root (the root itself first).
+        entry = next((name for name in parents(row.root) if name in entries), None)
         result.append(
             RootLine(
                 root=row.root,
@@ -149,8 +155,8 @@ def lines(conn, rows: list[Row]) -> list[RootLine]:
                 wildcard=e.probe_outcome in ALIVE,
                 probe=e.probe,
                 probe_outcome=e.probe_outcome,
-                entry=e.entry,
-                entry_rule=e.entry_rule,
+                entry=entry,
+                entry_rule=entries.get(entry),
             )
         )
     return result
