@@ -8,8 +8,7 @@ The crawl claims politely (`claim_polite`): per root, at most
 claimed per rolling hour, and a batch spread over roots. The roots table
 (migration 0006) orders the roots by their oldest due host, so a root with
 100,000 due hosts costs a claim what a root with one does. The bare `claim`
-(no per-root limits) is what the DNS audit uses: it fetches no page. On a Citus
-cluster it too claims within one shard group at a time (see claim()).
+(no per-root limits) is what the DNS audit uses: it fetches no page.
 """
 
 from __future__ import annotations
@@ -58,26 +57,21 @@ CLAIM = """
 """
 CLAIM_ALL = text(CLAIM.format(due=DUE.format(under="")))
 CLAIM_UNDER = text(CLAIM.format(due=DUE.format(under=UNDER_ROOT)))
-# On a cluster the bare claim locks within one shard group's roots (:group), as the polite
-# claim does: the due rows' roots are read first (every shard, no lock), by shard group.
-IN_GROUP = " AND q.root = ANY(:group)"
-DUE_IN_GROUP = DUE.replace(" {under}", " {under}" + IN_GROUP).replace(
-    UNDER_AN_ENTRY.format(row="q", scope=""),
-    UNDER_AN_ENTRY.format(row="q", scope="AND d.root = ANY(:group)"),
-)
-CLAIM_IN_GROUP = CLAIM.replace(
-    "WHERE q.hostname = due.hostname", "WHERE" + IN_GROUP[4:] + " AND q.hostname = due.hostname"
-)
-CLAIM_ALL_IN_GROUP = text(CLAIM_IN_GROUP.format(due=DUE_IN_GROUP.format(under=""))).bindparams(
-    *names_param("group")
-)
-CLAIM_UNDER_IN_GROUP = text(
-    CLAIM_IN_GROUP.format(due=DUE_IN_GROUP.format(under=UNDER_ROOT))
-).bindparams(*names_param("group"))
-# The roots of the n oldest due rows and their shard groups, oldest first.
-DUE_ROOTS_OF = "SELECT due.root, {shard} FROM ({due}) AS due ORDER BY due.next_claim_at"
 DUE_UNDER = text(DUE.format(under=UNDER_ROOT))
 DUE_ALL = text(DUE.format(under=""))
+# On a cluster the bare claim reads the due rows' roots first (every shard, no lock), then
+# locks and claims within one shard group's roots (:group), as the polite claim does.
+GROUP_PINS = {
+    "AND q.next_claim_at <= now()": "AND q.next_claim_at <= now() AND q.root = ANY(:group)",
+    "WHERE d.root = q.root": "WHERE d.root = q.root AND d.root = ANY(:group)",
+    "WHERE q.hostname = due.": "WHERE q.root = ANY(:group) AND q.hostname = due.",
+}
+CLAIM_IN_GROUP = {
+    under: text(
+        reduce(lambda sql, pin: sql.replace(*pin), GROUP_PINS.items(), claim.text)
+    ).bindparams(*names_param("group"))
+    for under, claim in ((False, CLAIM_ALL), (True, CLAIM_UNDER))
+}
 # A root held over its budget has nothing claimable until then: not pending.
 NOT_HELD = """AND NOT EXISTS (SELECT 1 FROM roots r
                          WHERE r.root = q.root AND r.held_until > now())"""
@@ -379,17 +373,14 @@ def claim(
     lease: timedelta = DEFAULT_LEASE,
     under: str | None = None,
 ) -> list[str]:
-    """Claim up to n due hosts (only `under` and below, if given), oldest first.
-
-    On a Citus cluster, from one shard group: that of the oldest due host, or the next
-    group's when another claim holds all of its rows (Citus locks rows only within one
-    shard group per statement). A caller wanting more claims again."""
+    """Claim up to n due hosts (only `under` and below, if given), oldest first. On a
+    cluster, of one shard group (the oldest due host's, else the next): ask again for more."""
     params = {"n": n, "worker": worker, "lease": lease, **under_params(under)}
     with engine.begin() as conn:
         if not cluster.is_cluster(conn):
             statement = CLAIM_ALL if under is None else CLAIM_UNDER
             return [h for (h,) in conn.execute(statement, params)]
-        statement = CLAIM_ALL_IN_GROUP if under is None else CLAIM_UNDER_IN_GROUP
+        statement = CLAIM_IN_GROUP[under is not None]
         for group in due_groups(conn, params, under):
             claimed = [h for (h,) in conn.execute(statement, {**params, "group": group})]
             if claimed:
@@ -399,14 +390,10 @@ def claim(
 
 def due_groups(conn: Connection, params: dict, under: str | None) -> list[list[str]]:
     """The roots of the n oldest due hosts by shard group, the oldest host's group first."""
-    due = DUE.format(under="" if under is None else UNDER_ROOT).replace(
-        "SELECT q.hostname FROM", "SELECT q.root, q.next_claim_at FROM"
-    )
-    walk = DUE_ROOTS_OF.format(shard=cluster.shard_of_root(conn, "due.root"), due=due)
-    groups: dict[int, dict[str, None]] = {}
-    for root, shard in conn.execute(text(walk), params):
-        groups.setdefault(shard, {})[root] = None
-    return [list(group) for group in groups.values()]
+    due = (DUE_ALL if under is None else DUE_UNDER).text.replace("SELECT q.hostname", "SELECT q.*")
+    shard = cluster.shard_of_root(conn, "due.root")
+    walk = text(f"SELECT due.root, 0, {shard} FROM ({due}) AS due ORDER BY due.next_claim_at")
+    return [list(group) for group in candidates_by_shard(conn.execute(walk, params).all())]
 
 
 def crawl_pending(engine: Engine, lease: timedelta = DEFAULT_LEASE) -> bool:
