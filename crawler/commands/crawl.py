@@ -1,8 +1,8 @@
 """`scrapy crawl`: Scrapy's own, but a crawl closed for a failure exits 1.
 
 Scrapy exits 0 whatever reason a spider closed with, once it started; a supervisor
-(systemd, Docker's restart policy, `make run`) then takes a worker whose claim kept
-failing for one that drained. A crawl closed with a reason of FAILURES exits 1: the
+(systemd, Docker's restart policy) then takes a worker whose claim kept failing for
+one that drained. A crawl closed with a reason of FAILURES exits 1: the
 spider's CLAIM_FAILED, and Scrapy's own for a start() that raised.
 """
 
