@@ -9,6 +9,7 @@
                                       TRAP_WINDOW rows on every write)
     trap_deferrals                    DEFERRAL_RETENTION_DAYS (7): a held-back block no worker
                                       has looked at for that long
+    crawl_workers                     a day after a worker's last heartbeat (it was killed)
     hosts without a queue row         `hostcrawl prune` only (a scan of hosts)
 
 Each worker runs `scheduled` every PRUNE_INTERVAL seconds (crawler/pruning.py);
@@ -52,6 +53,7 @@ ORPHAN_HOSTS = (
     "SELECT h.ctid FROM hosts h WHERE NOT EXISTS"
     " (SELECT 1 FROM queue q WHERE q.hostname = h.hostname)"
 )
+DEAD_WORKERS = "SELECT ctid FROM crawl_workers WHERE heartbeat_at < now() - interval '1 day'"
 # kind: (table, the rows past retention, the setting that keeps them; None = no setting)
 KINDS = {
     "change_log": ("change_log", OLD_CHANGES, "CHANGE_LOG_RETENTION_DAYS"),
@@ -61,6 +63,7 @@ KINDS = {
     "trap_window": ("trap_window", OLD_WINDOW_ROWS, "TRAP_WINDOW_RETENTION_DAYS"),
     "trap_deferrals": ("trap_deferrals", STALE_DEFERRALS, "DEFERRAL_RETENTION_DAYS"),
     "orphan_hosts": ("hosts", ORPHAN_HOSTS, None),
+    "crawl_workers": ("crawl_workers", DEAD_WORKERS, None),
 }
 
 
@@ -96,6 +99,7 @@ class Pruned:
     host_hours: int = 0
     trap_window: int = 0
     trap_deferrals: int = 0
+    crawl_workers: int = 0
 
     @property
     def total(self) -> int:
@@ -129,6 +133,7 @@ def _prune(engine: Engine, rules: Rules, dry_run: bool, orphans: bool, wait: boo
         for kind, keep in ((f.name, getattr(rules, f.name)) for f in fields(rules))
         if keep > 0
     }
+    gone["crawl_workers"] = run(engine, "crawl_workers", {}, wait)
     if orphans:
         gone["orphan_hosts"] = run(engine, "orphan_hosts", {}, wait)
     return Pruned(**gone)
