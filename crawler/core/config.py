@@ -188,7 +188,7 @@ SETTINGS: tuple[Setting, ...] = (
         "CRAWL_WORKERS",
         WorkerCount("auto"),
         WorkerCount,
-        "crawler processes `make run` starts; auto = 3 per 4 cores (docs/scaling.md)",
+        "crawler processes `make run` starts; auto = 9 per 10 cores (docs/scaling.md)",
         readers=(CLI,),
     ),
     Setting(

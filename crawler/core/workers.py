@@ -9,7 +9,7 @@ database the rest (docs/scaling.md, "Workers per machine").
 from __future__ import annotations
 
 #: A worker's part of the CPU per page (worker + embedded database), from bench/cores.py.
-WORKER_SHARE = 0.75
+WORKER_SHARE = 0.9
 AUTO = "auto"
 
 

@@ -26,7 +26,7 @@ def own_signal_handlers():
         signal.signal(number, handler)
 
 
-@pytest.mark.parametrize(("cores", "expected"), [(1, 1), (2, 2), (4, 3), (8, 6), (16, 12)])
+@pytest.mark.parametrize(("cores", "expected"), [(1, 1), (2, 2), (4, 4), (8, 7), (16, 14)])
 def test_auto_leaves_the_database_its_share_of_the_cores(cores, expected):
     assert WorkerCount("auto").effective(cores) == expected
     assert WorkerCount(" 5 ").effective(cores) == 5  # a number is a number, whatever the cores
