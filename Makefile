@@ -15,7 +15,8 @@ $(INSTALLED): pyproject.toml
 install: $(INSTALLED)
 
 ## run: migrate, queue seeds.txt and crawl on the embedded database (Ctrl-C stops it);
-## the panel listens on BIND (make run BIND=127.0.0.1:8080)
+## the panel listens on BIND (make run BIND=127.0.0.1:8080); CRAWL_WORKERS crawler
+## processes (make run CRAWL_WORKERS=4; auto, the default: about one per core)
 BIND ?= 127.0.0.1:8000
 run: install
 	$(BIN)/python -m crawler.run --seeds seeds.txt --bind $(BIND)

@@ -3,6 +3,7 @@ which a dead worker is started again (real child processes, driven one look at a
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -137,3 +138,20 @@ def test_the_panel_ending_stops_the_workers(capsys):
     assert "supervisor: panel ended (exit code 1); stopping the workers" in capsys.readouterr().err
     keeper.stop()
     assert not worker.running
+
+
+@pytest.mark.parametrize(("raw", "shown"), [(None, "auto (= {auto})"), ("3", "3 (= 3)")])
+def test_hostcrawl_settings_shows_the_worker_count_and_what_it_comes_to(raw, shown):
+    env = {"PATH": "/usr/bin:/bin", **({"CRAWL_WORKERS": raw} if raw else {})}
+    done = subprocess.run(
+        [sys.executable, "-m", "crawler.cli", "settings"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("CRAWL_WORKERS "))
+    auto = WorkerCount("auto").effective(len(os.sched_getaffinity(0)))
+    source = "environment" if raw else "default"
+    assert line.split()[1:5] == [*shown.format(auto=auto).split(), source]
