@@ -3,8 +3,10 @@
 Target: 2 workers >= 1.25 x the pages/s of 1 (on 2 cores).
 
 Each round crawls World(SEED).graph(HOSTS, ROOTS, LINKS) on a fakeweb (DNS + HTTP on
-loopback) from one seed to the end: every table of a throwaway embedded Postgres
-emptied, the seed queued, then N `scrapy crawl hosts` workers started together with
+loopback) to the end: every table of a throwaway embedded Postgres emptied, every host
+of the world seeded (so each worker has work from its first claim: the figure is the
+workers' throughput, not a frontier's ramp-up from one seed, which bench/crawl.py
+measures), then N `scrapy crawl hosts` workers started together with
 CLOSE_WHEN_DRAINED=1 and their own WORKER_NAME, as `make run` starts them (it is the
 same command, minus the panel and the restarts: a bench worker never dies). Rounds
 alternate 1, 2, 1, 2 (best of ROUNDS each). Pages = front pages answered (hosts with
@@ -40,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -56,6 +59,7 @@ QUICK = "--quick" in sys.argv
 if QUICK:
     HOSTS, ROUNDS = 600, 1
 TARGET = 1.25
+ATTEMPTS = 3  # of a round that drained before it crawled every host
 CHILD_TIMEOUT = 600  # seconds: a bound, not a wait
 WHEN = re.compile(r"'(start_time|finish_time)': datetime\.datetime\(([\d, ]+)")
 
@@ -137,12 +141,47 @@ def crawl_round(
     }
 
 
+@dataclass
+class Setup:
+    """What every round shares: the database, the seed, the command, the processes."""
+
+    engine: object
+    seeds: list[str]
+    command: list[str]
+    work: Path
+    pids: dict[str, int]
+    startup: float = 0.0  # CPU seconds of a worker's start and stop
+
+
+def measured_round(setup: Setup, workers: int, label: str) -> dict:
+    """One round on emptied tables, every host seeded; its figures printed."""
+    from sqlalchemy import text
+
+    from crawler.db import queue
+
+    empty_tables(setup.engine)
+    queue.seed(setup.engine, setup.seeds)
+    r = crawl_round(workers, setup.command, setup.work, label, setup.pids, setup.startup)
+    with setup.engine.connect() as conn:
+        r["pages"] = conn.execute(text("SELECT count(*) FROM hosts WHERE outcome = 'OK'")).scalar()
+    r["rate"] = r["pages"] / r["seconds"]
+    per_page = {
+        k: 1000 * r[f"{k}_cpu"] / max(r["pages"], 1) for k in ("worker", "database", "fakeweb")
+    }
+    print(
+        f"# round {workers} worker{'s' if workers > 1 else ''}: {r['pages']:,} pages in"
+        f" {r['seconds']:.2f} s = {r['rate']:,.0f} pages/s; CPU ms per page: workers"
+        f" {per_page['worker']:.2f}, database {per_page['database']:.2f}, fakeweb"
+        f" {per_page['fakeweb']:.2f}"
+    )
+    return r
+
+
 def main() -> None:
     sys.path.insert(0, str(PROJECT_ROOT))
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import create_engine
 
     from crawler.core.workers import WORKER_SHARE, WorkerCount
-    from crawler.db import queue
     from tests.fakeweb import FakeWeb, World
 
     os.environ["LOCAL_SUFFIXES"] = "test"  # fakeweb's names: the seed and the workers take them
@@ -163,34 +202,24 @@ def main() -> None:
     command = scrapy_args(["crawl", "hosts"], web.scrapy_settings("https"), CLOSE_WHEN_DRAINED=1)
     print(
         f"# world: {HOSTS:,} hosts under {len(ROOTS)} roots, {LINKS} links per page, fakeweb"
-        " on loopback (https, as deployed); each round crawls it from 1 seed to drained"
+        " on loopback (https, as deployed); each round seeds every host and crawls to drained"
     )
     empty_tables(engine)  # nothing queued: one worker starts, finds nothing due, stops
     startup = crawl_round(1, command, work, "empty", pids)["worker_cpu"]
+    setup = Setup(engine, names, command, work, pids, startup)
     print(f"# a worker's start and stop (on an empty queue): {startup:.2f} s CPU, not counted")
     runs: dict[int, list[dict]] = {1: [], 2: []}
     for i in range(ROUNDS):
         for workers in (1, 2):
-            empty_tables(engine)
-            queue.seed(engine, [names[0]])
-            r = crawl_round(workers, command, work, f"{workers}w-{i}", pids, startup)
-            with engine.connect() as conn:
-                r["pages"] = conn.execute(
-                    text("SELECT count(*) FROM hosts WHERE outcome = 'OK'")
-                ).scalar()
-            r["rate"] = r["pages"] / r["seconds"]
+            for attempt in range(1, ATTEMPTS + 1):
+                r = measured_round(setup, workers, f"{workers}w-{i}-{attempt}")
+                if r["pages"] == HOSTS:
+                    break
+                # A crawl can drain early when hosts fail (a loaded machine: the fake DNS
+                # times out) and are held back for a retry: not a figure of throughput,
+                # so the round is run again.
+                print(f"# WARNING: {r['pages']} pages, expected {HOSTS}: the round again")
             runs[workers].append(r)
-            per_page = {
-                k: 1000 * r[f"{k}_cpu"] / r["pages"] for k in ("worker", "database", "fakeweb")
-            }
-            print(
-                f"# round {workers} worker{'s' if workers > 1 else ''}: {r['pages']:,} pages in"
-                f" {r['seconds']:.2f} s = {r['rate']:,.0f} pages/s; CPU ms per page: workers"
-                f" {per_page['worker']:.2f}, database {per_page['database']:.2f}, fakeweb"
-                f" {per_page['fakeweb']:.2f}"
-            )
-            if r["pages"] != HOSTS:
-                print(f"# WARNING: {r['pages']} pages, expected {HOSTS}")
 
     best = {n: max(runs[n], key=lambda r: r["rate"]) for n in runs}
     median = {n: statistics.median(r["rate"] for r in runs[n]) for n in runs}
