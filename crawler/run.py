@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from crawler.core import config
 from crawler.core.setting import SettingError
 from crawler.db.engine import PROJECT_ROOT, DatabaseUrlError, database_url
 from crawler.supervisor import Child, Supervisor, worker_count, workers
@@ -63,7 +64,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.seeds.is_file():
         print(f"error: seeds file {args.seeds}: not found", file=sys.stderr)
         return 1
-    count = worker_count()  # a bad CRAWL_WORKERS is said before anything starts
+    # Every setting read now: a bad one is one line before anything starts, not the
+    # same error from each worker, restarted again and again.
+    for _ in config.effective(os.environ):
+        pass
+    count = worker_count()
     busy = importlib.util.find_spec("webpanel") is not None and bind_problem(args.bind)
     if busy:
         print(f"error: {busy}", file=sys.stderr)

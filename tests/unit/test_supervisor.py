@@ -40,19 +40,28 @@ def test_a_bad_worker_count_names_the_setting_and_what_it_takes(raw):
     assert str(refused.value) == f"CRAWL_WORKERS={raw!r}: expected auto or a whole number >= 1"
 
 
-def test_make_run_refuses_a_bad_worker_count_in_one_line(tmp_path):
+@pytest.mark.parametrize(
+    ("name", "raw", "says"),
+    [
+        ("CRAWL_WORKERS", "many", "expected auto or a whole number >= 1"),
+        # A worker's setting too: said once, not by each worker restarted in a loop.
+        ("DNS_TIMEOUT", "0", "expected a number >= 0.1"),
+    ],
+)
+def test_make_run_refuses_a_bad_setting_in_one_line_before_it_starts(tmp_path, name, raw, says):
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("a.test\n")
     done = subprocess.run(
         [sys.executable, "-m", "crawler.run", "--seeds", str(seeds)],
         cwd=PROJECT_ROOT,
-        env={"CRAWL_WORKERS": "many", "PATH": "/usr/bin:/bin"},
+        env={name: raw, "PATH": "/usr/bin:/bin", "HOSTCRAWL_VAR": str(tmp_path / "var")},
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 1
-    assert done.stderr == "error: CRAWL_WORKERS='many': expected auto or a whole number >= 1\n"
+    assert done.stderr == f"error: {name}={raw!r}: {says}\n"
+    assert done.stdout == "" and not (tmp_path / "var").exists()  # nothing was started
 
 
 def test_each_worker_has_its_name_its_log_format_and_its_metrics_port():
