@@ -191,9 +191,7 @@ SETTINGS: tuple[Setting, ...] = (
         "crawler processes `make run` starts; auto = 9 per 10 cores (docs/scaling.md)",
         readers=(CLI,),
     ),
-    Setting(
-        "WORKER_NAME", "", str, "this worker's name in claims, logs and the panel; empty = host:pid"
-    ),
+    Setting("WORKER_NAME", "", str, "a worker's name (claims, logs, panel); empty = host:pid"),
     Setting("METRICS_PORT", 0, int, "port of a worker's Prometheus /metrics; 0 = off", minimum=0),
     Setting(
         "METRICS_ADDRESS",
