@@ -100,7 +100,7 @@ def span_of(log: str) -> tuple[datetime, datetime]:
 def crawl_round(
     workers: int, command: list[str], work: Path, label: str, pids: dict, startup: float = 0.0
 ) -> dict:
-    """N workers from one seed to drained; pages, span and CPU of each process group
+    """N workers to drained; pages, span and CPU of each process group
     (the workers' less `startup` each: what one costs to start and stop)."""
     before = {name: group_cpu(pid) for name, pid in pids.items()}
     procs, logs = [], []
@@ -143,7 +143,7 @@ def crawl_round(
 
 @dataclass
 class Setup:
-    """What every round shares: the database, the seed, the command, the processes."""
+    """What every round shares: the database, the seeds, the command, the processes."""
 
     engine: object
     seeds: list[str]
