@@ -15,7 +15,8 @@ $(INSTALLED): pyproject.toml
 install: $(INSTALLED)
 
 ## run: migrate, queue seeds.txt and crawl on the embedded database (Ctrl-C stops it);
-## the panel listens on BIND (make run BIND=127.0.0.1:8080)
+## the panel listens on BIND (make run BIND=127.0.0.1:8080); CRAWL_WORKERS crawler
+## processes (make run CRAWL_WORKERS=4; auto, the default: about one per core)
 BIND ?= 127.0.0.1:8000
 run: install
 	$(BIN)/python -m crawler.run --seeds seeds.txt --bind $(BIND)
@@ -34,7 +35,7 @@ citus: install
 
 # Every benchmark, in this order (a new one: add its file name here).
 BENCHES := denylist.py linkfilter.py yield.py claims.py audit.py selfcheck.py crawl.py slowweb.py panel.py \
-	roots.py growth.py churn.py bulk.py
+	roots.py growth.py churn.py bulk.py cores.py
 BENCH_RESULTS := $(CURDIR)/var/bench-results.jsonl
 
 ## bench: every benchmark, each printing its figure and its ratio to a baseline, then one

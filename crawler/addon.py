@@ -9,7 +9,8 @@ middleware, the outcome resolver (NXDOMAIN, SERVFAIL, timeout told apart),
 the pipeline that writes HostItems, the log formatter (a dropped HostItem
 is its reason, not its repr), the scheduled prune (crawler/pruning.py,
 every PRUNE_INTERVAL), the in-flight control (crawler/concurrency.py), the
-collector's tuning (crawler/collector.py) and the production defaults. A project's
+collector's tuning (crawler/collector.py), the worker's heartbeat for the panel
+(crawler/heartbeat.py) and the production defaults. A project's
 own settings still win over the defaults set here.
 """
 
@@ -27,6 +28,7 @@ from crawler.collector import CollectorTuning
 from crawler.concurrency import InFlightControl
 from crawler.core import config
 from crawler.discovery import RedirectHopSources
+from crawler.heartbeat import Heartbeat
 from crawler.metrics import PrometheusMetrics
 from crawler.middlewares import (
     AnswerAwareRetryMiddleware,
@@ -108,6 +110,7 @@ class HostcrawlAddon:
         settings.set_in_component_priority_dict("EXTENSIONS", ScheduledPrune, 500)
         settings.set_in_component_priority_dict("EXTENSIONS", InFlightControl, 500)
         settings.set_in_component_priority_dict("EXTENSIONS", CollectorTuning, 500)
+        settings.set_in_component_priority_dict("EXTENSIONS", Heartbeat, 500)
 
     def install_resolver(self) -> None:
         """Make sure the reactor resolves through an OutcomeResolver of this crawl's settings.

@@ -6,6 +6,7 @@ thing: what `Dumping Scrapy stats` prints at the end is what was exposed.
 The exposition is prometheus_client's (its own registry and HTTP server);
 nothing here writes the text format by hand.
 
+    hostcrawl_worker{worker}              1, labelled with the worker's name (WORKER_NAME)
     hostcrawl_pages_total                 front pages settled (any outcome); rate() = pages/s
     hostcrawl_outcomes_total{outcome}     the same, by outcome
     hostcrawl_claims_total                hosts claimed (one front-page request each)
@@ -22,7 +23,8 @@ nothing here writes the text format by hand.
     hostcrawl_reactor_lag_seconds         how late the event loop ran a timer, last tick
     hostcrawl_resident_memory_bytes       the worker's resident memory (RSS)
 
-Several workers on one machine need one port each (METRICS_PORT=9410, 9411...).
+Several workers on one machine need one port each: `make run` gives its N workers
+METRICS_PORT, METRICS_PORT+1, ... (docs/deployment.md, "Metrics").
 """
 
 from __future__ import annotations
@@ -69,13 +71,16 @@ class StatsCollector:
         outcomes = CounterMetricFamily(
             "hostcrawl_outcomes", "Front pages settled, by outcome.", labels=["outcome"]
         )
-        pages = 0
         for key, value in sorted(stats.items()):
             if key.startswith(OUTCOME_PREFIX):
                 outcomes.add_metric([key.removeprefix(OUTCOME_PREFIX)], value)
-                pages += value
+        from crawler.state import worker_name
+
+        worker = GaugeMetricFamily("hostcrawl_worker", "This worker's name.", labels=["worker"])
+        worker.add_metric([worker_name(self.crawler.settings)], 1)
+        yield worker
         yield CounterMetricFamily(
-            "hostcrawl_pages", "Front pages settled (any outcome).", value=pages
+            "hostcrawl_pages", "Front pages settled (any outcome).", value=pages_settled(stats)
         )
         yield outcomes
         yield CounterMetricFamily("hostcrawl_claims", "Hosts claimed.", value=self.metrics.claims)
@@ -120,6 +125,11 @@ class StatsCollector:
         state = getattr(self.crawler, CrawlState.ATTRIBUTE, None)
         loaded = getattr(getattr(state, "denylist", None), "_list", None)
         return len(loaded) if loaded is not None else 0
+
+
+def pages_settled(stats: dict) -> int:
+    """Front pages settled so far, any outcome: the crawl's pages count."""
+    return sum(v for k, v in stats.items() if k.startswith(OUTCOME_PREFIX))
 
 
 def labelled(stats: dict, prefix: str, family: CounterMetricFamily) -> CounterMetricFamily:

@@ -1,10 +1,11 @@
 """`make run`: the main job on one machine, embedded database by default.
 
 Holds the database (starting the embedded one under var/ if DATABASE_URL is
-unset), migrates, queues the seeds, then runs the crawler — and the panel
-under gunicorn when it is installed — as child processes sharing that
-database. Ctrl-C — or SIGTERM, which supervisors and `docker stop` send — stops
-the children gracefully, then the database.
+unset), migrates, queues the seeds, then runs CRAWL_WORKERS crawler workers —
+and the panel under gunicorn when it is installed — as child processes sharing
+that database, a dead worker restarted (crawler/supervisor.py). Ctrl-C — or
+SIGTERM, which supervisors and `docker stop` send — stops the children
+gracefully, then the database.
 """
 
 from __future__ import annotations
@@ -19,18 +20,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+from crawler.core import config
+from crawler.core.setting import SettingError
 from crawler.db.engine import PROJECT_ROOT, DatabaseUrlError, database_url
+from crawler.supervisor import Child, Supervisor, worker_count, workers
 
-GRACE_SECONDS = 60
 
-
-def children(bind: str) -> list[list[str]]:
-    """The commands to run beside each other."""
-    commands = [[sys.executable, "-m", "scrapy", "crawl", "hosts"]]
+def children(bind: str, count: int) -> list[Child]:
+    """The processes to run beside each other: `count` workers, then the panel."""
+    made = workers(count)
     if importlib.util.find_spec("webpanel") is not None:
         app = "webpanel:create_app()"
-        commands.append([sys.executable, "-m", "gunicorn", "--bind", bind, "--workers", "2", app])
-    return commands
+        panel = [sys.executable, "-m", "gunicorn", "--bind", bind, "--workers", "2", app]
+        made.append(Child("panel", panel, worker=False))
+    return made
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)  # before the children were started
         return 130
-    except DatabaseUrlError as exc:
+    except (DatabaseUrlError, SettingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
@@ -61,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.seeds.is_file():
         print(f"error: seeds file {args.seeds}: not found", file=sys.stderr)
         return 1
+    # Every setting read now: a bad one is one line before anything starts, not the
+    # same error from each worker, restarted again and again.
+    for _ in config.effective(os.environ):
+        pass
+    count = worker_count()
     busy = importlib.util.find_spec("webpanel") is not None and bind_problem(args.bind)
     if busy:
         print(f"error: {busy}", file=sys.stderr)
@@ -74,15 +82,11 @@ def run(args: argparse.Namespace) -> int:
             f"warning: {args.seeds}: some seeds were refused (above); crawling the rest",
             file=sys.stderr,
         )
-    # Own sessions: a terminal's Ctrl-C reaches only us, and we send exactly one
-    # SIGINT (a second one makes Scrapy stop uncleanly).
-    procs = [
-        subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True)
-        for cmd in children(args.bind)
-    ]
-    if len(procs) > 1:
+    started = children(args.bind, count)
+    print(f"{count} crawler worker{'s' if count > 1 else ''} (CRAWL_WORKERS)", file=sys.stderr)
+    if not started[-1].worker:
         print(f"panel: http://{args.bind}/  (create an operator: hostcrawl user create NAME)")
-    return supervise(procs)
+    return Supervisor(started).run()
 
 
 def bind_problem(bind: str) -> str | None:
@@ -122,31 +126,6 @@ def bind_problem(bind: str) -> str | None:
 def hostcrawl(*args: str) -> int:
     """Run one `hostcrawl` CLI command; its exit code."""
     return subprocess.run([sys.executable, "-m", "crawler.cli", *args], cwd=PROJECT_ROOT).returncode
-
-
-def supervise(procs: list[subprocess.Popen]) -> int:
-    """Wait for the children; on Ctrl-C, SIGTERM or when one ends, stop the rest gracefully."""
-    try:
-        while all(p.poll() is None for p in procs):
-            try:
-                procs[0].wait(timeout=1)
-            except subprocess.TimeoutExpired:
-                continue
-    except KeyboardInterrupt:
-        print("stopping…", file=sys.stderr)
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-    # A second signal while they stop must not cut this short: the database comes last.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    for proc in procs:
-        try:
-            proc.wait(timeout=GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return max((p.returncode or 0) for p in procs) if procs else 0
 
 
 if __name__ == "__main__":

@@ -44,6 +44,12 @@ def url_templates(settings) -> list[str]:
     return [main, fallback] if use_fallback else [main]
 
 
+def worker_name(settings) -> str:
+    """This worker's name in claims, logs, metrics and the panel: WORKER_NAME (`make run`
+    gives worker-1@host, ...), else host:pid."""
+    return settings.get("WORKER_NAME") or f"{socket.gethostname()}:{os.getpid()}"
+
+
 def canary_hosts(settings) -> list[str]:
     return [h.strip() for h in settings.get("CANARY_HOSTS").split(",") if h.strip()]
 
@@ -77,7 +83,7 @@ class CrawlState:
     def __init__(self, crawler) -> None:
         settings = crawler.settings
         self.crawler = crawler
-        self.worker = f"{socket.gethostname()}:{os.getpid()}"
+        self.worker = worker_name(settings)
         self.actor = f"crawler {self.worker}"
         self.engine = crawl_engine()
         self.denylist = LiveDenyList(self.engine, settings.getfloat("DENYLIST_RELOAD"))

@@ -19,6 +19,7 @@ from crawler.core.outcomes import ALL as OUTCOMES
 from crawler.db import export as host_export
 from crawler.db.deny_entries import current_denial
 from crawler.db.pages import host_rows, paging
+from crawler.db.pages.workers import workers as worker_rows
 from webpanel.core import arg, choice, engine, search_page, stats
 from webpanel.extensions import db
 
@@ -62,6 +63,8 @@ def index():
     page, error = search_page(host_rows.host_page, flt)
     figures = stats()
     outcomes = sorted({o for o, _ in figures.outcomes if o} | set(OUTCOMES))
+    with db.engine.connect() as conn:  # live, not cached with the figures: a few rows
+        workers = worker_rows(conn)
     return render_template(
         "hosts/index.html",
         page=page,
@@ -70,6 +73,7 @@ def index():
         stats=figures,
         outcomes=outcomes,
         sorts=SORT_LABELS,
+        workers=workers,
     )
 
 

@@ -8,6 +8,7 @@ import click
 
 from crawler.cli.common import friendly_errors
 from crawler.core import config
+from crawler.core.workers import WorkerCount
 
 
 @click.command("settings")
@@ -21,13 +22,26 @@ def show_settings(env_example: bool, markdown: bool) -> None:
         click.echo(config.env_example() if env_example else markdown_table(), nl=False)
         return
     rows = [
-        (declared.name, declared.shown(value), source, ",".join(declared.readers), declared.meaning)
+        (
+            declared.name,
+            shown(declared, value),
+            source,
+            ",".join(declared.readers),
+            declared.meaning,
+        )
         for declared, value, source in config.effective(os.environ)
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
         click.echo("  ".join([*cells, row[4]]).rstrip())
+
+
+def shown(declared: config.Setting, value) -> str:
+    """The value as the operator reads it; CRAWL_WORKERS with the number it means here."""
+    if isinstance(value, WorkerCount):
+        return f"{value} (= {value.effective(len(os.sched_getaffinity(0)))})"
+    return declared.shown(value)
 
 
 def markdown_table() -> str:

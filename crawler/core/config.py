@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from crawler.core.setting import CLI, CRAWL, PANEL, Setting, SettingError
+from crawler.core.workers import WorkerCount
 
 __all__ = ["CLI", "CRAWL", "PANEL", "SETTINGS", "Setting", "SettingError"]
 
@@ -182,7 +183,15 @@ SETTINGS: tuple[Setting, ...] = (
         "seconds between the audit's progress lines",
         minimum=0.1,
     ),
-    # --- a worker's metrics and log ---
+    # --- the workers: how many `make run` starts, and their metrics and log ---
+    Setting(
+        "CRAWL_WORKERS",
+        WorkerCount("auto"),
+        WorkerCount,
+        "crawler processes `make run` starts; auto = 9 per 10 cores (docs/scaling.md)",
+        readers=(CLI,),
+    ),
+    Setting("WORKER_NAME", "", str, "a worker's name (claims, logs, panel); empty = host:pid"),
     Setting("METRICS_PORT", 0, int, "port of a worker's Prometheus /metrics; 0 = off", minimum=0),
     Setting(
         "METRICS_ADDRESS",

@@ -44,7 +44,8 @@ class Setting:
         try:
             value = self.kind(text)
         except ValueError:
-            raise SettingError(f"{self.name}={raw!r}: expected {self.kind.__name__}") from None
+            expected = getattr(self.kind, "expected", self.kind.__name__)  # a kind may say it
+            raise SettingError(f"{self.name}={raw!r}: expected {expected}") from None
         if self.minimum is not None and value < self.minimum:
             raise SettingError(f"{self.name}={raw!r}: expected a number >= {self.minimum:g}")
         return value

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     CheckConstraint,
     DateTime,
+    Float,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
@@ -192,6 +194,21 @@ class WorldSilence(Base):
     never_answered: Mapped[bool] = mapped_column(Boolean)
     held_back: Mapped[int] = mapped_column(Integer)
     checked_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+
+
+class CrawlWorker(Base):
+    """A running crawler worker (migration 0017): its heartbeat, written every few seconds,
+    and its pages per second; the dashboard counts the fresh rows as alive."""
+
+    __tablename__ = "crawl_workers"
+
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+    host: Mapped[str] = mapped_column(Text)
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(Timestamp)
+    heartbeat_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+    pages: Mapped[int] = mapped_column(BigInteger)
+    pages_per_s: Mapped[float] = mapped_column(Float)
 
 
 class WildcardProbe(Base):

@@ -9,6 +9,7 @@
                                       TRAP_WINDOW rows on every write)
     trap_deferrals                    DEFERRAL_RETENTION_DAYS (7): a held-back block no worker
                                       has looked at for that long
+    crawl_workers                     a day after a worker's last heartbeat (it was killed)
     hosts without a queue row         `hostcrawl prune` only (a scan of hosts)
 
 Each worker runs `scheduled` every PRUNE_INTERVAL seconds (crawler/pruning.py);
@@ -60,6 +61,7 @@ ORPHAN_HOSTS = (
     "SELECT h.hostname, h.root FROM hosts h WHERE NOT EXISTS"
     " (SELECT 1 FROM queue q WHERE q.root = h.root AND q.hostname = h.hostname)"
 )
+DEAD_WORKERS = "SELECT name FROM crawl_workers WHERE heartbeat_at < now() - interval '1 day'"
 # kind: (table, its primary key, the rows past retention, the setting that keeps them;
 # None = no setting)
 KINDS = {
@@ -80,6 +82,7 @@ KINDS = {
     ),
     "trap_deferrals": ("trap_deferrals", "root", STALE_DEFERRALS, "DEFERRAL_RETENTION_DAYS"),
     "orphan_hosts": ("hosts", "hostname, root", ORPHAN_HOSTS, None),
+    "crawl_workers": ("crawl_workers", "name", DEAD_WORKERS, None),
 }
 
 
@@ -115,6 +118,7 @@ class Pruned:
     host_hours: int = 0
     trap_window: int = 0
     trap_deferrals: int = 0
+    crawl_workers: int = 0
 
     @property
     def total(self) -> int:
@@ -148,6 +152,7 @@ def _prune(engine: Engine, rules: Rules, dry_run: bool, orphans: bool, wait: boo
         for kind, keep in ((f.name, getattr(rules, f.name)) for f in fields(rules))
         if keep > 0
     }
+    gone["crawl_workers"] = run(engine, "crawl_workers", {}, wait)
     if orphans:
         gone["orphan_hosts"] = run(engine, "orphan_hosts", {}, wait)
     return Pruned(**gone)

@@ -69,7 +69,7 @@ def test_a_worker_without_metrics_port_serves_nothing():
 
 def test_a_worker_serves_its_stats_as_metrics():
     port = free_port()
-    crawler = get_crawler(Spider, {"METRICS_PORT": port})
+    crawler = get_crawler(Spider, {"METRICS_PORT": port, "WORKER_NAME": "worker-2@vm"})
     crawler._apply_settings()
     metrics = PrometheusMetrics.from_crawler(crawler)
     stats = crawler.stats
@@ -94,6 +94,7 @@ def test_a_worker_serves_its_stats_as_metrics():
             found = samples(response.read().decode())
     finally:
         metrics.close(spider)
+    assert found[("hostcrawl_worker", (("worker", "worker-2@vm"),))] == 1  # which worker
     assert found[("hostcrawl_pages_total", ())] == 7
     assert found[("hostcrawl_outcomes_total", (("outcome", "OK"),))] == 5
     assert found[("hostcrawl_outcomes_total", (("outcome", "DNS_NXDOMAIN"),))] == 2

@@ -1,0 +1,86 @@
+"""Each worker's heartbeat in the crawl_workers table (crawler/db/workers.py), for the panel.
+
+A Scrapy extension, installed by the add-on. When the spider opens it logs the
+worker's start line (its name, pid and host: `make run`'s supervisor and an
+operator reading a merged log tell the workers apart by it), then every HEARTBEAT
+seconds writes the worker's row: pages settled so far and pages/s over the last
+beat. The dashboard counts workers with a fresh row as alive. When the spider
+closes the row is deleted; a killed worker's row goes stale, then retention
+deletes it. A database outage skips a beat, never the crawl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from datetime import UTC, datetime
+
+from scrapy import signals
+from sqlalchemy.exc import DBAPIError
+
+from crawler.db import workers
+from crawler.db.engine import get_engine
+from crawler.db.retry import first_line
+from crawler.metrics import pages_settled
+from crawler.state import worker_name
+
+log = logging.getLogger(__name__)
+
+
+class Heartbeat:
+    def __init__(self, crawler, every: float = workers.HEARTBEAT) -> None:
+        self.crawler = crawler
+        self.every = every
+        self.name = worker_name(crawler.settings)
+        self.started_at = datetime.now(UTC)
+        self._task: asyncio.Task | None = None
+        self._last: tuple[float, int] | None = None  # (monotonic time, pages) of the last beat
+        crawler.signals.connect(self.open, signal=signals.spider_opened)
+        crawler.signals.connect(self.close, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def open(self, spider) -> None:
+        log.info(
+            "hostcrawl worker %s started (pid %d on %s)",
+            self.name,
+            os.getpid(),
+            socket.gethostname(),
+        )
+        self._task = asyncio.ensure_future(self.every_beat())
+
+    async def close(self, spider) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        with contextlib.suppress(DBAPIError):  # a stopped worker is not counted either way
+            await asyncio.to_thread(workers.leave, get_engine(), self.name)
+
+    async def every_beat(self) -> None:
+        while True:
+            await self.beat_once()
+            await asyncio.sleep(self.every)
+
+    def figures(self) -> workers.Beat:
+        """This worker now: pages settled, and pages/s since the last beat."""
+        pages = pages_settled(self.crawler.stats.get_stats())
+        now = time.monotonic()
+        rate = 0.0
+        if self._last is not None and now > self._last[0]:
+            rate = (pages - self._last[1]) / (now - self._last[0])
+        self._last = (now, pages)
+        host, pid = socket.gethostname(), os.getpid()
+        return workers.Beat(self.name, host, pid, self.started_at, pages, rate)
+
+    async def beat_once(self) -> None:
+        try:
+            await asyncio.to_thread(workers.beat, get_engine(), self.figures())
+        except DBAPIError as exc:
+            log.warning("heartbeat of %s skipped (%s)", self.name, first_line(exc))

@@ -1,0 +1,172 @@
+"""`make run`'s children: CRAWL_WORKERS crawler workers and the panel, kept running.
+
+Each worker is `scrapy crawl hosts` with its own name (WORKER_NAME=worker-1@host, ...)
+at the start of each of its log lines, and its own metrics port when METRICS_PORT is
+set (METRICS_PORT + 0, + 1, ...). A worker that dies (a crash, the OOM killer, kill -9)
+is started again in its place after a back-off of 1 s, 2 s, 4 s ... up to BACKOFF_MAX
+(back to 1 s once it has run BACKOFF_MAX without dying); the supervisor says which
+worker, its exit code and when it comes back. A worker that ends by itself with exit
+code 0 (CLOSE_WHEN_DRAINED: nothing left to crawl) is done, not restarted; when every
+worker is done, or the panel ends, the rest are stopped. Ctrl-C or SIGTERM stops them
+all gracefully (one SIGINT each: a second makes Scrapy stop uncleanly).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from crawler.core import config
+from crawler.core.workers import worker_name
+from crawler.db.engine import PROJECT_ROOT
+
+GRACE_SECONDS = 60
+BACKOFF_FIRST = 1.0
+BACKOFF_MAX = 60.0
+TICK = 0.2  # seconds between two looks at the children
+
+
+def say(message: str) -> None:
+    print(f"supervisor: {message}", file=sys.stderr, flush=True)
+
+
+def how_it_ended(code: int) -> str:
+    if code < 0:
+        return f"exit code {code} ({signal.Signals(-code).name})"
+    return f"exit code {code}"
+
+
+@dataclass
+class Child:
+    """One process `make run` keeps: a crawler worker (restarted when it dies) or the panel."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    worker: bool = True
+    proc: subprocess.Popen | None = None
+    started: float = 0.0
+    failures: int = 0  # deaths in a row, for the back-off
+    restart_at: float | None = None
+    done: bool = False  # ended normally: not restarted
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            self.command,
+            cwd=PROJECT_ROOT,
+            env={**os.environ, **self.env},
+            # Own sessions: a terminal's Ctrl-C reaches only the supervisor, and it sends
+            # exactly one SIGINT.
+            start_new_session=True,
+        )
+        self.started = time.monotonic()
+        self.restart_at = None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+def workers(count: int, environ: dict[str, str] | None = None) -> list[Child]:
+    """The crawler workers: their names, their log format and their metrics ports."""
+    environ = os.environ if environ is None else environ
+    host = socket.gethostname()
+    metrics_port = config.from_environment("METRICS_PORT", environ)
+    made = []
+    for index in range(1, count + 1):
+        name = worker_name(index, host)
+        log_format = f"%(asctime)s {name} [%(name)s] %(levelname)s: %(message)s"
+        command = [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "crawl",
+            "hosts",
+            "-s",
+            f"LOG_FORMAT={log_format}",
+        ]
+        env = {"WORKER_NAME": name}
+        if metrics_port:
+            env["METRICS_PORT"] = str(metrics_port + index - 1)
+        made.append(Child(name, command, env))
+    return made
+
+
+def worker_count(environ: dict[str, str] | None = None) -> int:
+    """CRAWL_WORKERS as a number on this machine (`auto`: by its cores)."""
+    environ = os.environ if environ is None else environ
+    wanted = config.from_environment("CRAWL_WORKERS", environ)
+    return wanted.effective(len(os.sched_getaffinity(0)))
+
+
+class Supervisor:
+    def __init__(self, children: list[Child]) -> None:
+        self.children = children
+
+    def run(self) -> int:
+        """Start the children and keep the workers running until a signal, every worker
+        done, or the panel's end; then stop them all. The exit code of the last of them."""
+        try:
+            for child in self.children:
+                child.start()
+                say(f"started {child.name} (pid {child.proc.pid})")
+            while self.tick():
+                time.sleep(TICK)
+        except KeyboardInterrupt:
+            say("stopping…")
+        return self.stop()
+
+    def tick(self) -> bool:
+        """One look at the children: restarts due, deaths noticed. False: time to stop."""
+        now = time.monotonic()
+        for child in self.children:
+            if child.done or child.running:
+                continue
+            if child.restart_at is not None:
+                if now >= child.restart_at:
+                    child.start()
+                    say(f"restarted {child.name} (pid {child.proc.pid})")
+                continue
+            code = child.proc.returncode
+            if not child.worker:
+                say(f"{child.name} ended ({how_it_ended(code)}); stopping the workers")
+                return False
+            if code == 0:
+                child.done = True
+                say(f"{child.name} finished (exit code 0: nothing left to crawl); not restarted")
+                continue
+            if now - child.started >= BACKOFF_MAX:
+                child.failures = 0  # it had run a good while: a new failure, not a loop
+            delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2**child.failures)
+            child.failures += 1
+            child.restart_at = now + delay
+            when = (datetime.now(UTC) + timedelta(seconds=delay)).strftime("%H:%M:%S UTC")
+            say(
+                f"{child.name} (pid {child.proc.pid}) died with {how_it_ended(code)};"
+                f" restarting it in {delay:g} s (at {when})"
+            )
+        return not all(child.done for child in self.children if child.worker)
+
+    def stop(self) -> int:
+        """Stop every running child gracefully (SIGINT), then kill what outlasts the grace."""
+        running = [child for child in self.children if child.running]
+        for child in running:
+            child.proc.send_signal(signal.SIGINT)
+        # A second signal while they stop must not cut this short: the database comes last.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for child in running:
+            try:
+                child.proc.wait(timeout=GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                say(f"{child.name} did not stop within {GRACE_SECONDS} s; killed")
+                child.proc.kill()
+                child.proc.wait()
+        codes = [child.proc.returncode or 0 for child in running]
+        return max(codes, default=0)
