@@ -3,7 +3,7 @@
     change_log (+ change_log_items)   CHANGE_LOG_RETENTION_DAYS (90)
     wildcard_probes                   PROBE_RETENTION_DAYS (30): the root is probed again
     root_claims                       ROOT_CLAIMS_RETENTION_MINUTES (65): the budget reads 61
-    host_hours                        HOST_HOURS_RETENTION_DAYS (30): the panel reads 24 hours
+    host_hours, source_hours          HOST_HOURS_RETENTION_DAYS (30): the panel reads 24 hours
     trap_window                       TRAP_WINDOW_RETENTION_DAYS (30): outcomes that old leave
                                       their root's window (each window is also trimmed to
                                       TRAP_WINDOW rows on every write)
@@ -39,6 +39,7 @@ OLD_PROBES = (
 )
 OLD_ROOT_CLAIMS = "SELECT ctid FROM root_claims WHERE minute < now() - make_interval(mins => :keep)"
 OLD_HOST_HOURS = "SELECT ctid FROM host_hours WHERE hour < now() - make_interval(days => :keep)"
+OLD_SOURCE_HOURS = OLD_HOST_HOURS.replace("host_hours", "source_hours")
 OLD_WINDOW_ROWS = (
     "SELECT ctid FROM trap_window WHERE seen_at < now() - make_interval(days => :keep)"
 )
@@ -58,6 +59,7 @@ KINDS = {
     "wildcard_probes": ("wildcard_probes", OLD_PROBES, "PROBE_RETENTION_DAYS"),
     "root_claims": ("root_claims", OLD_ROOT_CLAIMS, "ROOT_CLAIMS_RETENTION_MINUTES"),
     "host_hours": ("host_hours", OLD_HOST_HOURS, "HOST_HOURS_RETENTION_DAYS"),
+    "source_hours": ("source_hours", OLD_SOURCE_HOURS, "HOST_HOURS_RETENTION_DAYS"),
     "trap_window": ("trap_window", OLD_WINDOW_ROWS, "TRAP_WINDOW_RETENTION_DAYS"),
     "trap_deferrals": ("trap_deferrals", STALE_DEFERRALS, "DEFERRAL_RETENTION_DAYS"),
     "orphan_hosts": ("hosts", ORPHAN_HOSTS, None),
@@ -72,6 +74,7 @@ class Rules:
     wildcard_probes: int = config.setting("PROBE_RETENTION_DAYS").default
     root_claims: int = config.setting("ROOT_CLAIMS_RETENTION_MINUTES").default
     host_hours: int = config.setting("HOST_HOURS_RETENTION_DAYS").default
+    source_hours: int = config.setting("HOST_HOURS_RETENTION_DAYS").default
     trap_window: int = config.setting("TRAP_WINDOW_RETENTION_DAYS").default
     trap_deferrals: int = config.setting("DEFERRAL_RETENTION_DAYS").default
 
@@ -94,6 +97,7 @@ class Pruned:
     orphan_hosts: int = 0
     root_claims: int = 0
     host_hours: int = 0
+    source_hours: int = 0
     trap_window: int = 0
     trap_deferrals: int = 0
 
