@@ -6,14 +6,15 @@ the planner's estimates over all of hosts; the hosts it must leave out are the d
 entries and the rows an entry took out of routing (`queue.denied_by`): the hidden rows,
 indexed apart (migrations 0012 and 0018).
 
-Their number, and the entries' by rule, are counted exactly: one index-only scan of
-ix_queue_hidden_sample. Their share of the other figures needs each hidden host's facts
-(outcome, dates, source), one hosts lookup each, about 4 µs: 180,000 hidden rows were a
-second of every refresh. So up to HIDDEN_SAMPLE hidden rows every one is looked up; past
-that, the rows whose name hashes below a cut (the first HIDDEN_SAMPLE in the index's
-order: a sample the names' hash spreads evenly), and their counts are scaled up to all
-the hidden rows. The strip then says its figures are estimates. The cost follows
-HIDDEN_SAMPLE, not the hosts nor the hidden rows.
+Their share of the figures needs each hidden host's facts (outcome, dates, source), one
+hosts lookup each, about 4 µs: 180,000 hidden rows were a second of every refresh (and
+counting them alone, tens of ms). ix_queue_hidden_sample orders them by a hash of the
+name, which spreads them evenly: the rows below a cut of it are a fair sample. The rows
+below PROBE_CUT (1/64) are counted first; while that says about 2 x HIDDEN_SAMPLE rows
+or fewer, every hidden row is counted and looked up (exact); past it, the cut takes about
+HIDDEN_SAMPLE of them, and their counts are scaled by the share of the hash space they
+are, and the strip says its figures are estimates (≈). The cost follows HIDDEN_SAMPLE,
+not the hosts nor the hidden rows. The deny entries by rule are always counted.
 
 Not counted here: a host a worker saved under an entry before its deny list heard of
 the entry (no denied_by). The list hides it (visible() tests every parent); finding
@@ -38,16 +39,18 @@ HASH_BUCKETS = 65_536  # the index's key: hashtext(hostname) & 65535
 HIDDEN_ROW = "(q.status_reason IS NOT NULL OR q.denied_by IS NOT NULL)"
 BUCKET = "(hashtext(q.hostname::text) & 65535)"
 
-HIDDEN_COUNTS = text(
-    "SELECT count(*) AS n,"
-    " count(*) FILTER (WHERE q.status_reason = 'blocked') AS blocked,"
-    " count(*) FILTER (WHERE q.status_reason = 'no_follow') AS no_follow"
-    f" FROM queue q WHERE {HIDDEN_ROW}"
+PROBE_CUT = 1_024  # 1/64 of the hash space: counted first, to size the sample
+HIDDEN_BELOW_CUT = text(f"SELECT count(*) FROM queue q WHERE {HIDDEN_ROW} AND {BUCKET} < :cut")
+ENTRY_COUNTS = text(
+    "SELECT count(*) FILTER (WHERE status_reason = 'blocked') AS blocked,"
+    " count(*) FILTER (WHERE status_reason = 'no_follow') AS no_follow"
+    " FROM queue WHERE status_reason IS NOT NULL"
 )
 # Per looked-up hidden host: its outcome, the hour of its discovery (with its source)
 # and of its latest crawl when they fall in the window, and whether that crawl was in
-# the last hour. Joined on (hostname, root): one probe of the hosts key, and on a Citus
-# cluster a join within each shard group.
+# the last hour. The LATERAL ... LIMIT 1 keeps the hosts lookup a probe of its key
+# whatever the planner believes (at 20 hidden rows it would rather scan hosts); on
+# (hostname, root), so that on a Citus cluster it stays within each shard group.
 HIDDEN_FIGURES = text(
     f"""
     SELECT h.outcome,
@@ -58,7 +61,10 @@ HIDDEN_FIGURES = text(
                 THEN date_trunc('hour', h.last_crawled_at, 'UTC') END AS crawl_hour,
            count(*) AS n,
            count(*) FILTER (WHERE h.last_crawled_at > now() - interval '1 hour') AS recent
-      FROM queue q JOIN hosts h ON h.hostname = q.hostname AND h.root = q.root
+      FROM queue q
+     CROSS JOIN LATERAL (
+           SELECT outcome, discovered_at, last_crawled_at, found_source FROM hosts
+            WHERE hostname = q.hostname AND root = q.root LIMIT 1) h
      WHERE {HIDDEN_ROW} AND {BUCKET} < :cut
      GROUP BY 1, 2, 3, 4
     """
@@ -69,8 +75,8 @@ HIDDEN_FIGURES = text(
 class Hidden:
     """The hidden hosts' share of the dashboard's figures."""
 
-    rows: int = 0  # hidden rows, counted
-    entries: Counter = field(default_factory=Counter)  # rule -> deny entries, counted
+    rows: int = 0  # hidden rows (counted, or scaled from the sample)
+    entries: Counter = field(default_factory=Counter)  # rule -> deny entries (counted)
     hosts: Counter = field(default_factory=Counter)  # outcome (None: never crawled) -> hosts
     recent: Counter = field(default_factory=Counter)  # outcome -> crawled in the last hour
     discovered: Counter = field(default_factory=Counter)  # hour -> hosts discovered in it
@@ -84,24 +90,31 @@ class Hidden:
         return self.rows
 
 
-def sample_cut(rows: int) -> int:
-    """The hash bucket below which hidden rows are looked up: all of them up to
-    HIDDEN_SAMPLE rows, else about HIDDEN_SAMPLE of them."""
-    if rows <= HIDDEN_SAMPLE:
+def sample_cut(conn) -> int:
+    """The hash bucket below which hidden rows are looked up: all of them while they are
+    about 2 x HIDDEN_SAMPLE or fewer (sized by the rows below PROBE_CUT), else about
+    HIDDEN_SAMPLE of them."""
+    probe = conn.execute(HIDDEN_BELOW_CUT, {"cut": PROBE_CUT}).scalar_one()
+    rows = probe * HASH_BUCKETS / PROBE_CUT
+    if rows <= 2 * HIDDEN_SAMPLE:
         return HASH_BUCKETS
     return max(1, math.ceil(HASH_BUCKETS * HIDDEN_SAMPLE / rows))
 
 
 def hidden_figures(conn, start: datetime) -> Hidden:
-    """The hidden rows counted; their outcomes, discoveries (with sources) and latest
-    crawls since `start`, looked up (or sampled, past HIDDEN_SAMPLE rows)."""
-    counts = conn.execute(HIDDEN_COUNTS).one()
-    entries = Counter(blocked=counts.blocked, no_follow=counts.no_follow)
-    hidden = Hidden(rows=counts.n, entries=entries)
-    if not counts.n:
-        return hidden
-    cut = sample_cut(counts.n)
-    looked_up = Hidden(sampled=cut < HASH_BUCKETS)
+    """The hidden rows' number, their outcomes, discoveries (with sources) and latest
+    crawls since `start`: counted and looked up, or past about 2 x HIDDEN_SAMPLE rows
+    from a sample of them, scaled; the deny entries by rule, counted."""
+    entries = conn.execute(ENTRY_COUNTS).one()
+    cut = sample_cut(conn)
+    scale = HASH_BUCKETS / cut
+    sampled = conn.execute(HIDDEN_BELOW_CUT, {"cut": cut}).scalar_one()
+    hidden = Hidden(
+        rows=round(sampled * scale),
+        entries=Counter(blocked=entries.blocked, no_follow=entries.no_follow),
+        sampled=cut < HASH_BUCKETS,
+    )
+    looked_up = Hidden()
     for row in conn.execute(HIDDEN_FIGURES, {"start": start, "cut": cut}):
         looked_up.hosts[row.outcome] += row.n
         looked_up.recent[row.outcome] += row.recent
@@ -111,10 +124,7 @@ def hidden_figures(conn, start: datetime) -> Hidden:
         if row.crawl_hour is not None:
             hour = row.crawl_hour.astimezone(UTC)
             looked_up.crawled[hour, outcome_group(row.outcome)] += row.n
-    seen = sum(looked_up.hosts.values())
-    scale = counts.n / seen if looked_up.sampled and seen else 1.0
     for name in ("hosts", "recent", "discovered", "crawled", "found"):
         counter = getattr(looked_up, name)
         setattr(hidden, name, Counter({k: round(n * scale) for k, n in counter.items()}))
-    hidden.sampled = looked_up.sampled
     return hidden
