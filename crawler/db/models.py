@@ -148,6 +148,12 @@ class QueueRow(Base):
             "root",
             postgresql_where=text("status_reason IS NOT NULL OR denied_by IS NOT NULL"),
         ),
+        # The entries by rule, counted index-only by the dashboard (0018).
+        Index(
+            "ix_queue_entry_rule",
+            "status_reason",
+            postgresql_where=text("status_reason IS NOT NULL"),
+        ),
         # The same rows in the order of a hash of the name: counted index-only, and a
         # sample of them read by the dashboard (crawler.db.pages.hidden, 0018).
         Index(

@@ -14,7 +14,8 @@ seed, a deny entry's own row, a host older than the source column.
 ix_queue_hidden_sample orders the hidden rows (deny entries and the rows they took out
 of routing) by a hash of the name: the dashboard counts them, and their entries by
 rule, in one index-only scan, and reads the facts of a fixed-size sample of them
-(crawler.db.pages.hidden) instead of every one.
+(crawler.db.pages.hidden) instead of every one. ix_queue_entry_rule counts the deny
+entries by rule index-only (a count over the hidden rows' heap pages was tens of ms).
 """
 
 from collections.abc import Sequence
@@ -46,6 +47,12 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("hour", "shard", "source", name="pk_source_hours"),
     )
     op.execute(BACKFILL)
+    op.create_index(
+        "ix_queue_entry_rule",
+        "queue",
+        ["status_reason"],
+        postgresql_where=sa.text("status_reason IS NOT NULL"),
+    )
     op.execute(
         "CREATE INDEX ix_queue_hidden_sample ON queue"
         " ((hashtext(hostname::text) & 65535), hostname, root, status_reason)"
@@ -55,4 +62,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_index("ix_queue_hidden_sample", table_name="queue")
+    op.drop_index("ix_queue_entry_rule", table_name="queue")
     op.drop_table("source_hours")
