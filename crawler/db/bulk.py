@@ -202,6 +202,7 @@ def insert_staged_hosts(conn: Connection) -> set[str]:
     new = conn.execute(INSERT_HOSTS).all()
     rollups.count_hosts(conn, new=[r for _, r in new])
     rollups.count_hours(conn, discovered=len(new))
+    rollups.count_sources(conn, (None for _ in new))  # a seed or an entry: no source
     return {h for h, _ in new}
 
 

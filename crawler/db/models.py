@@ -150,6 +150,22 @@ class QueueRow(Base):
             "root",
             postgresql_where=text("status_reason IS NOT NULL OR denied_by IS NOT NULL"),
         ),
+        # The entries by rule, counted index-only by the dashboard (0018).
+        Index(
+            "ix_queue_entry_rule",
+            "status_reason",
+            postgresql_where=text("status_reason IS NOT NULL"),
+        ),
+        # The same rows in the order of a hash of the name: counted index-only, and a
+        # sample of them read by the dashboard (crawler.db.pages.hidden, 0018).
+        Index(
+            "ix_queue_hidden_sample",
+            text("(hashtext(hostname::text) & 65535)"),
+            "hostname",
+            "root",
+            "status_reason",
+            postgresql_where=text("status_reason IS NOT NULL OR denied_by IS NOT NULL"),
+        ),
     )
 
 
@@ -282,6 +298,19 @@ class HostHour(Base):
     ignored: Mapped[int] = mapped_column(Integer, server_default="0")
     # The last hosts that answered OK in this hour and shard, newest first: canaries.
     last_ok: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
+
+
+class SourceHour(Base):
+    """Hosts discovered in one hour by one source group ('' none: a seed, an entry's own
+    row), kept by the writers of hosts (crawler.db.rollups.count_sources). One row per
+    hour, writer shard and group: the reader sums them."""
+
+    __tablename__ = "source_hours"
+
+    hour: Mapped[datetime] = mapped_column(Timestamp, primary_key=True)
+    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    source: Mapped[str] = mapped_column(String(16), primary_key=True)
+    discovered: Mapped[int] = mapped_column(Integer, server_default="0")
 
 
 class ChangeLogEntry(Base):

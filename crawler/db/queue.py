@@ -149,6 +149,7 @@ def insert_hosts(conn: Connection, found: dict[str, FoundOn]) -> list[tuple[str,
     ).all()
     rollups.count_hosts(conn, new=[r for _, _, r in new])
     rollups.count_hours(conn, discovered=len(new))
+    rollups.count_sources(conn, (found[h].source for h, _, _ in new))
     rollups.lower_next_due(conn, conn.execute(QUEUE_HOSTS, params))
     return [(h, source) for h, source, _ in new]
 

@@ -3,7 +3,7 @@
     change_log (+ change_log_items)   CHANGE_LOG_RETENTION_DAYS (90)
     wildcard_probes                   PROBE_RETENTION_DAYS (30): the root is probed again
     root_claims                       ROOT_CLAIMS_RETENTION_MINUTES (65): the budget reads 61
-    host_hours                        HOST_HOURS_RETENTION_DAYS (30): the panel reads 24 hours
+    host_hours, source_hours          HOST_HOURS_RETENTION_DAYS (30): the panel reads 24 hours
     trap_window                       TRAP_WINDOW_RETENTION_DAYS (30): outcomes that old leave
                                       their root's window (each window is also trimmed to
                                       TRAP_WINDOW rows on every write)
@@ -47,6 +47,10 @@ OLD_ROOT_CLAIMS = (
 OLD_HOST_HOURS = (
     "SELECT hour, shard FROM host_hours WHERE hour < now() - make_interval(days => :keep)"
 )
+OLD_SOURCE_HOURS = (
+    "SELECT hour, shard, source FROM source_hours"
+    " WHERE hour < now() - make_interval(days => :keep)"
+)
 OLD_WINDOW_ROWS = (
     "SELECT root, hostname FROM trap_window WHERE seen_at < now() - make_interval(days => :keep)"
 )
@@ -74,6 +78,12 @@ KINDS = {
         "ROOT_CLAIMS_RETENTION_MINUTES",
     ),
     "host_hours": ("host_hours", "hour, shard", OLD_HOST_HOURS, "HOST_HOURS_RETENTION_DAYS"),
+    "source_hours": (
+        "source_hours",
+        "hour, shard, source",
+        OLD_SOURCE_HOURS,
+        "HOST_HOURS_RETENTION_DAYS",
+    ),
     "trap_window": (
         "trap_window",
         "root, hostname",
@@ -94,6 +104,7 @@ class Rules:
     wildcard_probes: int = config.setting("PROBE_RETENTION_DAYS").default
     root_claims: int = config.setting("ROOT_CLAIMS_RETENTION_MINUTES").default
     host_hours: int = config.setting("HOST_HOURS_RETENTION_DAYS").default
+    source_hours: int = config.setting("HOST_HOURS_RETENTION_DAYS").default
     trap_window: int = config.setting("TRAP_WINDOW_RETENTION_DAYS").default
     trap_deferrals: int = config.setting("DEFERRAL_RETENTION_DAYS").default
 
@@ -116,6 +127,7 @@ class Pruned:
     orphan_hosts: int = 0
     root_claims: int = 0
     host_hours: int = 0
+    source_hours: int = 0
     trap_window: int = 0
     trap_deferrals: int = 0
     crawl_workers: int = 0

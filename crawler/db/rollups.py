@@ -11,7 +11,9 @@ cluster alike.
   (the claim walks roots in that order): `lower_next_due`;
 - roots.window_size / window_failed: `recount_windows`;
 - host_hours, hosts discovered and crawled per hour and writer shard, with the last
-  hosts that answered (the self-check's canaries): `count_hours`.
+  hosts that answered (the self-check's canaries): `count_hours`;
+- source_hours, hosts discovered per hour, writer shard and source group (the strip's
+  "found in the last 24 hours, by source"): `count_sources`.
 """
 
 from __future__ import annotations
@@ -135,3 +137,24 @@ def count_hours(
     if any(counts.values()):
         params = {column: counts[column] for column in HOUR_COUNTS}
         conn.execute(ADD_TO_HOUR, {**params, "last_ok": answered or None})
+
+
+# '' is no source group (a seed, an entry's own row): a key column cannot be NULL.
+ADD_TO_SOURCE_HOUR = text(
+    f"""
+    INSERT INTO source_hours AS t (hour, shard, source, discovered)
+    SELECT date_trunc('hour', now(), 'UTC'), pg_backend_pid() % {HOUR_SHARDS}, s, n
+      FROM unnest(:sources, :counts) AS u(s, n) ORDER BY s
+    ON CONFLICT (hour, shard, source) DO UPDATE SET discovered = t.discovered + excluded.discovered
+    """
+).bindparams(*names_param("sources"), bindparam("counts", type_=INTS))
+
+
+def count_sources(conn: Connection, sources: Iterable[str | None]) -> None:
+    """This hour's discoveries by source group: one `sources` item per new host."""
+    counted = Counter(source or "" for source in sources)
+    if counted:
+        groups = sorted(counted)
+        conn.execute(
+            ADD_TO_SOURCE_HOUR, {"sources": groups, "counts": [counted[g] for g in groups]}
+        )

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Select, case, func, or_, select, text, tuple_
+from sqlalchemy import text
 
-from crawler.db.models import QueueRow, RootRow
-from crawler.db.pages.hidden import FOUND_HOURS, Hidden, hidden_figures
-from crawler.db.pages.paging import NEVER_CRAWLED, visible
+from crawler.core.hostnames import parents
+from crawler.core.hostnames import root as root_of
+from crawler.db.hostsql import names_param
+from crawler.db.pages.hidden import HIDDEN_ROW, Hidden, hidden_figures
+from crawler.db.pages.paging import NEVER_CRAWLED
 
 # -- the dashboard strip ---------------------------------------------------------------
 
@@ -78,7 +80,7 @@ class Dashboard:
     estimated: bool = False
     timeline: Timeline = field(default_factory=Timeline)
     top_roots: list[tuple[str, int]] = field(default_factory=list)
-    # Hosts discovered in the last FOUND_HOURS hours, by the source group that found them.
+    # Hosts discovered in the timeline's 24 hours, by the source group that found them.
     found_by_source: list[tuple[str | None, int]] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -105,7 +107,8 @@ class Dashboard:
 def dashboard(conn) -> Dashboard:
     """The figures of `/`, over the hosts its list shows: exact on a small database,
     planner estimates (marked ≈) on a big one (totals()); callers cache it."""
-    hidden = hidden_figures(conn, window_start())
+    start = window_start()
+    hidden = hidden_figures(conn, start)
     figures = totals(conn, hidden)
     hourly = timeline(conn, hidden=hidden)
     return Dashboard(
@@ -115,23 +118,23 @@ def dashboard(conn) -> Dashboard:
         computed_at=datetime.now(UTC),
         timeline=hourly,
         top_roots=top_roots(conn),
-        found_by_source=found_by_source(conn, hidden),
+        found_by_source=found_by_source(conn, hidden, start),
     )
 
 
 FOUND_BY_SOURCE = text(
-    "SELECT found_source, count(*) AS n FROM hosts"
-    " WHERE discovered_at > now() - make_interval(hours => :hours)"
-    " GROUP BY found_source ORDER BY n DESC, found_source"
+    "SELECT nullif(source, '') AS source, sum(discovered) AS n FROM source_hours"
+    " WHERE hour >= :start GROUP BY source"
 )
 
 
-def found_by_source(conn, hidden: Hidden) -> list[tuple[str | None, int]]:
-    """Hosts the list shows discovered in the last FOUND_HOURS hours per source group,
-    most first: a range scan of ix_hosts_discovered_at (recent hosts only, whatever the
-    table's size), less the hidden hosts' share, as every other figure of the strip."""
-    rows = conn.execute(FOUND_BY_SOURCE, {"hours": FOUND_HOURS})
-    shown = [(source, n - hidden.found[source]) for source, n in rows]
+def found_by_source(conn, hidden: Hidden, start: datetime) -> list[tuple[str | None, int]]:
+    """Hosts the list shows discovered since `start` (the timeline's first hour: the
+    last 24 hours) per source group, most first: from source_hours (migration 0018), at
+    most 24 x its shards x the groups rows whatever the size of hosts, less the hidden
+    hosts' share, as every other figure of the strip."""
+    rows = conn.execute(FOUND_BY_SOURCE, {"start": start})
+    shown = [(source, int(n) - hidden.found[source]) for source, n in rows]
     return sorted(((s, n) for s, n in shown if n > 0), key=lambda r: (-r[1], r[0] or ""))
 
 
@@ -175,11 +178,6 @@ DUE = (
 )
 RECENT = "SELECT 1 FROM hosts WHERE last_crawled_at > now() - interval '1 hour'"
 OUT_OF_ROUTING = "SELECT 1 FROM queue WHERE denied_by IS NOT NULL"
-ENTRY_COUNTS = (
-    "SELECT count(*) FILTER (WHERE status_reason = 'blocked') AS blocked,"
-    " count(*) FILTER (WHERE status_reason = 'no_follow') AS no_follow"
-    " FROM queue WHERE status_reason IS NOT NULL"
-)
 # Rows in hosts now, as the planner reckons them: tuples per page times pages now.
 HOSTS_ESTIMATE = (
     "SELECT CASE WHEN c.reltuples < 0 OR c.relpages = 0 THEN -1"
@@ -196,13 +194,16 @@ OUTCOME_SHARES = (
 
 
 def totals(conn, hidden: Hidden | None = None) -> dict:
-    """The strip's totals (everything but the chart), with `estimated` saying which kind."""
+    """The strip's totals (everything but the chart), with `estimated` saying which kind
+    (the planner's estimates, or hidden hosts' share sampled: crawler.db.pages.hidden)."""
     if hidden is None:
         hidden = hidden_figures(conn, window_start())
     rows = conn.execute(text(HOSTS_ESTIMATE)).scalar()
     if rows is None or rows < EXACT_BELOW:
-        return exact_totals(conn, hidden)
-    return estimated_totals(conn, rows, hidden)
+        figures = exact_totals(conn, hidden)
+    else:
+        figures = estimated_totals(conn, rows, hidden)
+    return {**figures, "estimated": figures["estimated"] or hidden.sampled}
 
 
 def exact_totals(conn, hidden: Hidden) -> dict:
@@ -218,13 +219,12 @@ def exact_totals(conn, hidden: Hidden) -> dict:
         ((r.outcome, r.n - hidden.hosts[r.outcome]) for r in counted),
         key=lambda r: (-r[1], r[0] is None, r[0] or ""),
     )
-    entries = conn.execute(text(ENTRY_COUNTS)).one()
     return {
         "hosts_known": sum(n for _, n in outcomes),
         "due_now": conn.execute(text(f"SELECT count(*) FROM ({DUE}) AS d")).scalar_one(),
         "crawled_last_hour": sum(r.recent - hidden.recent[r.outcome] for r in counted),
-        "blocked": entries.blocked,
-        "no_follow": entries.no_follow,
+        "blocked": hidden.entries["blocked"],
+        "no_follow": hidden.entries["no_follow"],
         "out_of_routing": conn.execute(
             text(f"SELECT count(*) FROM ({OUT_OF_ROUTING}) AS o")
         ).scalar_one(),
@@ -235,16 +235,15 @@ def exact_totals(conn, hidden: Hidden) -> dict:
 
 def estimated_totals(conn, rows: float, hidden: Hidden) -> dict:
     """From the planner's statistics, less the hidden hosts (counted); the deny entries
-    (a small partial index) are counted too."""
-    entries = conn.execute(text(ENTRY_COUNTS)).one()
+    are counted too (with the hidden rows: crawler.db.pages.hidden)."""
     outcomes = [(o, n - hidden.hosts[o]) for o, n in outcome_estimates(conn, rows)]
     outcomes = sorted(((o, n) for o, n in outcomes if n > 0), key=lambda r: -r[1])
     return {
         "hosts_known": max(0, round(rows) - hidden.total),
         "due_now": row_estimate(conn, DUE),
         "crawled_last_hour": max(0, row_estimate(conn, RECENT) - sum(hidden.recent.values())),
-        "blocked": entries.blocked,
-        "no_follow": entries.no_follow,
+        "blocked": hidden.entries["blocked"],
+        "no_follow": hidden.entries["no_follow"],
         "out_of_routing": row_estimate(conn, OUT_OF_ROUTING),
         "outcomes": outcomes,
         "estimated": True,
@@ -310,6 +309,18 @@ def timeline(conn, hours: int = HOURS, hidden: Hidden | None = None) -> Timeline
 
 
 TOP_ROOTS_BATCH = 50
+BIGGEST_ROOTS = "SELECT root, hosts FROM roots {after} ORDER BY hosts DESC, root DESC LIMIT :n"
+AFTER = "WHERE (hosts, root) < (:after_hosts, :after_root)"
+# Each statement names the roots it reads (root = ANY): on a Citus cluster a query per
+# shard group, no join across them.
+ENTRIES_AMONG = text(
+    "SELECT hostname FROM queue WHERE status_reason IS NOT NULL"
+    " AND hostname = ANY(:names) AND root = ANY(:roots)"
+).bindparams(*names_param("names", "roots"))
+HIDDEN_BY_ROOT = text(
+    "SELECT q.root, count(*) AS n FROM queue q"
+    f" WHERE q.root = ANY(:roots) AND {HIDDEN_ROW} GROUP BY q.root"
+).bindparams(*names_param("roots"))
 
 
 def top_roots(conn, n: int = 10) -> list[tuple[str, int]]:
@@ -322,31 +333,31 @@ def top_roots(conn, n: int = 10) -> list[tuple[str, int]]:
     best: list[tuple[str, int]] = []
     after: tuple[int, str] | None = None
     while True:
-        batch = conn.execute(top_roots_batch(after)).all()
-        best += [(r.root, r.hosts - r.hidden) for r in batch if r.hosts > r.hidden]
+        batch = biggest_roots(conn, after)
+        best += [(root, shown) for root, shown in shown_hosts(conn, batch) if shown > 0]
         best = sorted(best, key=lambda r: (r[1], r[0]), reverse=True)[:n]
-        if len(batch) < TOP_ROOTS_BATCH or (len(best) == n and batch[-1].hosts <= best[-1][1]):
+        if len(batch) < TOP_ROOTS_BATCH or (len(best) == n and batch[-1][1] <= best[-1][1]):
             return best
-        after = (batch[-1].hosts, batch[-1].root)
+        after = (batch[-1][1], batch[-1][0])
 
 
-def top_roots_batch(after: tuple[int, str] | None) -> Select:
-    """The next TOP_ROOTS_BATCH roots by hosts, with their hidden rows (counted off
-    ix_queue_hidden_root, and only for a root no entry covers: a blocked trap's rows are
-    never counted)."""
-    hidden = (
-        select(func.count())
-        .select_from(QueueRow)
-        .where(
-            QueueRow.root == RootRow.root,
-            or_(QueueRow.status_reason.is_not(None), QueueRow.denied_by.is_not(None)),
-        )
-        .scalar_subquery()
-    )
-    # A root an entry covers hides all its hosts.
-    hidden = case((visible(RootRow.root), hidden), else_=RootRow.hosts)
-    stmt = select(RootRow.root, RootRow.hosts, hidden.label("hidden"))
-    if after is not None:
-        stmt = stmt.where(tuple_(RootRow.hosts, RootRow.root) < after)
-    order = (RootRow.hosts.desc(), RootRow.root.desc())
-    return stmt.order_by(*order).limit(TOP_ROOTS_BATCH)
+def biggest_roots(conn, after: tuple[int, str] | None) -> list[tuple[str, int]]:
+    """The next TOP_ROOTS_BATCH (root, hosts) by hosts, below `after`."""
+    query = text(BIGGEST_ROOTS.format(after=AFTER if after is not None else ""))
+    hosts, root = after if after is not None else (None, None)
+    params = {"after_hosts": hosts, "after_root": root, "n": TOP_ROOTS_BATCH}
+    return [(r.root, r.hosts) for r in conn.execute(query, params)]
+
+
+def shown_hosts(conn, batch: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """(root, its hosts less its hidden rows); a root an entry covers (it or a parent of
+    it is an entry: a blocked trap) shows none, and its rows are never counted."""
+    roots = [r for r, _ in batch]
+    if not roots:
+        return []
+    names = sorted({p for r in roots for p in parents(r)})
+    params = {"names": names, "roots": sorted({root_of(p) for p in names})}
+    entries = set(conn.execute(ENTRIES_AMONG, params).scalars())
+    shown = [(r, hosts) for r, hosts in batch if entries.isdisjoint(parents(r))]
+    hidden = dict(conn.execute(HIDDEN_BY_ROOT, {"roots": [r for r, _ in shown]}).all())
+    return [(r, hosts - hidden.get(r, 0)) for r, hosts in shown]

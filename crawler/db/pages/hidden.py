@@ -1,12 +1,20 @@
 """What the main host list hides, summed: the part of the kept totals to leave out.
 
 The list shows a host unless it is a deny entry or under one. The dashboard reads
-totals kept over every host (roots, host_hours: crawler.db.rollups) or the planner's
-estimates over all of hosts; the hosts it must leave out are the deny entries and
-the rows an entry took out of routing (`queue.denied_by`). Those are the rows of
-the small partial index ix_queue_hidden_root (migration 0012): one pass over them,
-each host's facts looked up by primary key, gives their share of every figure.
-Its cost follows the hidden rows (entries and what they took out), not the hosts.
+totals kept over every host (roots, host_hours, source_hours: crawler.db.rollups) or
+the planner's estimates over all of hosts; the hosts it must leave out are the deny
+entries and the rows an entry took out of routing (`queue.denied_by`): the hidden rows,
+indexed apart (migrations 0012 and 0018).
+
+Their share of the figures needs each hidden host's facts (outcome, dates, source), one
+hosts lookup each, about 4 µs: 180,000 hidden rows were a second of every refresh (and
+counting them alone, tens of ms). ix_queue_hidden_sample orders them by a hash of the
+name, which spreads them evenly: the rows below a cut of it are a fair sample. The rows
+below PROBE_CUT (1/64) are counted first; while that says about 2 x HIDDEN_SAMPLE rows
+or fewer, every hidden row is counted and looked up (exact); past it, the cut takes about
+HIDDEN_SAMPLE of them, and their counts are scaled by the share of the hash space they
+are, and the strip says its figures are estimates (≈). The cost follows HIDDEN_SAMPLE,
+not the hosts nor the hidden rows. The deny entries by rule are always counted.
 
 Not counted here: a host a worker saved under an entry before its deny list heard of
 the entry (no denied_by). The list hides it (visible() tests every parent); finding
@@ -15,6 +23,7 @@ such rows means a range scan under every entry, which would double this pass.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,34 +32,42 @@ from sqlalchemy import text
 
 from crawler.core.outcomes import outcome_group
 
-FOUND_HOURS = 24  # "Found in the last 24 hours, by source" on the strip
+HIDDEN_SAMPLE = 2_000  # hidden rows looked up past 2x this (±2% of the hidden share)
+HASH_BUCKETS = 65_536  # the index's key: hashtext(hostname) & 65535
 
-# The partial index's predicate, as the queries here must spell it to use it.
+# The partial indexes' predicate, as the queries here must spell it to use them.
 HIDDEN_ROW = "(q.status_reason IS NOT NULL OR q.denied_by IS NOT NULL)"
+BUCKET = "(hashtext(q.hostname::text) & 65535)"
 
-# Per hidden host: its outcome, the hour of its discovery and of its latest crawl (when
-# they fall in the window), whether that crawl was in the last hour, and whether it was
-# found in the last FOUND_HOURS hours and by which source (the strip's "by source"; the
-# source of older hosts is left out, so it adds no groups). The LATERAL ... LIMIT 1
-# keeps the hosts lookup a primary-key probe whatever the planner believes.
+PROBE_CUT = 1_024  # 1/64 of the hash space: counted first, to size the sample
+HIDDEN_BELOW_CUT = text(f"SELECT count(*) FROM queue q WHERE {HIDDEN_ROW} AND {BUCKET} < :cut")
+# An index-only scan of ix_queue_entry_rule (0018).
+ENTRY_COUNTS = text(
+    "SELECT count(*) FILTER (WHERE status_reason = 'blocked') AS blocked,"
+    " count(*) FILTER (WHERE status_reason = 'no_follow') AS no_follow"
+    " FROM queue WHERE status_reason IS NOT NULL"
+)
+# Per looked-up hidden host: its outcome, the hour of its discovery (with its source)
+# and of its latest crawl when they fall in the window, and whether that crawl was in
+# the last hour. The LATERAL ... LIMIT 1 keeps the hosts lookup a probe of its key
+# whatever the planner believes (at 20 hidden rows it would rather scan hosts); on
+# (hostname, root), so that on a Citus cluster it stays within each shard group.
 HIDDEN_FIGURES = text(
     f"""
     SELECT h.outcome,
            CASE WHEN h.discovered_at >= :start
                 THEN date_trunc('hour', h.discovered_at, 'UTC') END AS found_hour,
+           CASE WHEN h.discovered_at >= :start THEN h.found_source END AS found_source,
            CASE WHEN h.last_crawled_at >= :start
                 THEN date_trunc('hour', h.last_crawled_at, 'UTC') END AS crawl_hour,
-           h.discovered_at > now() - make_interval(hours => :found_hours) AS found_lately,
-           CASE WHEN h.discovered_at > now() - make_interval(hours => :found_hours)
-                THEN h.found_source END AS found_source,
            count(*) AS n,
            count(*) FILTER (WHERE h.last_crawled_at > now() - interval '1 hour') AS recent
       FROM queue q
      CROSS JOIN LATERAL (
            SELECT outcome, discovered_at, last_crawled_at, found_source FROM hosts
             WHERE hostname = q.hostname AND root = q.root LIMIT 1) h
-     WHERE {HIDDEN_ROW}
-     GROUP BY 1, 2, 3, 4, 5
+     WHERE {HIDDEN_ROW} AND {BUCKET} < :cut
+     GROUP BY 1, 2, 3, 4
     """
 )
 
@@ -59,31 +76,56 @@ HIDDEN_FIGURES = text(
 class Hidden:
     """The hidden hosts' share of the dashboard's figures."""
 
+    rows: int = 0  # hidden rows (counted, or scaled from the sample)
+    entries: Counter = field(default_factory=Counter)  # rule -> deny entries (counted)
     hosts: Counter = field(default_factory=Counter)  # outcome (None: never crawled) -> hosts
     recent: Counter = field(default_factory=Counter)  # outcome -> crawled in the last hour
     discovered: Counter = field(default_factory=Counter)  # hour -> hosts discovered in it
     crawled: Counter = field(default_factory=Counter)  # (hour, group) -> latest crawls in it
-    # source group (None: a seed or older) -> hosts found in the last FOUND_HOURS hours
+    # source group (None: a seed or older) -> hosts discovered since the window's start
     found: Counter = field(default_factory=Counter)
+    sampled: bool = False  # True: the counters above are scaled up from a sample
 
     @property
     def total(self) -> int:
-        return sum(self.hosts.values())
+        return self.rows
+
+
+def sample_cut(conn) -> int:
+    """The hash bucket below which hidden rows are looked up: all of them while they are
+    about 2 x HIDDEN_SAMPLE or fewer (sized by the rows below PROBE_CUT), else about
+    HIDDEN_SAMPLE of them."""
+    probe = conn.execute(HIDDEN_BELOW_CUT, {"cut": PROBE_CUT}).scalar_one()
+    rows = probe * HASH_BUCKETS / PROBE_CUT
+    if rows <= 2 * HIDDEN_SAMPLE:
+        return HASH_BUCKETS
+    return max(1, math.ceil(HASH_BUCKETS * HIDDEN_SAMPLE / rows))
 
 
 def hidden_figures(conn, start: datetime) -> Hidden:
-    """The hidden hosts' outcomes, their discoveries and latest crawls since `start`, and
-    their sources if found in the last FOUND_HOURS hours."""
-    hidden = Hidden()
-    params = {"start": start, "found_hours": FOUND_HOURS}
-    for row in conn.execute(HIDDEN_FIGURES, params):
-        hidden.hosts[row.outcome] += row.n
-        if row.found_lately:
-            hidden.found[row.found_source] += row.n
-        hidden.recent[row.outcome] += row.recent
+    """The hidden rows' number, their outcomes, discoveries (with sources) and latest
+    crawls since `start`: counted and looked up, or past about 2 x HIDDEN_SAMPLE rows
+    from a sample of them, scaled; the deny entries by rule, counted."""
+    entries = conn.execute(ENTRY_COUNTS).one()
+    cut = sample_cut(conn)
+    scale = HASH_BUCKETS / cut
+    sampled = conn.execute(HIDDEN_BELOW_CUT, {"cut": cut}).scalar_one()
+    hidden = Hidden(
+        rows=round(sampled * scale),
+        entries=Counter(blocked=entries.blocked, no_follow=entries.no_follow),
+        sampled=cut < HASH_BUCKETS,
+    )
+    looked_up = Hidden()
+    for row in conn.execute(HIDDEN_FIGURES, {"start": start, "cut": cut}):
+        looked_up.hosts[row.outcome] += row.n
+        looked_up.recent[row.outcome] += row.recent
         if row.found_hour is not None:
-            hidden.discovered[row.found_hour.astimezone(UTC)] += row.n
+            looked_up.discovered[row.found_hour.astimezone(UTC)] += row.n
+            looked_up.found[row.found_source] += row.n
         if row.crawl_hour is not None:
             hour = row.crawl_hour.astimezone(UTC)
-            hidden.crawled[hour, outcome_group(row.outcome)] += row.n
+            looked_up.crawled[hour, outcome_group(row.outcome)] += row.n
+    for name in ("hosts", "recent", "discovered", "crawled", "found"):
+        counter = getattr(looked_up, name)
+        setattr(hidden, name, Counter({k: round(n * scale) for k, n in counter.items()}))
     return hidden
