@@ -48,8 +48,7 @@ OLD_HOST_HOURS = (
     "SELECT hour, shard FROM host_hours WHERE hour < now() - make_interval(days => :keep)"
 )
 OLD_SOURCE_HOURS = (
-    "SELECT hour, shard, source FROM source_hours"
-    " WHERE hour < now() - make_interval(days => :keep)"
+    "SELECT hour, shard, source FROM source_hours WHERE hour < now() - make_interval(days => :keep)"
 )
 OLD_WINDOW_ROWS = (
     "SELECT root, hostname FROM trap_window WHERE seen_at < now() - make_interval(days => :keep)"
