@@ -163,11 +163,6 @@ def domain_of(site: str) -> set[str]:
     return {site, *(f"www{i}.{site}" for i in range(3))}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the dashboard strip on / (crawler/db/pages/dashboard.py) is helper h7's to run"
-    " on the cluster",
-)
 def test_the_host_list_page_on_the_cluster(client):
     html = page(client, "/?n=5")
     assert shown_hosts(html) == SHOWN[:5] and next_link(html)
