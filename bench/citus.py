@@ -1,0 +1,243 @@
+"""What Citus costs on one machine: the same crawl and the same claims on one Postgres
+server and on a one-machine Citus cluster (a coordinator and two workers), side by side.
+
+One machine cannot show what Citus gains (more machines); it shows what it costs: the
+coordinator's planning and routing, a network hop per statement, a two-phase commit
+where a transaction writes to both workers.
+
+Both deployments run in this session with the same room (bench/_citus_nodes.py: the
+test cluster's durability settings, and the one server as much shared_buffers as the
+cluster's three nodes together), the same migrations (`upgrade_to_head()`, which
+distributes the per-root tables by root on the cluster) and the same code measuring them:
+
+1. Single-shard statements: a crawl of bench/crawl.py's world on the cluster (`scrapy
+   crawl hosts -s CLOSE_WHEN_DRAINED=1` against fakeweb; claim, finish, trap window,
+   deny list), with DATABASE_POOLED=1 (no prepared statements, so each execution is
+   planned) and the coordinator counting: citus_stat_counters' single- and multi-shard
+   executions, and the statements of its "multi-task query" log lines by text.
+   Target: >= 99% single-shard; the multi-shard statements are printed by calls.
+2. Balance: 1M hosts over 200,000 roots (bench/_growth_data.py, generate_series) on two
+   workers: the rows of roots, hosts, queue and trap_window on each worker. Target:
+   max/min <= 1.2 for each.
+3. Pages/s of that crawl (no counting), one server then the cluster, interleaved, best
+   of 2 each, the tables emptied and the first host seeded before each round. Target:
+   the cluster >= 0.7 x one server.
+4. The polite claim at 1M hosts: 4 spawned processes, 25 claims of 100 each
+   (bench/_citus_claims.py), every host made due before each round (bench/claims.py's
+   reset), interleaved, 3 rounds each; the lowest p95 of each. Target: the cluster's
+   <= 1.5 x one server's.
+
+--quick: 600 hosts crawled, 100,000 loaded, one round of each: figures, NO VERDICT.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT_ROOT))
+
+from _citus_claims import BATCH, CALLS, WORKERS, claim_round  # noqa: E402
+from _citus_nodes import (  # noqa: E402
+    StatementCount,
+    rows_per_worker,
+    start_cluster,
+    start_one_server,
+    vacuum_everywhere,
+)
+from _common import machine_line, verdict  # noqa: E402
+from _crawl_runs import empty_tables, run_child, scrapy_args  # noqa: E402
+from _growth_data import SUBS_PER_ROOT, load  # noqa: E402
+from claims import reset as make_every_host_due  # noqa: E402
+from crawl import HOSTS, LINKS, MESSY, ROOTS, SEED  # noqa: E402  the world of crawl.py
+from sqlalchemy import create_engine, text  # noqa: E402
+
+QUICK = "--quick" in sys.argv  # trying it out: small sizes, one round, no verdict
+CRAWL_ROUNDS, CLAIM_ROUNDS = (1, 1) if QUICK else (2, 3)
+LOADED_ROOTS = 20_000 if QUICK else 200_000  # x5 hosts
+SINGLE_SHARD_TARGET = 0.99
+BALANCE_TARGET = 1.2
+PAGES_TARGET = 0.7
+CLAIM_P95_TARGET = 1.5
+SHOWN = 6  # multi-shard statements printed, by calls
+MODES = ("one server", "cluster")
+
+
+def judged(ok: bool) -> bool | None:
+    return None if QUICK else ok
+
+
+def crawl_world(work: Path):
+    from tests.fakeweb import FakeWeb, World
+
+    world = World(seed=SEED)
+    names = world.graph(HOSTS, roots=ROOTS, links_per_page=LINKS, messy=MESSY)
+    web = FakeWeb(world, workdir=work / "fakeweb").start()
+    print(
+        f"# world: bench/crawl.py's, {HOSTS:,} hosts under {len(ROOTS)} roots, {LINKS} links"
+        " per page, fakeweb on loopback (https); each crawl starts from 1 seed"
+    )
+    return names, web
+
+
+def crawl(engine, url: str, args: list[str], log: Path, names: list[str], **env) -> dict:
+    """Tables emptied, the first host seeded, one crawler process to its end; its figures."""
+    from crawler.db import queue
+
+    empty_tables(engine)
+    [seeded] = queue.seed(engine, [names[0]])
+    assert seeded.status != "refused", seeded
+    r = run_child(args, log, hosts=len(names), env={**os.environ, "DATABASE_URL": url, **env})
+    with engine.connect() as conn:
+        r["pages"] = conn.execute(text("SELECT count(*) FROM hosts WHERE outcome = 'OK'")).scalar()
+    r["rate"] = r["pages"] / r["elapsed"]
+    return r
+
+
+def measure_crawls(engines, urls, names, web, work: Path, cluster) -> None:
+    args = scrapy_args(["crawl", "hosts"], web.scrapy_settings("https"), CLOSE_WHEN_DRAINED=1)
+    rates: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for i in range(CRAWL_ROUNDS):
+        for mode in MODES:
+            r = crawl(engines[mode], urls[mode], args, work / f"{mode}-{i}.log", names)
+            rates[mode].append(r["rate"])
+            print(
+                f"# round {mode}: {r['pages']:,} pages in {r['elapsed']:.2f} s spider"
+                f" open->close (process {r['wall']:.1f} s, CPU {r['cpu']:.1f} s)"
+            )
+            if r["pages"] != len(names):
+                print(f"# WARNING: {mode} crawled {r['pages']} pages of {len(names)}")
+    best = {mode: max(rs) for mode, rs in rates.items()}
+    ratio = best["cluster"] / best["one server"]
+    print(
+        f"one server: {best['one server']:,.0f} pages/s"
+        f" [median {statistics.median(rates['one server']):,.0f}] (baseline)"
+    )
+    word = verdict(
+        judged(ratio >= PAGES_TARGET),
+        "crawl pages/s vs one server",
+        f"x{ratio:.2f}",
+        f">= x{PAGES_TARGET}",
+    )
+    print(
+        f"cluster: {best['cluster']:,.0f} pages/s"
+        f" [median {statistics.median(rates['cluster']):,.0f}]"
+        f" (ratio vs one server: {ratio:.2f}, target >= {PAGES_TARGET}) {word}"
+    )
+    measure_statements(engines["cluster"], cluster, args, names, work)
+
+
+def measure_statements(engine, cluster, args, names, work: Path) -> None:
+    """One more crawl on the cluster, the coordinator counting its statements."""
+    count = StatementCount(cluster)
+    count.start()
+    r = crawl(engine, cluster.url, args, work / "counted.log", names, DATABASE_POOLED="1")
+    single, multi, texts = count.stop()
+    share = single / max(single + multi, 1)
+    print(
+        f"# counted crawl on the cluster: {r['pages']:,} pages; Citus ran {single:,}"
+        f" single-shard and {multi:,} multi-shard statements (its log names"
+        f" {sum(texts.values()):,} multi-task plans of {len(texts)} statements; by plans:)"
+    )
+    for statement, calls in texts.most_common(SHOWN):
+        print(f"#   {calls:>6,} x {statement[:220]}")
+    word = verdict(
+        judged(share >= SINGLE_SHARD_TARGET),
+        "statements on one shard",
+        f"{share:.2%}",
+        f">= {SINGLE_SHARD_TARGET:.0%}",
+    )
+    print(
+        f"the crawl's statements Citus ran on a single shard: {share:.2%}"
+        f" (target >= {SINGLE_SHARD_TARGET:.0%}) {word}"
+    )
+
+
+def measure_balance(cluster) -> None:
+    worst = 0.0
+    for table, rows in rows_per_worker(cluster).items():
+        ratio = max(rows) / max(min(rows), 1)
+        worst = max(worst, ratio)
+        print(f"# {table}: {' / '.join(f'{n:,}' for n in rows)} rows per worker ({ratio:.3f})")
+    word = verdict(
+        judged(worst <= BALANCE_TARGET),
+        "rows per worker max/min",
+        f"{worst:.3f}",
+        f"<= {BALANCE_TARGET}",
+    )
+    print(
+        f"rows per worker at {LOADED_ROOTS * (SUBS_PER_ROOT + 1):,} hosts over"
+        f" {LOADED_ROOTS:,} roots, worst table's max/min: {worst:.3f}"
+        f" (target <= {BALANCE_TARGET}) {word}"
+    )
+
+
+def measure_claims(engines, urls) -> None:
+    rounds: dict[str, list[dict]] = {mode: [] for mode in MODES}
+    for i in range(CLAIM_ROUNDS):
+        for mode in MODES:
+            make_every_host_due(engines[mode])
+            r = claim_round(urls[mode], f"{mode.replace(' ', '-')}-{i}")
+            rounds[mode].append(r)
+            print(
+                f"# round {mode}: {r['claimed']:,} claimed, p50 {r['p50'] * 1000:.1f} ms,"
+                f" p95 {r['p95'] * 1000:.1f} ms"
+            )
+    best = {mode: min(r["p95"] for r in rs) * 1000 for mode, rs in rounds.items()}
+    median = {mode: statistics.median(r["p95"] for r in rs) * 1000 for mode, rs in rounds.items()}
+    ratio = best["cluster"] / best["one server"]
+    hosts = f"{LOADED_ROOTS * (SUBS_PER_ROOT + 1):,} hosts"
+    print(
+        f"one server: claim p95 {best['one server']:.1f} ms [median {median['one server']:.1f}]"
+        f" at {hosts} (baseline)"
+    )
+    word = verdict(
+        judged(ratio <= CLAIM_P95_TARGET),
+        "claim p95 vs one server",
+        f"x{ratio:.2f}",
+        f"<= x{CLAIM_P95_TARGET}",
+    )
+    print(
+        f"cluster: claim p95 {best['cluster']:.1f} ms [median {median['cluster']:.1f}]"
+        f" (ratio vs one server: {ratio:.2f}, target <= {CLAIM_P95_TARGET}) {word}"
+    )
+
+
+def main() -> None:
+    os.environ["LOCAL_SUFFIXES"] = "test"  # fakeweb's names, for the seeds and the crawlers
+    print(machine_line())
+    started = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="hostcrawl-bench-citus-"))
+    cluster = start_cluster()
+    urls = {"one server": start_one_server(len(cluster.nodes)), "cluster": cluster.url}
+    engines = {mode: create_engine(url, pool_size=2) for mode, url in urls.items()}
+    print(f"# {time.perf_counter() - started:.0f} s: both deployments up")
+
+    names, web = crawl_world(work)
+    try:
+        measure_crawls(engines, urls, names, web, work, cluster)
+    finally:
+        web.stop()
+
+    hosts = LOADED_ROOTS * (SUBS_PER_ROOT + 1)
+    for mode in MODES:
+        empty_tables(engines[mode])
+        took = load(engines[mode], (0, LOADED_ROOTS), (0, LOADED_ROOTS // 2), entries=True)
+        vacuum_everywhere(engines[mode], cluster if mode == "cluster" else None)
+        print(f"# {mode}: loaded {hosts:,} hosts over {LOADED_ROOTS:,} roots: {took}")
+    measure_balance(cluster)
+    print(f"# claims: {WORKERS} spawned processes, {CALLS} claims of {BATCH} each per round")
+    measure_claims(engines, urls)
+
+    for engine in engines.values():
+        engine.dispose()
+    print(f"# {time.perf_counter() - started:.0f} s in all")
+
+
+if __name__ == "__main__":
+    main()
