@@ -1,12 +1,13 @@
-"""bench/citus.py's two deployments, given the same room, and Citus's count of the
-statements it ran on one shard or on many.
+"""bench/citus.py's two deployments, given the same room; the CPU their servers spend;
+Citus's count of the statements it ran on one shard or on many.
 
-One server: the embedded Postgres (bench/_common.start_database). The cluster: a
-coordinator and two workers on 127.0.0.1 (tests/citus_cluster.py), migrated and
-distributed by `upgrade_to_head()` as `hostcrawl db upgrade` does. Both get the test
-cluster's durability settings (fsync and synchronous commit off: a throwaway database),
-and the same memory in all: each node of the cluster NODE_BUFFERS of shared_buffers, the
-one server as much as the three together.
+Both are PostgreSQL 16 of the same binaries (the embedded server's `pginstall`, which
+`make citus` builds the extension into), initdb'd by tests/citus_cluster.py with its
+settings (durability off: a throwaway database). The cluster: a coordinator and two
+workers, Citus loaded. One server: one node of the same kind without Citus (the embedded
+server the other benchmarks use is another major version). Memory: each node of the
+cluster NODE_BUFFERS_MB of shared_buffers, the one server as much as the three together.
+Both migrated by `upgrade_to_head()`, which distributes the per-root tables on the cluster.
 """
 
 from __future__ import annotations
@@ -17,25 +18,54 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from _common import start_database
 from sqlalchemy import create_engine, text
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 NODE_BUFFERS_MB = 256
-# The test cluster's (tests/citus_cluster.SETTINGS): nothing is kept after the run.
-DURABILITY = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 PER_ROOT_TABLES = ("roots", "hosts", "queue", "trap_window")  # the ones with many rows
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def start_one_server(nodes: int) -> str:
-    """The embedded server with as much shared_buffers as the cluster's `nodes` together."""
-    room = {"shared_buffers": f"{NODE_BUFFERS_MB * nodes}MB", **DURABILITY}
-    return start_database("hostcrawl-bench-citus-", server=room)
+def migrate(url: str):
+    """`hostcrawl db upgrade`'s work on the database at `url`; what it found there."""
+    from crawler.db.migrate import upgrade_to_head
+
+    previous = os.environ.get("DATABASE_URL")
+    os.environ["DATABASE_URL"] = url
+    try:
+        return upgrade_to_head()
+    finally:
+        if previous is None:
+            del os.environ["DATABASE_URL"]
+        else:
+            os.environ["DATABASE_URL"] = previous
+
+
+def start_one_server(nodes: int):
+    """One PostgreSQL 16 node without Citus, as much shared_buffers as `nodes` of the
+    cluster's; migrated. Its `.coordinator` is the node (stopped and deleted at exit)."""
+    from tests.citus_cluster import DATABASE, CitusCluster
+
+    server = CitusCluster(workers=0)
+    atexit.register(server.stop)
+    server.prepare_base()
+    node = server.coordinator
+    node.initdb()
+    with open(node.pgdata / "postgresql.conf", "a") as conf:  # later lines win
+        conf.write(
+            "# bench/_citus_nodes.py: one server, no Citus\nshared_preload_libraries = ''\n"
+            f"shared_buffers = '{NODE_BUFFERS_MB * nodes}MB'\n"
+        )
+    node.start()
+    server.started = True
+    node.execute(f"CREATE DATABASE {DATABASE}", database="postgres")
+    found = migrate(server.url)
+    print(f"# one server: {found.describe()}, shared_buffers {NODE_BUFFERS_MB * nodes} MB")
+    return server
 
 
 def start_cluster():
     """A started, migrated and distributed cluster (stopped and deleted at exit)."""
-    from crawler.db.migrate import upgrade_to_head
     from tests.citus_cluster import CitusCluster
 
     cluster = CitusCluster().start()
@@ -49,25 +79,45 @@ def start_cluster():
         worker.stop()
         worker.start()
     cluster.coordinator.start()
-    previous = os.environ.get("DATABASE_URL")
-    os.environ["DATABASE_URL"] = cluster.url
-    deployment = upgrade_to_head()
-    if previous is not None:
-        os.environ["DATABASE_URL"] = previous
-    assert deployment.is_cluster, deployment.describe()
-    print(f"# cluster: {deployment.describe()}")
+    found = migrate(cluster.url)
+    assert found.is_cluster, found.describe()
+    print(f"# cluster: {found.describe()}, shared_buffers {NODE_BUFFERS_MB} MB a node")
     return cluster
 
 
-def vacuum_everywhere(engine, cluster=None) -> None:
+def vacuum_everywhere(engine, nodes) -> None:
     """VACUUM ANALYZE of the per-root tables by name (a bare VACUUM on a Citus coordinator
     reaches only its own tables), then a CHECKPOINT on every server."""
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text(f"VACUUM ANALYZE {', '.join(PER_ROOT_TABLES)}"))
-        if cluster is None:
-            conn.execute(text("CHECKPOINT"))
-    for node in cluster.nodes if cluster else ():
+    for node in nodes:
         node.execute("CHECKPOINT")
+
+
+# -- the CPU a server spends ------------------------------------------------------------
+
+
+def _times(pid: int) -> tuple[int, list[int]]:
+    """(parent pid, [utime, stime, cutime, cstime]) in clock ticks, from /proc."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return int(fields[1]), [int(f) for f in fields[11:15]]
+
+
+def cpu_seconds(node) -> float:
+    """CPU seconds of a server so far: its postmaster's own and its exited children's
+    (which the postmaster reaped: backends, autovacuum), and its living children's."""
+    postmaster = int((node.pgdata / "postmaster.pid").read_text().split()[0])
+    ticks = sum(_times(postmaster)[1])
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != postmaster:
+            try:
+                parent, times = _times(int(entry))
+            except (OSError, ValueError, IndexError):  # gone meanwhile
+                continue
+            if parent == postmaster:
+                ticks += times[0] + times[1]
+    return ticks / CLOCK_TICKS
 
 
 # -- the rows on each worker --------------------------------------------------------------

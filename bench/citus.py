@@ -5,10 +5,11 @@ One machine cannot show what Citus gains (more machines); it shows what it costs
 coordinator's planning and routing, a network hop per statement, a two-phase commit
 where a transaction writes to both workers.
 
-Both deployments run in this session with the same room (bench/_citus_nodes.py: the
-test cluster's durability settings, and the one server as much shared_buffers as the
-cluster's three nodes together), the same migrations (`upgrade_to_head()`, which
-distributes the per-root tables by root on the cluster) and the same code measuring them:
+Both deployments run in this session with the same room (bench/_citus_nodes.py: the same
+PostgreSQL 16 binaries and settings, the one server without Citus and with as much
+shared_buffers as the cluster's three nodes together), the same migrations
+(`upgrade_to_head()`, which distributes the per-root tables by root on the cluster) and
+the same code measuring them. Each crawl prints the CPU seconds each server spent on it.
 
 1. Single-shard statements: a crawl of bench/crawl.py's world on the cluster (`scrapy
    crawl hosts -s CLOSE_WHEN_DRAINED=1` against fakeweb; claim, finish, trap window,
@@ -45,6 +46,7 @@ sys.path.insert(0, str(PROJECT_ROOT))
 from _citus_claims import BATCH, CALLS, WORKERS, claim_round  # noqa: E402
 from _citus_nodes import (  # noqa: E402
     StatementCount,
+    cpu_seconds,
     rows_per_worker,
     start_cluster,
     start_one_server,
@@ -64,7 +66,7 @@ SINGLE_SHARD_TARGET = 0.99
 BALANCE_TARGET = 1.2
 PAGES_TARGET = 0.7
 CLAIM_P95_TARGET = 1.5
-SHOWN = 6  # multi-shard statements printed, by calls
+SHOWN = 12  # multi-shard statements printed, by plans
 MODES = ("one server", "cluster")
 
 
@@ -85,30 +87,44 @@ def crawl_world(work: Path):
     return names, web
 
 
-def crawl(engine, url: str, args: list[str], log: Path, names: list[str], **env) -> dict:
-    """Tables emptied, the first host seeded, one crawler process to its end; its figures."""
+def crawl(engine, url, nodes, args: list[str], log: Path, names: list[str], **env) -> dict:
+    """Tables emptied, the first host seeded, one crawler process to its end; its figures,
+    with the CPU seconds each server of the deployment spent meanwhile."""
     from crawler.db import queue
 
     empty_tables(engine)
     [seeded] = queue.seed(engine, [names[0]])
     assert seeded.status != "refused", seeded
+    before = [cpu_seconds(node) for node in nodes]
     r = run_child(args, log, hosts=len(names), env={**os.environ, "DATABASE_URL": url, **env})
+    spent = [cpu_seconds(node) - was for node, was in zip(nodes, before, strict=True)]
+    r["db_cpu"] = {node.name: seconds for node, seconds in zip(nodes, spent, strict=True)}
     with engine.connect() as conn:
         r["pages"] = conn.execute(text("SELECT count(*) FROM hosts WHERE outcome = 'OK'")).scalar()
     r["rate"] = r["pages"] / r["elapsed"]
     return r
 
 
-def measure_crawls(engines, urls, names, web, work: Path, cluster) -> None:
+def cpu_line(r: dict) -> str:
+    total = sum(r["db_cpu"].values())
+    each = ", ".join(f"{name} {s:.1f}" for name, s in r["db_cpu"].items())
+    return f"database CPU {total:.1f} s, {total / max(r['pages'], 1) * 1000:.1f} ms a page" + (
+        f" ({each})" if len(r["db_cpu"]) > 1 else ""
+    )
+
+
+def measure_crawls(engines, urls, nodes, names, web, work: Path, cluster) -> None:
     args = scrapy_args(["crawl", "hosts"], web.scrapy_settings("https"), CLOSE_WHEN_DRAINED=1)
     rates: dict[str, list[float]] = {mode: [] for mode in MODES}
     for i in range(CRAWL_ROUNDS):
         for mode in MODES:
-            r = crawl(engines[mode], urls[mode], args, work / f"{mode}-{i}.log", names)
+            log = work / f"{mode}-{i}.log"
+            r = crawl(engines[mode], urls[mode], nodes[mode], args, log, names)
             rates[mode].append(r["rate"])
             print(
                 f"# round {mode}: {r['pages']:,} pages in {r['elapsed']:.2f} s spider"
-                f" open->close (process {r['wall']:.1f} s, CPU {r['cpu']:.1f} s)"
+                f" open->close (process {r['wall']:.1f} s, crawler CPU {r['cpu']:.1f} s;"
+                f" {cpu_line(r)})"
             )
             if r["pages"] != len(names):
                 print(f"# WARNING: {mode} crawled {r['pages']} pages of {len(names)}")
@@ -136,13 +152,15 @@ def measure_statements(engine, cluster, args, names, work: Path) -> None:
     """One more crawl on the cluster, the coordinator counting its statements."""
     count = StatementCount(cluster)
     count.start()
-    r = crawl(engine, cluster.url, args, work / "counted.log", names, DATABASE_POOLED="1")
+    log = work / "counted.log"
+    r = crawl(engine, cluster.url, cluster.nodes, args, log, names, DATABASE_POOLED="1")
     single, multi, texts = count.stop()
     share = single / max(single + multi, 1)
     print(
         f"# counted crawl on the cluster: {r['pages']:,} pages; Citus ran {single:,}"
         f" single-shard and {multi:,} multi-shard statements (its log names"
-        f" {sum(texts.values()):,} multi-task plans of {len(texts)} statements; by plans:)"
+        f" the statements of {sum(texts.values()):,} multi-task plans, {len(texts)} kinds,"
+        " by plans:)"
     )
     for statement, calls in texts.most_common(SHOWN):
         print(f"#   {calls:>6,} x {statement[:220]}")
@@ -214,13 +232,15 @@ def main() -> None:
     started = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="hostcrawl-bench-citus-"))
     cluster = start_cluster()
-    urls = {"one server": start_one_server(len(cluster.nodes)), "cluster": cluster.url}
+    one = start_one_server(len(cluster.nodes))
+    urls = {"one server": one.url, "cluster": cluster.url}
+    nodes = {"one server": one.nodes, "cluster": cluster.nodes}
     engines = {mode: create_engine(url, pool_size=2) for mode, url in urls.items()}
     print(f"# {time.perf_counter() - started:.0f} s: both deployments up")
 
     names, web = crawl_world(work)
     try:
-        measure_crawls(engines, urls, names, web, work, cluster)
+        measure_crawls(engines, urls, nodes, names, web, work, cluster)
     finally:
         web.stop()
 
@@ -228,7 +248,7 @@ def main() -> None:
     for mode in MODES:
         empty_tables(engines[mode])
         took = load(engines[mode], (0, LOADED_ROOTS), (0, LOADED_ROOTS // 2), entries=True)
-        vacuum_everywhere(engines[mode], cluster if mode == "cluster" else None)
+        vacuum_everywhere(engines[mode], nodes[mode])
         print(f"# {mode}: loaded {hosts:,} hosts over {LOADED_ROOTS:,} roots: {took}")
     measure_balance(cluster)
     print(f"# claims: {WORKERS} spawned processes, {CALLS} claims of {BATCH} each per round")
