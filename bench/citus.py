@@ -29,11 +29,14 @@ the same code measuring them. Each crawl prints the CPU seconds each server spen
    <= 1.5 x one server's.
 
 --quick: 600 hosts crawled, 100,000 loaded, one round of each: figures, NO VERDICT.
+--keep: keep the crawlers' logs (the folder is printed).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -87,16 +90,21 @@ def crawl_world(work: Path):
     return names, web
 
 
-def crawl(engine, url, nodes, args: list[str], log: Path, names: list[str], **env) -> dict:
+def crawl(engine, url, nodes, args, log: Path, names, counting=None, **env) -> dict:
     """Tables emptied, the first host seeded, one crawler process to its end; its figures,
-    with the CPU seconds each server of the deployment spent meanwhile."""
+    with the CPU seconds each server of the deployment spent meanwhile (and what
+    `counting` counted of the crawler's statements, if given)."""
     from crawler.db import queue
 
     empty_tables(engine)
     [seeded] = queue.seed(engine, [names[0]])
     assert seeded.status != "refused", seeded
     before = [cpu_seconds(node) for node in nodes]
+    if counting:
+        counting.start()
     r = run_child(args, log, hosts=len(names), env={**os.environ, "DATABASE_URL": url, **env})
+    if counting:
+        r["statements"] = counting.stop()
     spent = [cpu_seconds(node) - was for node, was in zip(nodes, before, strict=True)]
     r["db_cpu"] = {node.name: seconds for node, seconds in zip(nodes, spent, strict=True)}
     with engine.connect() as conn:
@@ -150,11 +158,10 @@ def measure_crawls(engines, urls, nodes, names, web, work: Path, cluster) -> Non
 
 def measure_statements(engine, cluster, args, names, work: Path) -> None:
     """One more crawl on the cluster, the coordinator counting its statements."""
-    count = StatementCount(cluster)
-    count.start()
+    counting = StatementCount(cluster)
     log = work / "counted.log"
-    r = crawl(engine, cluster.url, cluster.nodes, args, log, names, DATABASE_POOLED="1")
-    single, multi, texts = count.stop()
+    r = crawl(engine, cluster.url, cluster.nodes, args, log, names, counting, DATABASE_POOLED="1")
+    single, multi, texts = r["statements"]
     share = single / max(single + multi, 1)
     print(
         f"# counted crawl on the cluster: {r['pages']:,} pages; Citus ran {single:,}"
@@ -231,6 +238,10 @@ def main() -> None:
     print(machine_line())
     started = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="hostcrawl-bench-citus-"))
+    if "--keep" in sys.argv:
+        print(f"# crawler logs kept in {work}")
+    else:
+        atexit.register(shutil.rmtree, work, True)
     cluster = start_cluster()
     one = start_one_server(len(cluster.nodes))
     urls = {"one server": one.url, "cluster": cluster.url}
