@@ -171,6 +171,12 @@ def measure_statements(engine, cluster, args, names, work: Path) -> None:
     )
     for statement, calls in texts.most_common(SHOWN):
         print(f"#   {calls:>6,} x {statement[:220]}")
+    if multi > sum(texts.values()):
+        print(
+            f"#   {multi - sum(texts.values()):>6,} not in the log: INSERT ... SELECT FROM"
+            " unnest(...) whose rows Citus sent to several shards (it decides that when it"
+            " runs them, so they are never planned as multi-task)"
+        )
     word = verdict(
         judged(share >= SINGLE_SHARD_TARGET),
         "statements on one shard",
