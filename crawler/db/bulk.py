@@ -21,7 +21,14 @@ from typing import TypeVar
 
 from sqlalchemy import Connection, Engine, text
 
-from crawler.core.hostnames import HostnameError, normalize, root, seed_refusal, shown
+from crawler.core.hostnames import (
+    HostnameError,
+    local_suffixes,
+    normalize,
+    root,
+    seed_refusal,
+    shown,
+)
 from crawler.db import rollups
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
@@ -197,12 +204,13 @@ def stage(conn: Connection, batch: Batch, with_roots: bool = True) -> None:
     conn.execute(text("ANALYZE bulk_names"))
 
 
-def insert_staged_hosts(conn: Connection) -> set[str]:
-    """The staged names not yet known, as hosts rows (counted in their roots and hour)."""
-    new = conn.execute(INSERT_HOSTS).all()
-    rollups.count_hosts(conn, new=[r for _, r in new])
+def insert_staged_hosts(conn: Connection, due_now: bool = False) -> dict[str, str]:
+    """The staged names not yet known, as hosts rows (counted in their roots and hour):
+    {hostname: root}. `due_now`: they are about to be queued due now (count_hosts)."""
+    new = dict(conn.execute(INSERT_HOSTS).all())
+    rollups.count_hosts(conn, new=new.values(), due_now=due_now)
     rollups.count_hours(conn, discovered=len(new))
-    return {h for h, _ in new}
+    return new
 
 
 def refuse_denied(conn: Connection, batch: Batch) -> None:
@@ -231,8 +239,10 @@ def seed(
     names under a deny entry. Queued: new hosts; already: known before.
     """
 
+    local = local_suffixes()  # once for the list, not once a name
+
     def refusal(hostname: str) -> str | None:
-        return seed_refusal(hostname, allow_private=allow_private, force=force)
+        return seed_refusal(hostname, allow_private=allow_private, force=force, local=local)
 
     prepared = (
         prepare(chunk, normalize, refusal, None, "already") for chunk in batches(items, size)
@@ -269,8 +279,11 @@ def _write_seeds(engine: Engine, batch: Batch) -> None:
     with engine.begin() as conn:
         stage(conn, batch)
         refuse_denied(conn, batch)
-        new = insert_staged_hosts(conn)
-        rollups.lower_next_due(conn, conn.execute(QUEUE_SEEDS))
+        new = insert_staged_hosts(conn, due_now=True)
+        # The new hosts' roots are due now already; only known hosts re-dated may lower more.
+        lowered = set(new.values())
+        dated = conn.execute(QUEUE_SEEDS)
+        rollups.lower_next_due(conn, (row for row in dated if row[0] not in lowered))
     for hostname, i in batch.first.items():
         if batch.results[i] is None:
             batch.settle(hostname, "queued" if hostname in new else "already")
