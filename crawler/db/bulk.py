@@ -12,6 +12,7 @@ on the same stage. Results come per batch, in input order, as EntryChange.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -32,7 +33,7 @@ from crawler.core.hostnames import (
 from crawler.db import rollups
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
-from crawler.db.statistics import analyzes_after
+from crawler.db.statistics import analyze_after_bulk_write
 
 
 @dataclass(frozen=True)
@@ -146,16 +147,26 @@ PACE = 250
 
 
 def paced(items: Iterable[T], every: int = PACE) -> Iterator[T]:
-    """`items`, pausing with sleep(0) after every `every` of them.
+    """`items`, pausing with sleep(0) after every `every` of them under gevent.
 
     Under the panel's gevent workers (gunicorn.conf.py) a request runs alone until it
     waits: 10,000 names normalized in one go held every other request of the process
-    for a third of a second. gevent's sleep(0) lets them run; elsewhere it is a no-op.
+    for a third of a second. gevent's sleep(0) lets them run. Elsewhere (the CLI) a
+    pause only hands the GIL to the thread writing the last batch, or the CPU away.
     """
+    if not cooperative():
+        yield from items
+        return
     for n, item in enumerate(items, 1):
         yield item
         if n % every == 0:
             time.sleep(0)
+
+
+def cooperative() -> bool:
+    """True in a process gevent has patched (the panel's workers): where pauses matter."""
+    monkey = sys.modules.get("gevent.monkey")
+    return monkey is not None and monkey.is_module_patched("time")
 
 
 def batches(items: Iterable[Item], size: int) -> Iterator[list[tuple[str, str | None]]]:
@@ -247,7 +258,17 @@ def seed(
     prepared = (
         prepare(chunk, normalize, refusal, None, "already") for chunk in batches(items, size)
     )
-    yield from overlapped(prepared, lambda batch: _write_seeds(engine, batch))
+    written = 0
+
+    def write(batch: Batch) -> None:
+        nonlocal written
+        _write_seeds(engine, batch)
+        written += len(batch.first)
+
+    yield from overlapped(prepared, write)
+    # Once, after the last batch: an ANALYZE after each batch of a million-name list took
+    # a tenth of its time (the tables double with each early batch, so each was stale).
+    analyze_after_bulk_write(engine, written)
 
 
 def overlapped(prepared: Iterator[Batch], write: Callable[[Batch], None]) -> Iterator[list]:
@@ -273,7 +294,6 @@ def _finished(batch: Batch, running: Future | None) -> list[EntryChange]:
     return batch.done()
 
 
-@analyzes_after
 @retry_conflicts
 def _write_seeds(engine: Engine, batch: Batch) -> None:
     with engine.begin() as conn:

@@ -92,9 +92,7 @@ def count_hosts(
     """Move the roots' counters: `new` hosts' roots, `gone` hosts' (root, outcome), and
     `crawled` hosts' (root, outcome before, outcome now). `due_now`: the rows counted are
     queued due now by this transaction (their roots' next_due_at is lowered to now())."""
-    hosts, ok, failed = Counter[str](), Counter[str](), Counter[str]()
-    for root in new:
-        hosts[root] += 1
+    hosts, ok, failed = Counter[str](new), Counter[str](), Counter[str]()
     for root, outcome in gone:
         hosts[root] -= 1
         ok[root] -= outcome in ALIVE

@@ -180,6 +180,7 @@ def test_removal_in_bulk_puts_back_what_each_entry_took(db):
 def test_a_long_batch_pauses_every_pace_names_so_a_gevent_worker_serves_others(db, monkeypatch):
     pauses = []
     monkeypatch.setattr(bulk, "time", SimpleNamespace(sleep=pauses.append))
+    monkeypatch.setattr(bulk, "cooperative", lambda: True)  # as under gevent's patching
     names = [f"n{i}.paced.test" for i in range(3 * bulk.PACE + 1)]
 
     changes = bulk.collect(bulk.seed(db, names))
@@ -187,3 +188,14 @@ def test_a_long_batch_pauses_every_pace_names_so_a_gevent_worker_serves_others(d
     assert [c.status for c in changes] == ["queued"] * len(names)
     # normalizing the inputs and staging the names each pause 3 times
     assert pauses == [0] * 6
+
+
+def test_outside_gevent_a_batch_never_pauses(db, monkeypatch):
+    """The CLI: a pause would hand the GIL to the writing thread (or the CPU away)."""
+    pauses = []
+    monkeypatch.setattr(bulk, "time", SimpleNamespace(sleep=pauses.append))
+    names = [f"n{i}.unpaced.test" for i in range(3 * bulk.PACE + 1)]
+
+    assert not bulk.cooperative()
+    assert {c.status for c in bulk.collect(bulk.seed(db, names))} == {"queued"}
+    assert pauses == []

@@ -1,11 +1,13 @@
 """The shortcuts a million-name seed takes give exactly what the long way gives.
 
-normalize() returns an already-normal name after its checks alone, without parsing it
-as a URL (hostnames._parsed, every step); root(), is_public_suffix() and the can-exist
-rules ask the suffix list once per name (public_suffix) instead of each asking
-tldextract. Both are compared with the long way on generated names, hypothesis
-leaning towards the cases where a shortcut could differ: digits, hyphens,
-underscores, `xn--`, upper case, long labels, suffixes with wildcards and exceptions.
+read_line() takes a line of name characters only as one name, without looking for the
+marks of the other formats (blocklists._read_marked, every format); normalize() returns
+an already-normal name after its checks alone, without parsing it as a URL
+(hostnames._parsed, every step); root(), is_public_suffix() and the can-exist rules ask
+the suffix list once per name (public_suffix) instead of each asking tldextract. Each is
+compared with the long way on generated input, hypothesis leaning towards the cases
+where a shortcut could differ: digits, hyphens, underscores, `xn--`, upper case, long
+labels, suffixes with wildcards and exceptions, the marks of every list format.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from crawler.core import hostnames
+from crawler.core import blocklists, hostnames
 from crawler.core.hostnames import (
     HostnameError,
     entry_name_refusal,
@@ -121,3 +123,18 @@ def test_a_seed_given_the_local_suffixes_refuses_as_one_reading_them(monkeypatch
         assert entry_name_refusal(name, local) == entry_name_refusal(name)
     assert seed_refusal("intranet.corp.example", local=local) is None
     assert seed_refusal("intranet.corp.example", local=frozenset()) is not None
+
+
+# Lines near a bare name: the characters of every format's marks around name-like text.
+MARKED = st.text(alphabet="aZ9_-.,#!|^$@/[] \t\ufeff*", max_size=30)
+
+
+@settings(max_examples=2000)
+@given(st.one_of(NAMES, ON_SUFFIXES, MARKED, st.text(max_size=30)))
+@example("0.0.0.0")
+@example(".")
+@example("\ufeffexample.com")
+@example("  a.example  ")
+def test_the_fast_path_of_read_line_gives_what_reading_every_format_gives(raw):
+    line = raw.strip().lstrip("\ufeff")
+    assert blocklists.read_line(7, raw) == blocklists._read_marked(7, line)
