@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -57,6 +58,10 @@ class EntryChange:
 
 
 BATCH = 20_000
+# Seed batches written at once: two keep two of the database's cores inserting (a batch
+# is CPU-bound in Postgres: ~16 index entries a name). Their rows are disjoint but for
+# repeats, which wait on each other's insert as any two writers' do.
+SEED_WRITERS = 2
 REPEATED = "repeated in this list"
 
 Item = str | tuple[str, str | None]  # a value, or (value, its own note)
@@ -206,13 +211,27 @@ def prepare(
 def stage(conn: Connection, batch: Batch, with_roots: bool = True) -> None:
     """COPY the batch's names (first seen) into bulk_names, for this transaction."""
     conn.execute(text(STAGE))
+    # One buffer, one write: row by row, each flush gave the GIL away and this thread
+    # waited up to a switch interval (5 ms) to get it back from the one preparing.
+    rows = "".join(
+        f"{hostname}\t{root(hostname) if with_roots else NULL}\t{copy_text(note)}\n"
+        for hostname, note in paced(batch.notes.items())
+    )
     with (
         conn.connection.driver_connection.cursor() as cursor,
         cursor.copy("COPY bulk_names (hostname, root, note) FROM STDIN") as copy,
     ):
-        for hostname, note in paced(batch.notes.items()):
-            copy.write_row((hostname, root(hostname) if with_roots else None, note))
+        copy.write(rows.encode())
     conn.execute(text("ANALYZE bulk_names"))
+
+
+NULL = "\\N"
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def copy_text(value: str | None) -> str:
+    """A value in COPY's text format (a normalized hostname never needs escaping)."""
+    return NULL if value is None else value.translate(_COPY_ESCAPES)
 
 
 def insert_staged_hosts(conn: Connection, due_now: bool = False) -> dict[str, str]:
@@ -265,27 +284,30 @@ def seed(
         _write_seeds(engine, batch)
         written += len(batch.first)
 
-    yield from overlapped(prepared, write)
+    yield from overlapped(prepared, write, SEED_WRITERS)
     # Once, after the last batch: an ANALYZE after each batch of a million-name list took
     # a tenth of its time (the tables double with each early batch, so each was stale).
     analyze_after_bulk_write(engine, written)
 
 
-def overlapped(prepared: Iterator[Batch], write: Callable[[Batch], None]) -> Iterator[list]:
-    """Write each batch in a thread while the next one is prepared; results in order.
+def overlapped(
+    prepared: Iterator[Batch], write: Callable[[Batch], None], writers: int = 1
+) -> Iterator[list]:
+    """Write batches in `writers` threads while the next one is prepared; results in order.
 
-    The database works while Python normalizes. Each batch is still its own transaction,
-    written one after another, and none is started after one has failed.
+    The database works while Python normalizes; with two writers, on two of its cores.
+    Each batch is still its own transaction, and none is started once one is known to
+    have failed (with several writers, those already started may commit: each whole).
     """
-    with ThreadPoolExecutor(1, thread_name_prefix="bulk-write") as pool:
-        pending: tuple[Batch, Future | None] | None = None
-        for batch in prepared:  # the next batch is prepared while `pending` is written
-            done = _finished(*pending) if pending is not None else None  # raises if it failed
-            pending = (batch, pool.submit(write, batch) if batch.first else None)
-            if done is not None:
-                yield done
-        if pending is not None:
-            yield _finished(*pending)
+    with ThreadPoolExecutor(writers, thread_name_prefix="bulk-write") as pool:
+        pending: deque[tuple[Batch, Future | None]] = deque()
+        for batch in prepared:  # prepared while the pending batches are written
+            # The oldest finished (raises if it failed) before this one takes its writer.
+            done = [_finished(*pending.popleft()) for _ in range(len(pending) - writers + 1)]
+            pending.append((batch, pool.submit(write, batch) if batch.first else None))
+            yield from done
+        while pending:
+            yield _finished(*pending.popleft())
 
 
 def _finished(batch: Batch, running: Future | None) -> list[EntryChange]:
@@ -302,7 +324,7 @@ def _write_seeds(engine: Engine, batch: Batch) -> None:
         new = insert_staged_hosts(conn, due_now=True)
         # The new hosts' roots are due now already; only known hosts re-dated may lower more.
         lowered = set(new.values())
-        dated = conn.execute(QUEUE_SEEDS)
+        dated = conn.execute(QUEUE_SEEDS).all()  # fetched at once, not row by row
         rollups.lower_next_due(conn, (row for row in dated if row[0] not in lowered))
     for hostname, i in batch.first.items():
         if batch.results[i] is None:

@@ -64,3 +64,15 @@ def test_a_known_host_without_a_date_dates_its_root_when_seeded_again(db):
     execute(db, "UPDATE queue SET next_claim_at = NULL; UPDATE roots SET next_due_at = NULL")
     assert seed(db, "a.z.test", "b.z.test") == ["already", "queued"]
     assert roots(db) == {"z.test": (2, "now")}
+
+
+def test_the_stage_keeps_every_note_as_written(db):
+    """stage() writes COPY's text format itself: tabs, newlines, backslashes escaped."""
+    notes = ["tab\there", "two\nlines", "back\\slash \\N", "cr\rlf", None, "naïve ✓"]
+    batch = bulk.Batch()
+    for i, note in enumerate(notes):
+        batch.take(f"n{i}.notes.test", f"n{i}.notes.test", note)
+    with db.begin() as conn:
+        bulk.stage(conn, batch)
+        staged = conn.execute(text("SELECT hostname, root, note FROM bulk_names")).all()
+    assert sorted(staged) == [(f"n{i}.notes.test", "notes.test", n) for i, n in enumerate(notes)]
