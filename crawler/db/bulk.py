@@ -277,17 +277,16 @@ def seed(
     prepared = (
         prepare(chunk, normalize, refusal, None, "already") for chunk in batches(items, size)
     )
-    written = 0
+    written: list[int] = []  # names each batch wrote (appended by the writers' threads)
 
     def write(batch: Batch) -> None:
-        nonlocal written
         _write_seeds(engine, batch)
-        written += len(batch.first)
+        written.append(len(batch.first))
 
     yield from overlapped(prepared, write, SEED_WRITERS)
     # Once, after the last batch: an ANALYZE after each batch of a million-name list took
     # a tenth of its time (the tables double with each early batch, so each was stale).
-    analyze_after_bulk_write(engine, written)
+    analyze_after_bulk_write(engine, sum(written))
 
 
 def overlapped(
