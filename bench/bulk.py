@@ -1,18 +1,22 @@
 """Bulk data in and out : seeding 1M names, a 100k block list, exporting 1M hosts.
 
-Targets: seeding >= 50,000 names/s and >= 0.3 x a raw COPY of the same names;
-a block list of 100,000 lines in <= 10 s; export in constant memory, its row
-count equal to the panel's for the same filter.
+Targets: seeding >= 50,000 names/s from the file to committed rows; a block list of
+100,000 lines in <= 10 s; export in constant memory, its row count equal to the
+panel's for the same filter.
 
 A throwaway embedded Postgres (deleted at exit), one run:
 
 1. A generated list of 1,000,000 lines (seeded RNG, so every run reads the same):
    94% new names (plain, some as `rank,domain`), 3% repeats in another case, 2%
-   names under 200 no_follow entries, 1% bad names. Baseline, measured first on the
+   names under 200 no_follow entries, 1% bad names. Baselines, measured first on the
    same database: COPY of the same lines, as they are, into a scratch table with one
-   text column and no index (the cost of moving the bytes into Postgres at all).
-   Then crawler.db.bulk.seed() reads the file with crawler.core.blocklists, as
-   `hostcrawl seed -f` does; its counts are checked against the generator's.
+   text column and no index (the cost of moving the bytes into Postgres at all); and
+   COPY of the valid names, normalized beforehand, into scratch copies of hosts, queue
+   and roots (the cost of storing the rows at all). Then the file is seeded by the
+   command's own code, in this process (crawler.cli.bulkrun.run_file over
+   crawler.db.bulk.seed: the line count, the reader, the progress, the summary),
+   timed from opening the file to the last batch committed; its counts are checked
+   against the generator's.
 2. A hosts file of 100,000 lines through crawler.db.deny_entries.add_no_follow_batches().
 3. `hostcrawl hosts export -o FILE` of every host (a real process, its peak RSS
    from /proc/PID/status VmHWM), and the same with --root (a few hundred rows): constant memory
@@ -24,11 +28,14 @@ A throwaway embedded Postgres (deleted at exit), one run:
    they take once the tables are analyzed.
 
 `--stale-only` runs step 4 alone; `--hosts N --block-list M` size it (to check it runs).
+`--seed-only` runs step 1 alone; `--lines N` sizes it (the figure is at 1,000,000).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import random
 import subprocess
 import sys
@@ -38,8 +45,9 @@ from pathlib import Path
 
 import _stale_statistics
 from _common import machine_line, registered_domain, start_database, subdomain_of, verdict
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import Engine, create_engine, func, select, text
 
+from crawler.cli.bulkrun import run_file
 from crawler.core.blocklists import read_lines
 from crawler.core.hostnames import HostnameError, normalize, root
 from crawler.db import bulk, deny_entries
@@ -50,17 +58,16 @@ LINES = 1_000_000
 BLOCK_LIST = 100_000
 ENTRIES = 200
 SEED_TARGET = 50_000
-COPY_RATIO_TARGET = 0.3
 BLOCK_LIST_SECONDS = 10.0
 
 
-def generate(path: Path, rng: random.Random) -> dict[str, int]:
-    """The seed list; returns the counts seeding it must give."""
+def generate(path: Path, rng: random.Random, size: int = LINES) -> dict[str, int]:
+    """The seed list of `size` lines; returns the counts seeding it must give."""
     entries = [f"deny{j}.{registered_domain(rng)}" for j in range(ENTRIES)]
     seen: set[str] = set()
     accepted: list[str] = []
     lines, counts = [], {"queued": 0, "already": 0, "refused": 0}
-    while len(lines) < LINES:
+    while len(lines) < size:
         kind = rng.random()
         if kind < 0.03 and accepted:
             lines.append(rng.choice(accepted).upper())
@@ -102,8 +109,9 @@ def raw_copy(engine, path: Path) -> float:
 
 def indexed_copy(engine, path: Path) -> float:
     """Seconds to COPY the file's valid names (normalized beforehand, not timed) with their
-    roots into scratch copies of hosts and queue: the same columns and indexes, but no
-    foreign key, no trigger and no check of any kind. What the rows cost to store."""
+    roots into scratch copies of hosts and queue, and their roots with their counts into
+    one of roots: the same columns and indexes, but no foreign key, no conflict test and
+    no check of any kind. What the rows cost to store."""
     rows = {}
     with path.open(encoding="utf-8") as lines:
         for item in read_lines(lines):
@@ -113,31 +121,40 @@ def indexed_copy(engine, path: Path) -> float:
                 continue
             rows.setdefault(name, root(name))
     data = "".join(f"{h}\t{r}\n" for h, r in sorted(rows.items())).encode()
+    counts: dict[str, int] = {}
+    for r in rows.values():
+        counts[r] = counts.get(r, 0) + 1
+    roots = "".join(f"{r}\t{n}\n" for r, n in sorted(counts.items())).encode()
     with engine.begin() as conn:
-        conn.execute(text("CREATE TABLE scratch_hosts (LIKE hosts INCLUDING ALL)"))
-        conn.execute(text("CREATE TABLE scratch_queue (LIKE queue INCLUDING ALL)"))
+        for table in ("hosts", "queue", "roots"):
+            conn.execute(text(f"CREATE TABLE scratch_{table} (LIKE {table} INCLUDING ALL)"))
     start = time.perf_counter()
     with engine.begin() as conn:
         cursor = conn.connection.driver_connection.cursor()
-        for table in ("scratch_hosts", "scratch_queue"):
-            with cursor.copy(f"COPY {table} (hostname, root) FROM STDIN") as copy:
-                copy.write(data)
+        for table, columns, payload in (
+            ("scratch_hosts", "hostname, root", data),
+            ("scratch_queue", "hostname, root", data),
+            ("scratch_roots", "root, hosts", roots),
+        ):
+            with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                copy.write(payload)
     took = time.perf_counter() - start
     with engine.begin() as conn:
-        conn.execute(text("DROP TABLE scratch_hosts, scratch_queue"))
+        conn.execute(text("DROP TABLE scratch_hosts, scratch_queue, scratch_roots"))
     return took
 
 
 def seed_file(engine, path: Path) -> tuple[float, dict[str, int]]:
-    """Seconds to seed the file as `hostcrawl seed -f` does, and the result counts."""
-    counts: dict[str, int] = {}
+    """Seconds to seed the file as `hostcrawl seed -f FILE` does (its run_file, in this
+    process: no interpreter start), and the result counts; its summary is printed."""
+    said = io.StringIO()
     start = time.perf_counter()
-    with path.open(encoding="utf-8") as lines:
-        items = ((item.value, item.note) for item in read_lines(lines))
-        for batch in bulk.seed(engine, items):
-            for change in batch:
-                counts[change.status] = counts.get(change.status, 0) + 1
-    return time.perf_counter() - start, counts
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+        summary = run_file(str(path), "seed", lambda items: bulk.seed(engine, items), None)
+    took = time.perf_counter() - start
+    for line in said.getvalue().splitlines():
+        print(f"# {line}")
+    return took, dict(summary.counts)
 
 
 def block_list(engine, rng: random.Random) -> float:
@@ -197,48 +214,65 @@ def main() -> int:
     parser.add_argument("--stale-only", action="store_true", help="only the stale-statistics run")
     parser.add_argument("--hosts", type=int, default=300_000, help="hosts queued (stale run)")
     parser.add_argument("--block-list", type=int, default=100_000, help="lines (stale run)")
+    parser.add_argument("--seed-only", action="store_true", help="only the seed of a list")
+    parser.add_argument("--lines", type=int, default=LINES, help="lines of the seed list")
     args = parser.parse_args()
     print(machine_line())
-    stale_ok = _stale_statistics.run(start_database(), args.hosts, args.block_list)
+    stale_ok = True
+    if not args.seed_only:
+        stale_ok = _stale_statistics.run(start_database(), args.hosts, args.block_list)
     if args.stale_only:
         return 0 if stale_ok else 1
+    seed_ok, engine, rng = seed_run(args.lines)
+    if args.seed_only:
+        return 0 if seed_ok else 1
+    return 0 if rest_runs(engine, rng) and seed_ok and stale_ok else 1
+
+
+def seed_run(lines: int) -> tuple[bool, Engine, random.Random]:
+    """Step 1: the seed of a generated list and its two baselines; (its verdict, the
+    database it seeded, the generator where it stopped) for the steps after it."""
     url = start_database()
     engine = create_engine(url)
     rng = random.Random(14)
     workdir = Path(tempfile.mkdtemp(prefix="hostcrawl-bulk-"))
     path = workdir / "seeds.txt"
-    expected = generate(path, rng)
+    expected = generate(path, rng, lines)
     entries = expected.pop("entries")
     deny_entries.add_no_follow(engine, entries)  # type: ignore[arg-type]
 
     copy_s = raw_copy(engine, path)
     indexed_s = indexed_copy(engine, path)
     seed_s, counts = seed_file(engine, path)
-    seed_rate, copy_rate = LINES / seed_s, LINES / copy_s
+    seed_rate, copy_rate, indexed_rate = lines / seed_s, lines / copy_s, lines / indexed_s
     ok_counts = counts == expected
-    ok = seed_rate >= SEED_TARGET and seed_rate >= COPY_RATIO_TARGET * copy_rate and ok_counts
+    ok = seed_rate >= SEED_TARGET and ok_counts
     counts_word = verdict(
         ok_counts, "seed counts", "as expected" if ok_counts else "differ", "as generated"
     )
     print(f"# seed counts {counts} expected {expected}: {counts_word}")
+    print(
+        f"# baseline, raw COPY of the lines into one unindexed column: {copy_rate:,.0f}"
+        f" lines/s ({copy_s:.1f} s); seed/that {seed_rate / copy_rate:.3f}"
+    )
     seed_word = verdict(
         ok,
         "seed rate",
-        f"{seed_rate:,.0f}/s x{seed_rate / copy_rate:.2f}",
-        f">= {SEED_TARGET:,}/s, >= x{COPY_RATIO_TARGET}",
+        f"{seed_rate:,.0f}/s x{seed_rate / indexed_rate:.2f}",
+        f">= {SEED_TARGET:,}/s",
     )
     print(
-        f"seed: {seed_rate:,.0f} names/s ({LINES:,} lines in {seed_s:.1f} s);"
-        f" raw COPY {copy_rate:,.0f} lines/s ({copy_s:.1f} s); ratio {seed_rate / copy_rate:.2f}"
-        f" (targets >= {SEED_TARGET:,}/s and >= {COPY_RATIO_TARGET}x): {seed_word}"
+        f"seed: {seed_rate:,.0f} names/s ({lines:,} lines in {seed_s:.1f} s, file to committed"
+        f" rows); baseline COPY of the normalized names into scratch hosts, queue and roots"
+        f" (same indexes, no FK, no conflict test): {indexed_rate:,.0f} lines/s"
+        f" ({indexed_s:.1f} s); ratio {seed_rate / indexed_rate:.2f} (target >= {SEED_TARGET:,}"
+        f" names/s): {seed_word}"
     )
+    return ok, engine, rng
 
-    print(
-        f"# second baseline: COPY of the normalized names into scratch copies of hosts and"
-        f" queue (same indexes, no FK/trigger): {LINES / indexed_s:,.0f} lines/s"
-        f" ({indexed_s:.1f} s); seed/that {indexed_s / seed_s:.2f}"
-    )
 
+def rest_runs(engine: Engine, rng: random.Random) -> bool:
+    """Steps 2 and 3, on the database step 1 seeded: the block list and the export."""
     nf_s = block_list(engine, rng)
     nf_ok = nf_s <= BLOCK_LIST_SECONDS
     no_follow_word = verdict(
@@ -267,7 +301,7 @@ def main() -> int:
         f" rows (constant memory: {same_word}); rows = the panel's count for the same"
         f" filter: {verdict(same, 'export rows = panel count', all_rows, 'equal')}"
     )
-    return 0 if ok and nf_ok and flat and same and stale_ok else 1
+    return nf_ok and flat and same
 
 
 if __name__ == "__main__":

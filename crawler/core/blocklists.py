@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import ipaddress
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -54,6 +55,10 @@ HEADER_CELLS = frozenset({"hostname", "domain", "host", "name", "rank", "site", 
 ADBLOCK_OPTIONS_KEPT = frozenset({"important", "all", "document", "doc"})
 COSMETIC_MARKS = ("##", "#@#", "#?#", "#$#", "#%#", "$$")
 
+
+# A line of letters, digits, '_', '-' and '.' only holds none of the marks read_line()
+# looks for: it is one name (or a malformed one normalize() refuses), as the long way says.
+_BARE_NAME = re.compile(r"[\w.-]+", re.ASCII)
 
 # Whitespace splits a hosts-file line; in a plain list it is a typo or a pasted sentence.
 # Taking each word as a name would queue a fragment (`mple.com`) nobody asked for.
@@ -103,6 +108,13 @@ def read_lines(lines: Iterable[str], skipped: Skipped | None = None) -> Iterator
 def read_line(number: int, raw: str) -> list[ListItem | str]:
     """The names on one line, or the kind of line it is when it holds none."""
     line = raw.strip().lstrip("\ufeff")
+    if _BARE_NAME.fullmatch(line):  # most lines of a big list: no mark to look for
+        return [ListItem(number, line)]
+    return _read_marked(number, line)
+
+
+def _read_marked(number: int, line: str) -> list[ListItem | str]:
+    """read_line() of a stripped line in any format."""
     if not line:
         return []
     if line.startswith(COSMETIC_MARKS):  # `##.ad`: a rule for every page

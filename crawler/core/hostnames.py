@@ -63,6 +63,13 @@ def normalize(value: str) -> str:
     """
     if not isinstance(value, str):
         raise HostnameError(value, "not a string")
+    if _ASCII_NAME.fullmatch(value):  # already lower-case ASCII labels (the common case):
+        return _checked(value, value)  # every step of _parsed() but the checks is identity
+    return _parsed(value)
+
+
+def _parsed(value: str) -> str:
+    """normalize() of any text: the authority of a URL, then its host, made normal."""
     text = _clean(value)
     if not text:
         raise HostnameError(value, "empty")
@@ -80,12 +87,9 @@ def normalize_or_none(value: str) -> str | None:
 
 def normalize_parsed_host(host: str) -> str:
     """Our normalized form of a host a WHATWG URL parser gave (an IPv6 one in brackets).
-
-    The parser already did IDNA (UTS #46 non-transitional, as browsers do), IPv4
-    number forms and percent-decoding; what is left is ours: no trailing dot,
-    brackets off, IPv6 as `ipaddress` writes it, and the label, length and punycode
-    rules that `normalize()` applies. HostnameError where they refuse it.
-    """
+    The parser did IDNA (UTS #46 non-transitional, as browsers do), IPv4 number forms
+    and percent-decoding; ours is the rest: no trailing dot, brackets off, IPv6 as
+    `ipaddress` writes it, normalize()'s label, length and punycode rules (HostnameError)."""
     if host.startswith("["):
         host = _ipv6(host, host[1:-1])
     return _normalize_host(host, host)
@@ -112,10 +116,8 @@ def _authority(value: str, text: str) -> str:
 
 
 def _host_part(value: object, authority: str) -> str:
-    """Strip userinfo, a `*.` prefix, port and brackets from an authority.
-
-    Only an IPv6 literal comes back in brackets: `_normalize_host` relies on it.
-    """
+    """Strip userinfo, a `*.` prefix, port and brackets from an authority (only an IPv6
+    literal comes back in brackets: `_normalize_host` relies on it)."""
     host = authority.rpartition("@")[2]
     if host.startswith("*."):
         host = host[2:]
@@ -162,10 +164,14 @@ def _normalize_host(value: object, host: str) -> str:
         host = _idna(value, host)
     if _ASCII_NAME.fullmatch(host) is None:
         raise HostnameError(value, _ascii_problem(host))
+    return _checked(value, host)
+
+
+def _checked(value: object, host: str) -> str:
+    """An ASCII name of valid labels, checked for length, IPv4 form and punycode."""
     if len(host) > MAX_NAME:
         raise HostnameError(value, f"name longer than {MAX_NAME} characters")
-    last = host.rpartition(".")[2]
-    if last.isdigit():
+    if host.rpartition(".")[2].isdigit():
         return _ipv4(value, host)
     if "xn--" in host:
         _check_punycode(value, host)
@@ -180,12 +186,10 @@ def _idna(value: object, host: str) -> str:
 
 
 def _check_punycode(value: object, host: str) -> None:
-    """Refuse an `xn--` label that is no valid UTS #46 label (browsers refuse it too).
-
-    Checked with the parser's IDNA, as browsers do, not IDNA2008: a symbol or emoji
-    name browsers reach (`xn--n3h.net`, the snowman) is a hostname, so every host a
-    link gives stays a fixed point of normalize().
-    """
+    """Refuse an `xn--` label that is no valid UTS #46 label (browsers refuse it too),
+    by the parser's IDNA as browsers do, not IDNA2008: a symbol or emoji name browsers
+    reach (`xn--n3h.net`, the snowman) is a hostname, so every host a link gives stays a
+    fixed point of normalize()."""
     for label in host.split("."):
         if label.startswith("xn--") and not _valid_ace_label(label):
             raise HostnameError(value, f"bad IDNA label {label!r} (not valid punycode for UTS #46)")
@@ -233,25 +237,31 @@ def parents(hostname: str) -> list[str]:
 
 @lru_cache(maxsize=65536)
 def root(hostname: str) -> str:
-    """The registered domain of a normalized hostname (docs/design.md, "root").
-
-    A TLD missing from the list follows the PSL's default rule '*', so its last
-    label is the suffix. An IP, a single label or a bare suffix is its own root.
-    """
+    """The registered domain of a normalized hostname (docs/design.md, "root"). A TLD the
+    list lacks follows the PSL's default rule '*' (its last label is the suffix). An IP, a
+    single label or a bare suffix is its own root."""
     if is_ip(hostname) or "." not in hostname:
         return hostname
-    parts = _extract(hostname)
-    if parts.suffix:
-        return f"{parts.domain}.{parts.suffix}" if parts.domain else hostname
+    if suffix := public_suffix(hostname):
+        domain = hostname[: -len(suffix) - 1].rpartition(".")[2]  # '' for a bare suffix
+        return f"{domain}.{suffix}" if domain else hostname
     return ".".join(hostname.rsplit(".", 2)[-2:])
+
+
+@lru_cache(maxsize=65536)
+def public_suffix(hostname: str) -> str:
+    """The public suffix of a normalized name, no IP ('' for an unknown TLD). Cached: the
+    rules a seed passes (and its root) ask it about each name, and a lookup costs more
+    than normalize()."""
+    return _extract(hostname).suffix
 
 
 def is_public_suffix(hostname: str) -> bool:
     """True when the hostname is itself a public suffix (`com`, `co.uk`, `test`)."""
     if is_ip(hostname):
         return False
-    parts = _extract(hostname)
-    return not parts.domain if parts.suffix else "." not in hostname
+    suffix = public_suffix(hostname)
+    return suffix == hostname if suffix else "." not in hostname
 
 
 def is_subdomain(hostname: str) -> bool:
@@ -260,10 +270,8 @@ def is_subdomain(hostname: str) -> bool:
 
 
 def normalize_entry(value: str, *, force: bool = False) -> str:
-    """normalize() for a deny entry: a bare public suffix only when forced.
-
-    An entry `com` would deny every .com name, which is almost always a typo.
-    """
+    """normalize() for a deny entry: a bare public suffix only when forced (an entry `com`
+    would deny every .com name, which is almost always a typo)."""
     hostname = normalize(value)
     if not force and is_public_suffix(hostname):
         raise HostnameError(
@@ -285,13 +293,19 @@ _PRIVATE_KINDS = (
 )
 
 
-def seed_refusal(hostname: str, *, allow_private: bool = False, force: bool = False) -> str | None:
+def seed_refusal(
+    hostname: str,
+    *,
+    allow_private: bool = False,
+    force: bool = False,
+    local: frozenset[str] | None = None,
+) -> str | None:
     """Why a normalized hostname is no crawlable seed, in words for an operator; or None.
 
     A bare public suffix has no site of its own (seeded only when forced, as a deny
     entry is). localhost, names under .localhost and IP literals that are not on the
     public web (loopback, private, link-local...) are refused unless `allow_private`
-    (a crawl of a test network on loopback needs them).
+    (a crawl of a test network on loopback needs them). `local`: as for name_refusal().
     """
     if hostname == "localhost" or hostname.endswith(".localhost"):
         if allow_private:
@@ -301,21 +315,19 @@ def seed_refusal(hostname: str, *, allow_private: bool = False, force: bool = Fa
         kind = None if allow_private else _private_kind(ipaddress.ip_address(hostname))
         return f"{kind}, not a host on the web (allow private hosts to seed it)" if kind else None
     if not force and is_public_suffix(hostname):
-        if "." not in hostname and not _extract(hostname).suffix:
+        if "." not in hostname and not public_suffix(hostname):
             # `intranet`, `corp`: a suffix only by the list's default rule (an unknown last
             # label is one); to an operator it is a local name, not a public suffix.
             return "a single label: not a name on the public internet (force to seed it)"
         return "a bare public suffix: no site of its own to crawl (force to seed it)"
-    if (words := entry_name_refusal(hostname)) is not None:
+    if (words := entry_name_refusal(hostname, local)) is not None:
         return f"{words}: no host on the web has such a name"
     return None
 
 
 def _private_kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     """What kind of non-public address this is (an IPv4-mapped one as its IPv4), or None."""
-    mapped = getattr(address, "ipv4_mapped", None)
-    if mapped is not None:
-        address = mapped
+    address = getattr(address, "ipv4_mapped", None) or address
     for attribute, kind in _PRIVATE_KINDS:
         if getattr(address, attribute):
             return kind
@@ -381,13 +393,13 @@ def _name_refusal(hostname: str, local: frozenset[str]) -> str | None:
         return SPECIAL_USE
     if len(labels) == 1:
         return SINGLE_LABEL
-    return None if _extract(hostname).suffix else UNKNOWN_TLD
+    return None if public_suffix(hostname) else UNKNOWN_TLD
 
 
 def entry_name_refusal(hostname: str, local: frozenset[str] | None = None) -> str | None:
     """name_refusal() in words for an operator's seed or deny entry; None when it can exist.
     A bare suffix of the list (`com`, `co.uk`) is left to the bare-public-suffix rule."""
-    if not is_ip(hostname) and _extract(hostname).suffix == hostname:
+    if not is_ip(hostname) and public_suffix(hostname) == hostname:
         return None
     reason = name_refusal(hostname, local)
     if reason == SPECIAL_USE:

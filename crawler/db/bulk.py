@@ -12,7 +12,9 @@ on the same stage. Results come per batch, in input order, as EntryChange.
 
 from __future__ import annotations
 
+import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,11 +23,18 @@ from typing import TypeVar
 
 from sqlalchemy import Connection, Engine, text
 
-from crawler.core.hostnames import HostnameError, normalize, root, seed_refusal, shown
+from crawler.core.hostnames import (
+    HostnameError,
+    local_suffixes,
+    normalize,
+    root,
+    seed_refusal,
+    shown,
+)
 from crawler.db import rollups
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
-from crawler.db.statistics import analyzes_after
+from crawler.db.statistics import analyze_after_bulk_write
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,10 @@ class EntryChange:
 
 
 BATCH = 20_000
+# Seed batches written at once: two keep two of the database's cores inserting (a batch
+# is CPU-bound in Postgres: ~16 index entries a name). Their rows are disjoint but for
+# repeats, which wait on each other's insert as any two writers' do.
+SEED_WRITERS = 2
 REPEATED = "repeated in this list"
 
 Item = str | tuple[str, str | None]  # a value, or (value, its own note)
@@ -139,16 +152,26 @@ PACE = 250
 
 
 def paced(items: Iterable[T], every: int = PACE) -> Iterator[T]:
-    """`items`, pausing with sleep(0) after every `every` of them.
+    """`items`, pausing with sleep(0) after every `every` of them under gevent.
 
     Under the panel's gevent workers (gunicorn.conf.py) a request runs alone until it
     waits: 10,000 names normalized in one go held every other request of the process
-    for a third of a second. gevent's sleep(0) lets them run; elsewhere it is a no-op.
+    for a third of a second. gevent's sleep(0) lets them run. Elsewhere (the CLI) a
+    pause only hands the GIL to the thread writing the last batch, or the CPU away.
     """
+    if not cooperative():
+        yield from items
+        return
     for n, item in enumerate(items, 1):
         yield item
         if n % every == 0:
             time.sleep(0)
+
+
+def cooperative() -> bool:
+    """True in a process gevent has patched (the panel's workers): where pauses matter."""
+    monkey = sys.modules.get("gevent.monkey")
+    return monkey is not None and monkey.is_module_patched("time")
 
 
 def batches(items: Iterable[Item], size: int) -> Iterator[list[tuple[str, str | None]]]:
@@ -188,22 +211,37 @@ def prepare(
 def stage(conn: Connection, batch: Batch, with_roots: bool = True) -> None:
     """COPY the batch's names (first seen) into bulk_names, for this transaction."""
     conn.execute(text(STAGE))
+    # One buffer, one write: row by row, each flush gave the GIL away and this thread
+    # waited up to a switch interval (5 ms) to get it back from the one preparing.
+    rows = "".join(
+        f"{hostname}\t{root(hostname) if with_roots else NULL}\t{copy_text(note)}\n"
+        for hostname, note in paced(batch.notes.items())
+    )
     with (
         conn.connection.driver_connection.cursor() as cursor,
         cursor.copy("COPY bulk_names (hostname, root, note) FROM STDIN") as copy,
     ):
-        for hostname, note in paced(batch.notes.items()):
-            copy.write_row((hostname, root(hostname) if with_roots else None, note))
+        copy.write(rows.encode())
     conn.execute(text("ANALYZE bulk_names"))
 
 
-def insert_staged_hosts(conn: Connection) -> set[str]:
-    """The staged names not yet known, as hosts rows (counted in their roots and hour)."""
-    new = conn.execute(INSERT_HOSTS).all()
-    rollups.count_hosts(conn, new=[r for _, r in new])
+NULL = "\\N"
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def copy_text(value: str | None) -> str:
+    """A value in COPY's text format (a normalized hostname never needs escaping)."""
+    return NULL if value is None else value.translate(_COPY_ESCAPES)
+
+
+def insert_staged_hosts(conn: Connection, due_now: bool = False) -> dict[str, str]:
+    """The staged names not yet known, as hosts rows (counted in their roots and hour):
+    {hostname: root}. `due_now`: they are about to be queued due now (count_hosts)."""
+    new = dict(conn.execute(INSERT_HOSTS).all())
+    rollups.count_hosts(conn, new=new.values(), due_now=due_now)
     rollups.count_hours(conn, discovered=len(new))
     rollups.count_sources(conn, (None for _ in new))  # a seed or an entry: no source
-    return {h for h, _ in new}
+    return new
 
 
 def refuse_denied(conn: Connection, batch: Batch) -> None:
@@ -232,30 +270,44 @@ def seed(
     names under a deny entry. Queued: new hosts; already: known before.
     """
 
+    local = local_suffixes()  # once for the list, not once a name
+
     def refusal(hostname: str) -> str | None:
-        return seed_refusal(hostname, allow_private=allow_private, force=force)
+        return seed_refusal(hostname, allow_private=allow_private, force=force, local=local)
 
     prepared = (
         prepare(chunk, normalize, refusal, None, "already") for chunk in batches(items, size)
     )
-    yield from overlapped(prepared, lambda batch: _write_seeds(engine, batch))
+    written: list[int] = []  # names each batch wrote (appended by the writers' threads)
+
+    def write(batch: Batch) -> None:
+        _write_seeds(engine, batch)
+        written.append(len(batch.first))
+
+    yield from overlapped(prepared, write, SEED_WRITERS)
+    # Once, after the last batch: an ANALYZE after each batch of a million-name list took
+    # a tenth of its time (the tables double with each early batch, so each was stale).
+    analyze_after_bulk_write(engine, sum(written))
 
 
-def overlapped(prepared: Iterator[Batch], write: Callable[[Batch], None]) -> Iterator[list]:
-    """Write each batch in a thread while the next one is prepared; results in order.
+def overlapped(
+    prepared: Iterator[Batch], write: Callable[[Batch], None], writers: int = 1
+) -> Iterator[list]:
+    """Write batches in `writers` threads while the next one is prepared; results in order.
 
-    The database works while Python normalizes. Each batch is still its own transaction,
-    written one after another, and none is started after one has failed.
+    The database works while Python normalizes; with two writers, on two of its cores.
+    Each batch is still its own transaction, and none is started once one is known to
+    have failed (with several writers, those already started may commit: each whole).
     """
-    with ThreadPoolExecutor(1, thread_name_prefix="bulk-write") as pool:
-        pending: tuple[Batch, Future | None] | None = None
-        for batch in prepared:  # the next batch is prepared while `pending` is written
-            done = _finished(*pending) if pending is not None else None  # raises if it failed
-            pending = (batch, pool.submit(write, batch) if batch.first else None)
-            if done is not None:
-                yield done
-        if pending is not None:
-            yield _finished(*pending)
+    with ThreadPoolExecutor(writers, thread_name_prefix="bulk-write") as pool:
+        pending: deque[tuple[Batch, Future | None]] = deque()
+        for batch in prepared:  # prepared while the pending batches are written
+            # The oldest finished (raises if it failed) before this one takes its writer.
+            done = [_finished(*pending.popleft()) for _ in range(len(pending) - writers + 1)]
+            pending.append((batch, pool.submit(write, batch) if batch.first else None))
+            yield from done
+        while pending:
+            yield _finished(*pending.popleft())
 
 
 def _finished(batch: Batch, running: Future | None) -> list[EntryChange]:
@@ -264,14 +316,16 @@ def _finished(batch: Batch, running: Future | None) -> list[EntryChange]:
     return batch.done()
 
 
-@analyzes_after
 @retry_conflicts
 def _write_seeds(engine: Engine, batch: Batch) -> None:
     with engine.begin() as conn:
         stage(conn, batch)
         refuse_denied(conn, batch)
-        new = insert_staged_hosts(conn)
-        rollups.lower_next_due(conn, conn.execute(QUEUE_SEEDS))
+        new = insert_staged_hosts(conn, due_now=True)
+        # The new hosts' roots are due now already; only known hosts re-dated may lower more.
+        lowered = set(new.values())
+        dated = conn.execute(QUEUE_SEEDS).all()  # fetched at once, not row by row
+        rollups.lower_next_due(conn, (row for row in dated if row[0] not in lowered))
     for hostname, i in batch.first.items():
         if batch.results[i] is None:
             batch.settle(hostname, "queued" if hostname in new else "already")

@@ -24,20 +24,28 @@ from datetime import datetime
 
 from sqlalchemy import Connection, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.types import DateTime
+from sqlalchemy.types import Boolean, DateTime
 
 from crawler.core.outcomes import ALIVE, NETWORK_FAILURES, counts_as_failed, outcome_group
 from crawler.db.hostsql import INTS, names_param
 
-# Rows in root order: the order every writer locks roots rows in.
+# Rows in root order: the order every writer locks roots rows in. `due_now`: the roots'
+# new hosts are queued due now by this transaction, so their bound is lowered here too
+# (LEAST skips a NULL), not by a second statement over the same rows (lower_next_due).
 ADD_TO_ROOTS = text(
     """
-    INSERT INTO roots AS r (root, hosts, crawled_ok, failed)
-    SELECT * FROM unnest(:roots, :hosts, :ok, :failed) AS t ORDER BY 1
+    INSERT INTO roots AS r (root, hosts, crawled_ok, failed, next_due_at)
+    SELECT t.root, t.hosts, t.ok, t.failed, CASE WHEN :due_now THEN now() END
+      FROM unnest(:roots, :hosts, :ok, :failed) AS t(root, hosts, ok, failed) ORDER BY 1
     ON CONFLICT (root) DO UPDATE SET hosts = r.hosts + excluded.hosts,
-           crawled_ok = r.crawled_ok + excluded.crawled_ok, failed = r.failed + excluded.failed
+           crawled_ok = r.crawled_ok + excluded.crawled_ok, failed = r.failed + excluded.failed,
+           next_due_at = least(r.next_due_at, excluded.next_due_at)
     """
-).bindparams(*names_param("roots"), *(bindparam(n, type_=INTS) for n in ("hosts", "ok", "failed")))
+).bindparams(
+    *names_param("roots"),
+    *(bindparam(n, type_=INTS) for n in ("hosts", "ok", "failed")),
+    bindparam("due_now", type_=Boolean),
+)
 # Only roots whose bound moves are written: an UPDATE whose WHERE fails locks nothing.
 LOWER_NEXT_DUE = text(
     """
@@ -81,12 +89,12 @@ def count_hosts(
     new: Iterable[str] = (),
     gone: Iterable[tuple[str, str | None]] = (),
     crawled: Iterable[tuple[str, str | None, str | None]] = (),
+    due_now: bool = False,
 ) -> None:
     """Move the roots' counters: `new` hosts' roots, `gone` hosts' (root, outcome), and
-    `crawled` hosts' (root, outcome before, outcome now)."""
-    hosts, ok, failed = Counter[str](), Counter[str](), Counter[str]()
-    for root in new:
-        hosts[root] += 1
+    `crawled` hosts' (root, outcome before, outcome now). `due_now`: the rows counted are
+    queued due now by this transaction (their roots' next_due_at is lowered to now())."""
+    hosts, ok, failed = Counter[str](new), Counter[str](), Counter[str]()
     for root, outcome in gone:
         hosts[root] -= 1
         ok[root] -= outcome in ALIVE
@@ -98,7 +106,7 @@ def count_hosts(
     if roots:
         columns = {"hosts": hosts, "ok": ok, "failed": failed}
         params = {name: [counter[r] for r in roots] for name, counter in columns.items()}
-        conn.execute(ADD_TO_ROOTS, {"roots": roots, **params})
+        conn.execute(ADD_TO_ROOTS, {"roots": roots, **params, "due_now": due_now})
 
 
 def lower_next_due(conn: Connection, dated: Iterable[tuple[str, datetime | None]]) -> int:

@@ -93,14 +93,17 @@ def test_a_second_run_answers_already_and_dates_a_dateless_row(db):
     assert dated == [(True,)]
 
 
-def test_a_failed_batch_leaves_nothing_and_the_batches_before_it_whole(db, monkeypatch):
+@pytest.mark.parametrize("writers", [1, 2])
+def test_a_failed_batch_leaves_nothing_and_the_batches_before_it_whole(db, monkeypatch, writers):
+    """With two writers, the batch after the failed one may have started: it is whole."""
+    monkeypatch.setattr(bulk, "SEED_WRITERS", writers)
     names = [f"n{i}.test" for i in range(10)]
     real = bulk._write_seeds
     calls = []
 
     def fail_on_the_third(engine, batch):
         calls.append(len(batch.first))
-        if len(calls) == 3:
+        if "n6.test" in batch.first:  # the third batch
             with engine.begin() as conn:  # half the batch in, then the failure
                 conn.execute(text("INSERT INTO hosts (hostname, root) VALUES ('n6.test', 'x')"))
                 raise RuntimeError("killed")
@@ -110,10 +113,14 @@ def test_a_failed_batch_leaves_nothing_and_the_batches_before_it_whole(db, monke
     with pytest.raises(RuntimeError):
         bulk.collect(bulk.seed(db, names, size=3))
     stored = {h for (h,) in rows(db, "SELECT hostname FROM hosts")}
-    assert stored == set(names[:6])  # two whole batches, nothing of the third
+    # Two whole batches, nothing of the third; the fourth (n9) was started beside the
+    # third by a second writer, and is whole too. Nothing is started after the failure.
+    started = names[:6] + names[9:] * (writers - 1)
+    assert stored == set(started)
+    assert sorted(calls) == sorted([3, 3, 3, 1][: 3 + writers - 1])
     monkeypatch.setattr(bulk, "_write_seeds", real)
     rerun = bulk.collect(bulk.seed(db, names, size=3))
-    assert [c.status for c in rerun] == ["already"] * 6 + ["queued"] * 4
+    assert [c.status for c in rerun] == ["already" if n in started else "queued" for n in names]
 
 
 def test_no_follow_in_bulk_takes_hosts_out_once_and_logs_one_row(db):
@@ -180,6 +187,7 @@ def test_removal_in_bulk_puts_back_what_each_entry_took(db):
 def test_a_long_batch_pauses_every_pace_names_so_a_gevent_worker_serves_others(db, monkeypatch):
     pauses = []
     monkeypatch.setattr(bulk, "time", SimpleNamespace(sleep=pauses.append))
+    monkeypatch.setattr(bulk, "cooperative", lambda: True)  # as under gevent's patching
     names = [f"n{i}.paced.test" for i in range(3 * bulk.PACE + 1)]
 
     changes = bulk.collect(bulk.seed(db, names))
@@ -187,3 +195,14 @@ def test_a_long_batch_pauses_every_pace_names_so_a_gevent_worker_serves_others(d
     assert [c.status for c in changes] == ["queued"] * len(names)
     # normalizing the inputs and staging the names each pause 3 times
     assert pauses == [0] * 6
+
+
+def test_outside_gevent_a_batch_never_pauses(db, monkeypatch):
+    """The CLI: a pause would hand the GIL to the writing thread (or the CPU away)."""
+    pauses = []
+    monkeypatch.setattr(bulk, "time", SimpleNamespace(sleep=pauses.append))
+    names = [f"n{i}.unpaced.test" for i in range(3 * bulk.PACE + 1)]
+
+    assert not bulk.cooperative()
+    assert {c.status for c in bulk.collect(bulk.seed(db, names))} == {"queued"}
+    assert pauses == []
