@@ -151,7 +151,10 @@ def _adblock(number: int, line: str) -> ListItem | str:
 
 def _csv(number: int, line: str) -> ListItem | str:
     """`rank,domain` or `hostname[,note]`; a header row is skipped."""
-    cells = [c.strip() for c in next(csv.reader([line]), [])]
+    try:
+        cells = [c.strip() for c in next(csv.reader([line]), [])]
+    except csv.Error:  # a bare carriage return inside: normalize() refuses it by name
+        return ListItem(number, line)
     if not cells or not cells[0]:
         return COMMENT
     if cells[0].lower() in HEADER_CELLS:
