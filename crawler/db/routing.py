@@ -3,21 +3,33 @@
 `queue.denied_by` names the entry that took a row out of routing, so removing
 an entry puts back exactly its rows (unless another entry still covers them: the
 entry writer, crawler.db.deny_entries, asks NEAREST_ENTRY, as the claim does).
+
+An entry covers a row from the row's own root (at or under it: the same shard group on
+a Citus cluster) or from above it (a forced bare public suffix, `test`, `co.uk`: in the
+shard of its own root). A statement that locks rows runs within one shard group, so the
+entries above the rows' roots come in as a parameter (`:above`, read beforehand).
 """
 
 from __future__ import annotations
 
 from sqlalchemy import Engine, text
 
+from crawler.core.hostnames import root
 from crawler.db import rollups
 from crawler.db.retry import retry_conflicts
 
-# The nearest other deny entry above a row, or NULL when none covers it.
+# The nearest other deny entry above a row `q` of the shard group's :roots, or NULL when
+# none covers it: one in the row's root, else the nearest of the standing entries above
+# roots (:above), which are always shorter.
 NEAREST_ENTRY = """
-    (SELECT d.hostname FROM queue d
-      WHERE d.hostname = ANY(host_parents(q.hostname)) AND d.hostname <> q.hostname
-        AND d.status_reason IS NOT NULL
-      ORDER BY length(d.hostname) DESC LIMIT 1)
+    coalesce(
+      (SELECT d.hostname FROM queue d
+        WHERE d.root = q.root AND d.root = ANY(:roots)
+          AND d.hostname = ANY(host_parents(q.hostname)) AND d.hostname <> q.hostname
+          AND d.status_reason IS NOT NULL
+        ORDER BY length(d.hostname) DESC LIMIT 1),
+      (SELECT a FROM unnest(:above) AS a
+        WHERE a = ANY(host_parents(q.hostname)) ORDER BY length(a) DESC LIMIT 1))
 """
 
 # The claim is released either way, and the host is due at once the moment it is
@@ -27,7 +39,8 @@ DENY_ONE = text(
     """
     WITH entry AS (
         SELECT EXISTS (SELECT 1 FROM queue
-                        WHERE hostname = :entry AND status_reason IS NOT NULL)
+                        WHERE hostname = :entry AND root = :entry_root
+                          AND status_reason IS NOT NULL)
                AS stands)
     UPDATE queue q SET claimed_by = NULL, claimed_at = NULL,
            denied_by = CASE WHEN q.status_reason IS NULL AND entry.stands
@@ -35,7 +48,7 @@ DENY_ONE = text(
            next_claim_at = CASE WHEN q.status_reason IS NULL
                                 THEN now() ELSE q.next_claim_at END
       FROM entry
-     WHERE q.hostname = :hostname
+     WHERE q.hostname = :hostname AND q.root = :root
     RETURNING q.root, CASE WHEN q.status_reason IS NULL AND q.denied_by IS NULL
                            THEN q.next_claim_at END
     """
@@ -46,5 +59,7 @@ DENY_ONE = text(
 def take_out_denied(engine: Engine, hostname: str, entry: str) -> None:
     """A request to `hostname` was denied by `entry`: its row leaves routing (and its claim)."""
     with engine.begin() as conn:
-        dated = conn.execute(DENY_ONE, {"hostname": hostname, "entry": entry})
+        names = {"hostname": hostname, "root": root(hostname)}
+        entries = {"entry": entry, "entry_root": root(entry)}
+        dated = conn.execute(DENY_ONE, {**names, **entries})
         rollups.lower_next_due(conn, dated.all())
