@@ -100,20 +100,21 @@ SET_ENTRY = {
         """
     ),
 }
-# Each statement that locks rows runs once per shard group of the staged names' roots
-# (crawler.db.cluster.by_shard_group; one group on one server), narrowed to its :roots.
-LOCK_STAGED = text(
+# Each statement that locks rows runs once per shard group of the names' roots
+# (crawler.db.cluster.by_shard_group; one group on one server), narrowed to its :roots,
+# with the group's :names as an array: Citus loses columns of a join to the stage (a
+# table of the coordinator's) inside a locking CTE.
+LOCK_NAMED = text(
     """
-    SELECT q.hostname, q.status_reason FROM queue q JOIN bulk_names s USING (hostname)
-     WHERE q.root = ANY(:roots) AND s.root = ANY(:roots)
-     ORDER BY q.hostname FOR UPDATE OF q
+    SELECT hostname, status_reason FROM queue
+     WHERE root = ANY(:roots) AND hostname = ANY(:names)
+     ORDER BY hostname FOR UPDATE
     """
-).bindparams(*names_param("roots"))
+).bindparams(*names_param("roots", "names"))
 # Every routed row under a new entry (:entries, of the group), in the entry's root, leaves
 # routing, credited to the nearest new entry. OFFSET 0 keeps the row filters out of the
 # lateral scan, so it is always the range scan of ix_queue_reversed, whatever the planner
-# believes of the queue's size. (The entries come as arrays, not from the stage: Citus
-# loses a column of the stage's lateral join here.)
+# believes of the queue's size.
 TAKE_OUT_UNDER = text(
     """
     WITH under AS (
@@ -147,15 +148,15 @@ TAKE_OUT_UNDER_ABOVE = text(
 REMOVE_ENTRIES = text(
     """
     WITH old AS (
-        SELECT q.hostname, q.blocked_reason, q.note FROM queue q JOIN bulk_names s USING (hostname)
-         WHERE q.root = ANY(:roots) AND s.root = ANY(:roots) AND q.status_reason = :rule
-         ORDER BY q.hostname FOR UPDATE OF q)
+        SELECT hostname, blocked_reason, note FROM queue
+         WHERE root = ANY(:roots) AND hostname = ANY(:names) AND status_reason = :rule
+         ORDER BY hostname FOR UPDATE)
     UPDATE queue q SET status_reason = NULL, blocked_reason = NULL, blocked_at = NULL, note = NULL
       FROM old WHERE q.hostname = old.hostname AND q.root = ANY(:roots)
     RETURNING q.hostname, coalesce(old.blocked_reason, old.note), q.root,
               CASE WHEN q.denied_by IS NULL THEN q.next_claim_at END
     """
-).bindparams(*names_param("roots"))
+).bindparams(*names_param("roots", "names"))
 # The roots holding rows taken out by entries above roots: the shard groups to put back in.
 ROOTS_DENIED_BY = text(
     "SELECT DISTINCT root FROM queue WHERE denied_by = ANY(:entries)"
@@ -314,8 +315,8 @@ def _write_entries(engine: Engine, batch: Batch, rule: str, actor: str, note: st
         fresh = set(conn.execute(INSERT_ENTRY[rule]).scalars())
         groups = cluster.by_shard_group(conn, {h: root(h) for h in batch.first})
         previous: dict[str, str | None] = {}
-        for roots, _ in groups:
-            locked = conn.execute(LOCK_STAGED, {"roots": roots})
+        for roots, names in groups:
+            locked = conn.execute(LOCK_NAMED, {"roots": roots, "names": names})
             previous.update((h, None if h in fresh else r) for h, r in locked)
         kept = [h for h, r in previous.items() if r in KEPT[rule]]
         if kept:
@@ -361,11 +362,11 @@ def _remove_batches(
 def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: str | None) -> None:
     action, status = REMOVAL[rule]
     with engine.begin() as conn:
-        stage(conn, batch)
         groups = cluster.by_shard_group(conn, {h: root(h) for h in batch.first})
         lifted = []
-        for roots, _ in groups:
-            lifted += conn.execute(REMOVE_ENTRIES, {"rule": rule, "roots": roots}).all()
+        for roots, names in groups:
+            params = {"rule": rule, "roots": roots, "names": names}
+            lifted += conn.execute(REMOVE_ENTRIES, params).all()
         removed = {hostname: reason for hostname, reason, _, _ in lifted}
         restored = dict.fromkeys(removed, 0)
         cleared: Counter[str] = Counter()
