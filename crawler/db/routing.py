@@ -34,19 +34,20 @@ NEAREST_ENTRY = """
 
 # The claim is released either way, and the host is due at once the moment it is
 # routable: now if the entry was removed meanwhile (this worker heard late), or
-# when the entry is removed later.
+# when the entry is removed later. (now() is read in the CTE: Citus allows no
+# non-immutable function in a CASE of an UPDATE.)
 DENY_ONE = text(
     """
     WITH entry AS (
         SELECT EXISTS (SELECT 1 FROM queue
                         WHERE hostname = :entry AND root = :entry_root
                           AND status_reason IS NOT NULL)
-               AS stands)
+               AS stands, now() AS now)
     UPDATE queue q SET claimed_by = NULL, claimed_at = NULL,
            denied_by = CASE WHEN q.status_reason IS NULL AND entry.stands
                             THEN :entry ELSE q.denied_by END,
            next_claim_at = CASE WHEN q.status_reason IS NULL
-                                THEN now() ELSE q.next_claim_at END
+                                THEN entry.now ELSE q.next_claim_at END
       FROM entry
      WHERE q.hostname = :hostname AND q.root = :root
     RETURNING q.root, CASE WHEN q.status_reason IS NULL AND q.denied_by IS NULL
