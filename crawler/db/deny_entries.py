@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Iterator
 from sqlalchemy import Connection, Engine, text
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, Denial, DenyList
-from crawler.core.hostnames import is_public_suffix, normalize, normalize_entry, parents, root
-from crawler.db import cluster, rollups
+from crawler.core.hostnames import normalize, normalize_entry, root
+from crawler.db import cluster, rollups, routing
 from crawler.db.bulk import (
     BATCH,
     UNSTAGE,
@@ -40,9 +40,8 @@ from crawler.db.bulk import (
     stage,
 )
 from crawler.db.bulk_change_log import STAGED_NOTES, announce, record_batch
-from crawler.db.hostsql import names_below, names_param, suffix_range
+from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
-from crawler.db.routing import NEAREST_ENTRY
 from crawler.db.statistics import analyzes_after
 
 log = logging.getLogger(__name__)
@@ -111,40 +110,6 @@ LOCK_NAMED = text(
      ORDER BY hostname FOR UPDATE
     """
 ).bindparams(*names_param("roots", "names"))
-# Every routed row under a new entry (:entries, of the group), in the entry's root, leaves
-# routing, credited to the nearest new entry. OFFSET 0 keeps the row filters out of the
-# lateral scan, so it is always the range scan of ix_queue_reversed, whatever the planner
-# believes of the queue's size.
-TAKE_OUT_UNDER = text(
-    """
-    WITH under AS (
-        SELECT DISTINCT ON (r.hostname) r.hostname, s.hostname AS entry
-          FROM unnest(:entries, :entry_roots) AS s(hostname, root)
-         CROSS JOIN LATERAL (
-               SELECT hostname, denied_by, status_reason FROM queue
-                WHERE root = ANY(:roots) AND root = s.root
-                  AND reverse(hostname::text) >= reverse(s.hostname) || '.'
-                  AND reverse(hostname::text) < reverse(s.hostname) || '/'
-               OFFSET 0) r
-         WHERE r.denied_by IS NULL AND r.status_reason IS NULL
-         ORDER BY r.hostname, length(s.hostname) DESC),
-    locked AS (
-        SELECT q.hostname, under.entry FROM queue q JOIN under USING (hostname)
-         WHERE q.root = ANY(:roots) ORDER BY q.hostname FOR UPDATE OF q)
-    UPDATE queue q SET denied_by = locked.entry FROM locked
-     WHERE q.hostname = locked.hostname AND q.root = ANY(:roots)
-    """
-).bindparams(*names_param("entries", "entry_roots", "roots"))
-# The routed rows under a new entry above a root (a forced bare suffix), in every root:
-# no shard group holds them all, so a plain UPDATE (Citus runs it on every shard; it
-# locks no row before it changes it). Run for the longest such entry first: a row gets
-# the nearest.
-TAKE_OUT_UNDER_ABOVE = text(
-    f"""
-    UPDATE queue SET denied_by = :entry
-     WHERE {names_below("hostname")} AND denied_by IS NULL AND status_reason IS NULL
-    """
-)
 REMOVE_ENTRIES = text(
     """
     WITH old AS (
@@ -157,26 +122,6 @@ REMOVE_ENTRIES = text(
               CASE WHEN q.denied_by IS NULL THEN q.next_claim_at END
     """
 ).bindparams(*names_param("roots", "names"))
-# The roots holding rows taken out by entries above roots: the shard groups to put back in.
-ROOTS_DENIED_BY = text(
-    "SELECT DISTINCT root FROM queue WHERE denied_by = ANY(:entries)"
-).bindparams(*names_param("entries"))
-# The standing entries among the given names (in their own roots: bare suffixes).
-STANDING = text(
-    "SELECT hostname FROM queue"
-    " WHERE hostname = ANY(:names) AND root = ANY(:names) AND status_reason IS NOT NULL"
-).bindparams(*names_param("names"))
-PUT_BACK = text(
-    f"""
-    UPDATE queue q SET denied_by = {NEAREST_ENTRY}
-      FROM (SELECT hostname, denied_by FROM queue
-             WHERE root = ANY(:roots) AND denied_by = ANY(:entries)
-             ORDER BY hostname FOR UPDATE) AS t
-     WHERE q.hostname = t.hostname AND q.root = ANY(:roots)
-    RETURNING t.denied_by AS entry, q.denied_by, q.root,
-              CASE WHEN q.denied_by IS NULL AND q.status_reason IS NULL THEN q.next_claim_at END
-    """
-).bindparams(*names_param("entries", "roots", "above"))
 # A row made only to hold an entry (never routed, crawled or audited) is no host:
 # once the entry goes, so does the row (its queue row with it, ON DELETE CASCADE).
 FORGET_ENTRY_ONLY_ROWS = text(
@@ -324,7 +269,7 @@ def _write_entries(engine: Engine, batch: Batch, rule: str, actor: str, note: st
         added = [h for h in batch.first if previous.get(h) not in KEPT[rule]]
         if added:
             conn.execute(SET_ENTRY[rule])  # rows all locked above: in any order
-            _take_out_under(conn, groups, added)
+            routing.take_out_under(conn, groups, added)
             details = [batch.notes[added[0]]] if len(added) == 1 else STAGED_NOTES
             record_batch(conn, actor, ADD_ACTION[rule], added, details, note)
             announce(conn, "add", added, rule)
@@ -334,20 +279,6 @@ def _write_entries(engine: Engine, batch: Batch, rule: str, actor: str, note: st
             batch.settle(hostname, "already", "" if was == rule else f"a {was} entry")
         else:
             batch.settle(hostname, "added", f"was {was}" if was else "")
-
-
-def _take_out_under(conn: Connection, groups: list[cluster.ShardGroup], added: list[str]) -> None:
-    """The routed rows under the new entries leave routing: those of each entry's root
-    within its shard group, then those under an entry above a root, in every root."""
-    new = set(added)
-    for roots, names in groups:
-        entries = [h for h in names if h in new]
-        if entries:
-            params = {"entries": entries, "entry_roots": [root(h) for h in entries]}
-            conn.execute(TAKE_OUT_UNDER, {**params, "roots": roots})
-    for entry in sorted(filter(is_public_suffix, added), key=len, reverse=True):
-        lo, hi = suffix_range(entry)
-        conn.execute(TAKE_OUT_UNDER_ABOVE, {"entry": entry, "lo": lo, "hi": hi})
 
 
 def _remove_batches(
@@ -372,7 +303,7 @@ def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: st
         cleared: Counter[str] = Counter()
         if removed:
             names = sorted(removed)
-            put_back = _put_back(conn, names)
+            put_back = routing.put_back(conn, names)
             for entry, now_by, _, _ in put_back:
                 restored[entry] += now_by is None
             dated = [(r, due) for _, _, r, due in lifted + put_back]
@@ -393,23 +324,6 @@ def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: st
             batch.settle(hostname, status, message)
         else:
             batch.settle(hostname, "absent", f"no {rule} entry")
-
-
-def _put_back(conn: Connection, entries: list[str]) -> list:
-    """The rows the lifted entries took out, back in routing unless another entry covers
-    them (credited to it then): within each shard group of the roots holding them (an
-    entry's own root, and every root for an entry above one)."""
-    roots_of = {root(h): root(h) for h in entries}
-    above = [h for h in entries if is_public_suffix(h)]
-    if above:
-        roots_of.update((r, r) for r in conn.execute(ROOTS_DENIED_BY, {"entries": above}).scalars())
-    over = sorted({p for r in roots_of for p in parents(r)[1:]})  # the suffixes of the roots
-    standing = list(conn.execute(STANDING, {"names": over}).scalars()) if over else []
-    put_back = []
-    for roots, _ in cluster.by_shard_group(conn, roots_of):
-        params = {"entries": entries, "roots": roots, "above": standing}
-        put_back += conn.execute(PUT_BACK, params).all()
-    return put_back
 
 
 def _lifted(reason_or_note: str | None, cleared: int) -> str | None:

@@ -24,6 +24,9 @@ from tests.e2e.test_crawl import (  # noqa: F401 (collected again, on the cluste
     test_redirects_to_denied_hosts_are_never_followed,
     test_start_requests_to_denied_hosts_leave_routing,
 )
+from tests.e2e.test_noproof import (  # noqa: F401 (collected again, on the cluster)
+    test_a_canary_that_answered_then_gets_nxdomain_with_the_rest_blocks_nothing,
+)
 from tests.e2e.test_unblock import (  # noqa: F401 (collected again, on the cluster)
     test_an_unblocked_trap_is_blocked_again_on_new_failures_only,
 )
