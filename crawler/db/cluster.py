@@ -12,7 +12,7 @@ left as it is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, text
@@ -114,6 +114,24 @@ def shard_groups(conn: Connection, roots: Iterable[str]) -> list[set[str]]:
     for root, shard in conn.execute(SHARDS_OF, {"roots": sorted(roots)}):
         groups.setdefault(shard, set()).add(root)
     return list(groups.values())
+
+
+ShardGroup = tuple[list[str], list[str]]  # (roots, names), each sorted
+
+
+def by_shard_group(conn: Connection, roots_of: Mapping[str, str]) -> list[ShardGroup]:
+    """Names ({name: its root}) by the shard group of their roots, as (roots, names), each
+    sorted, groups in the order of their first root: a statement that locks rows runs once
+    per group, with `root = ANY(roots)` (one group on one server). Every writer walks the
+    groups in that order, as it locks rows in hostname order within one."""
+    group_of: dict[str, int] = {}
+    for i, roots in enumerate(shard_groups(conn, roots_of.values())):
+        group_of.update(dict.fromkeys(roots, i))
+    names: dict[int, list[str]] = {}
+    for name in sorted(roots_of):
+        names.setdefault(group_of[roots_of[name]], []).append(name)
+    groups = [(sorted({roots_of[n] for n in group}), group) for group in names.values()]
+    return sorted(groups)
 
 
 def distribute(engine: Engine) -> Deployment:

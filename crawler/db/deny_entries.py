@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Engine, text
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, Denial, DenyList
 from crawler.core.hostnames import normalize, normalize_entry, root
-from crawler.db import rollups
+from crawler.db import cluster, rollups, routing
 from crawler.db.bulk import (
     BATCH,
     UNSTAGE,
@@ -42,7 +42,6 @@ from crawler.db.bulk import (
 from crawler.db.bulk_change_log import STAGED_NOTES, announce, record_batch
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
-from crawler.db.routing import NEAREST_ENTRY
 from crawler.db.statistics import analyzes_after
 
 log = logging.getLogger(__name__)
@@ -100,60 +99,35 @@ SET_ENTRY = {
         """
     ),
 }
-LOCK_STAGED = text(
+# Each statement that locks rows runs once per shard group of the names' roots
+# (crawler.db.cluster.by_shard_group; one group on one server), narrowed to its :roots,
+# with the group's :names as an array: Citus loses columns of a join to the stage (a
+# table of the coordinator's) inside a locking CTE.
+LOCK_NAMED = text(
     """
-    SELECT q.hostname, q.status_reason FROM queue q JOIN bulk_names s USING (hostname)
-     ORDER BY q.hostname FOR UPDATE OF q
+    SELECT hostname, status_reason FROM queue
+     WHERE root = ANY(:roots) AND hostname = ANY(:names)
+     ORDER BY hostname FOR UPDATE
     """
-)
-# Every routed row under a new entry leaves routing, credited to the nearest new entry.
-# OFFSET 0 keeps the row filters out of the lateral scan, so it is always the range
-# scan of ix_queue_reversed, whatever the planner believes of the queue's size.
-TAKE_OUT_UNDER = text(
-    """
-    WITH under AS (
-        SELECT DISTINCT ON (r.hostname) r.hostname, s.hostname AS entry
-          FROM bulk_names s
-         CROSS JOIN LATERAL (
-               SELECT hostname, denied_by, status_reason FROM queue
-                WHERE reverse(hostname::text) >= reverse(s.hostname) || '.'
-                  AND reverse(hostname::text) < reverse(s.hostname) || '/'
-               OFFSET 0) r
-         WHERE r.denied_by IS NULL AND r.status_reason IS NULL
-         ORDER BY r.hostname, length(s.hostname) DESC),
-    locked AS (
-        SELECT q.hostname, under.entry FROM queue q JOIN under USING (hostname)
-         ORDER BY q.hostname FOR UPDATE OF q)
-    UPDATE queue q SET denied_by = locked.entry FROM locked WHERE q.hostname = locked.hostname
-    """
-)
+).bindparams(*names_param("roots", "names"))
 REMOVE_ENTRIES = text(
     """
     WITH old AS (
-        SELECT q.hostname, q.blocked_reason, q.note FROM queue q JOIN bulk_names s USING (hostname)
-         WHERE q.status_reason = :rule ORDER BY q.hostname FOR UPDATE OF q)
+        SELECT hostname, blocked_reason, note FROM queue
+         WHERE root = ANY(:roots) AND hostname = ANY(:names) AND status_reason = :rule
+         ORDER BY hostname FOR UPDATE)
     UPDATE queue q SET status_reason = NULL, blocked_reason = NULL, blocked_at = NULL, note = NULL
-      FROM old WHERE q.hostname = old.hostname
+      FROM old WHERE q.hostname = old.hostname AND q.root = ANY(:roots)
     RETURNING q.hostname, coalesce(old.blocked_reason, old.note), q.root,
               CASE WHEN q.denied_by IS NULL THEN q.next_claim_at END
     """
-)
-PUT_BACK = text(
-    f"""
-    UPDATE queue q SET denied_by = {NEAREST_ENTRY}
-      FROM (SELECT hostname, denied_by FROM queue WHERE denied_by = ANY(:entries)
-             ORDER BY hostname FOR UPDATE) AS t
-     WHERE q.hostname = t.hostname
-    RETURNING t.denied_by AS entry, q.denied_by, q.root,
-              CASE WHEN q.denied_by IS NULL AND q.status_reason IS NULL THEN q.next_claim_at END
-    """
-).bindparams(*names_param("entries"))
+).bindparams(*names_param("roots", "names"))
 # A row made only to hold an entry (never routed, crawled or audited) is no host:
 # once the entry goes, so does the row (its queue row with it, ON DELETE CASCADE).
 FORGET_ENTRY_ONLY_ROWS = text(
     """
     DELETE FROM hosts h USING queue q
-     WHERE h.hostname = ANY(:names) AND q.hostname = h.hostname
+     WHERE h.hostname = ANY(:names) AND q.hostname = h.hostname AND q.root = h.root
        AND q.status_reason IS NULL AND q.next_claim_at IS NULL
        AND h.last_crawled_at IS NULL AND h.audited_at IS NULL AND h.crawl_count = 0
     RETURNING h.root, h.outcome
@@ -284,14 +258,18 @@ def _write_entries(engine: Engine, batch: Batch, rule: str, actor: str, note: st
         stage(conn, batch)
         insert_staged_hosts(conn)
         fresh = set(conn.execute(INSERT_ENTRY[rule]).scalars())
-        previous = {h: None if h in fresh else r for h, r in conn.execute(LOCK_STAGED)}
+        groups = cluster.by_shard_group(conn, {h: root(h) for h in batch.first})
+        previous: dict[str, str | None] = {}
+        for roots, names in groups:
+            locked = conn.execute(LOCK_NAMED, {"roots": roots, "names": names})
+            previous.update((h, None if h in fresh else r) for h, r in locked)
         kept = [h for h, r in previous.items() if r in KEPT[rule]]
         if kept:
             conn.execute(UNSTAGE, {"names": kept})
         added = [h for h in batch.first if previous.get(h) not in KEPT[rule]]
         if added:
-            conn.execute(SET_ENTRY[rule])
-            conn.execute(TAKE_OUT_UNDER)
+            conn.execute(SET_ENTRY[rule])  # rows all locked above: in any order
+            routing.take_out_under(conn, groups, added)
             details = [batch.notes[added[0]]] if len(added) == 1 else STAGED_NOTES
             record_batch(conn, actor, ADD_ACTION[rule], added, details, note)
             announce(conn, "add", added, rule)
@@ -315,14 +293,17 @@ def _remove_batches(
 def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: str | None) -> None:
     action, status = REMOVAL[rule]
     with engine.begin() as conn:
-        stage(conn, batch, with_roots=False)
-        lifted = conn.execute(REMOVE_ENTRIES, {"rule": rule}).all()
+        groups = cluster.by_shard_group(conn, {h: root(h) for h in batch.first})
+        lifted = []
+        for roots, names in groups:
+            params = {"rule": rule, "roots": roots, "names": names}
+            lifted += conn.execute(REMOVE_ENTRIES, params).all()
         removed = {hostname: reason for hostname, reason, _, _ in lifted}
         restored = dict.fromkeys(removed, 0)
         cleared: Counter[str] = Counter()
         if removed:
             names = sorted(removed)
-            put_back = conn.execute(PUT_BACK, {"entries": names}).all()
+            put_back = routing.put_back(conn, names)
             for entry, now_by, _, _ in put_back:
                 restored[entry] += now_by is None
             dated = [(r, due) for _, _, r, due in lifted + put_back]

@@ -56,11 +56,6 @@ def test_discovery_on_the_cluster_fetches_every_host_once(
     assert len(per_worker) == 2 and min(per_worker.values()) > 0  # spread over both
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the deny-entry writer locks rows of many shards at once (LOCK_STAGED,"
-    " TAKE_OUT_UNDER), which Citus refuses: not routable per shard group yet",
-)
 def test_a_trap_is_blocked_and_no_follow_never_saved_on_the_cluster(
     cluster_db, fakeweb_factory, crawl_on_cluster
 ):

@@ -67,7 +67,7 @@ def assert_nothing_settled(db, root: str) -> None:
         rows = conn.execute(
             text(
                 "SELECT h.outcome, q.next_claim_at <= now() + make_interval(secs => :s) AS soon"
-                " FROM hosts h JOIN queue q USING (hostname) WHERE h.root = :r"
+                " FROM hosts h JOIN queue q USING (hostname, root) WHERE h.root = :r"
             ),
             {"r": root, "s": RETRY_AFTER},
         ).all()
