@@ -1,0 +1,168 @@
+"""Where one batch of the writes goes, ours and 8751fd6's (`bench/growth.py --profile`).
+
+For one finish_many batch and one save_hosts batch (growth.py's own batches), on
+whichever tree's `crawler` is imported (ours, or BEFORE's in bench/_growth_before.py's
+process): every statement the call sends, with its time and the WAL it wrote (from
+pg_current_wal_insert_lsn around it: a trigger's work counts in its statement's), run
+for real in a transaction that is rolled back; then the same statements under EXPLAIN
+(ANALYZE, BUFFERS, WAL) in one more rolled-back transaction from the same state (the
+plans and the buffers they touched); then the batch for real, committed, for its WAL in
+all and the index entries it added (pg_stat_user_tables: an update that is not HOT
+adds an entry to every index of its table). Uses only sqlalchemy: the tree's modules
+are imported by the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+
+from sqlalchemy import event, text
+
+WAL = "SELECT pg_current_wal_insert_lsn()"
+TABLE_WRITES = text(
+    """
+    SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd,
+           (SELECT count(*) FROM pg_index i WHERE i.indrelid = s.relid) AS indexes
+      FROM pg_stat_user_tables s
+     WHERE relname IN ('hosts', 'queue', 'roots', 'host_hours', 'trap_window')
+    """
+)
+
+
+class RolledBack:
+    """An engine whose begin() rolls back at the end (the call's writes are undone), and
+    which records each statement sent: (sql, parameters, ms, WAL bytes)."""
+
+    def __init__(self, engine) -> None:
+        self.engine, self.url, self.dialect = engine, engine.url, engine.dialect
+        self.seen: list[tuple[str, object, float, int]] = []
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
+
+    @contextlib.contextmanager
+    def begin(self):
+        with self.engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            started: list = []
+
+            def before(conn_, cursor, statement, parameters, context, executemany):
+                started[:] = [raw.execute(WAL).fetchone()[0], time.perf_counter()]
+
+            def after(conn_, cursor, statement, parameters, context, executemany):
+                ms = (time.perf_counter() - started[1]) * 1000
+                wal = raw.execute(f"SELECT pg_wal_lsn_diff(({WAL}), '{started[0]}')")
+                self.seen.append((statement, parameters, ms, int(wal.fetchone()[0])))
+
+            event.listen(conn, "before_cursor_execute", before)
+            event.listen(conn, "after_cursor_execute", after)
+            trans = conn.begin()
+            try:
+                yield conn
+            finally:
+                trans.rollback()
+                event.remove(conn, "before_cursor_execute", before)
+                event.remove(conn, "after_cursor_execute", after)
+
+
+def first_line(statement: str) -> str:
+    return " ".join(statement.split())[:90]
+
+
+def table_writes(engine) -> dict[str, tuple[int, int, int, int]]:
+    with engine.connect() as conn:
+        conn.execute(text("SELECT pg_stat_force_next_flush()"))
+        conn.execute(text("SELECT pg_stat_clear_snapshot()"))
+        return {r[0]: tuple(r[1:]) for r in conn.execute(TABLE_WRITES)}
+
+
+def explained(engine, seen) -> list[str]:
+    """EXPLAIN (ANALYZE, BUFFERS, WAL) of each statement, in order, in one transaction."""
+    lines = []
+    with engine.connect() as conn:
+        trans = conn.begin()
+        for statement, parameters, _, _ in seen:
+            if not re.match(r"\s*(WITH|SELECT|UPDATE|INSERT|DELETE)", statement, re.I):
+                continue
+            plan = conn.exec_driver_sql(
+                "EXPLAIN (ANALYZE, BUFFERS, WAL) " + statement, parameters or {}
+            ).all()
+            lines += ["  -- " + first_line(statement)] + ["  " + row for (row,) in plan]
+        trans.rollback()
+    return lines
+
+
+def profile(engine, label: str, call) -> dict:
+    """One call of `call(engine)`: its statements (rolled back), their plans, then the call
+    committed with its WAL and index entries. A JSON-able summary."""
+    probe = RolledBack(engine)
+    call(probe)
+    plans = explained(engine, probe.seen)
+    writes_before = table_writes(engine)
+    with engine.connect() as conn:
+        lsn = conn.exec_driver_sql(WAL).scalar()
+    began = time.perf_counter()
+    call(engine)
+    ms = (time.perf_counter() - began) * 1000
+    with engine.connect() as conn:
+        wal = conn.exec_driver_sql(f"SELECT pg_wal_lsn_diff(({WAL}), '{lsn}')").scalar()
+    writes_after = table_writes(engine)
+    entries = {}
+    for table, (ins, upd, hot, indexes) in writes_after.items():
+        old = writes_before.get(table, (0, 0, 0, indexes))
+        inserted, updated, hot_ = ins - old[0], upd - old[1], hot - old[2]
+        if inserted or updated:
+            # Every index gets an entry for an inserted row and for an update not HOT.
+            entries[table] = {
+                "inserted": inserted,
+                "updated": updated,
+                "hot": hot_,
+                "indexes": indexes,
+                "index entries": (inserted + updated - hot_) * indexes,
+            }
+    return {
+        "label": label,
+        "statements": [(first_line(s), round(ms_, 2), wal_) for s, _, ms_, wal_ in probe.seen],
+        "committed ms": round(ms, 1),
+        "committed WAL bytes": int(wal),
+        "tables": entries,
+        "plans": plans,
+    }
+
+
+def report(side: str, found: list[dict]) -> None:
+    """Print the summaries of one side (its plans too)."""
+    for one in found:
+        statements = one["statements"]
+        print(
+            f"## {side} {one['label']}: {len(statements)} statements,"
+            f" {sum(s[1] for s in statements):.1f} ms and {sum(s[2] for s in statements):,}"
+            f" WAL bytes in them (rolled back); committed {one['committed ms']} ms,"
+            f" {one['committed WAL bytes']:,} WAL bytes"
+        )
+        for line, ms, wal in statements:
+            print(f"#   {ms:7.2f} ms {wal:9,} B  {line}")
+        for table, figures in one["tables"].items():
+            print(f"#   {table}: {json.dumps(figures)}")
+        for line in one["plans"]:
+            print("#  " + line)
+
+
+def profile_writes(growth, engine, roots: int, tag: str) -> list[dict]:
+    """growth.py's (`growth`, either tree's) batches of one finish_many and one save_hosts,
+    on freshly claimed hosts, profiled."""
+    import random
+
+    from crawler.db import claims, queue
+
+    hosts = claims.claim_polite(engine, growth.BATCH, "profile").hosts
+    rng = random.Random(tag)
+    batch = growth.crawled_batches(hosts, rng, roots, tag)[0]
+    names = [f"{tag}s{i}.{growth.root_name(rng.randrange(roots))}" for i in range(growth.BATCH)]
+    return [
+        profile(engine, "finish_many", lambda e: queue.finish_many(e, batch)),
+        profile(engine, "save_hosts", lambda e: queue.save_hosts(e, names)),
+    ]
