@@ -2,34 +2,36 @@
 
 For one finish_many batch and one save_hosts batch (growth.py's own batches), on
 whichever tree's `crawler` is imported (ours, or BEFORE's in bench/_growth_before.py's
-process): every statement the call sends, with its time and the WAL it wrote (from
-pg_current_wal_insert_lsn around it: a trigger's work counts in its statement's), run
-for real in a transaction that is rolled back; then the same statements under EXPLAIN
-(ANALYZE, BUFFERS, WAL) in one more rolled-back transaction from the same state (the
-plans and the buffers they touched); then the batch for real, committed, for its WAL in
-all and the index entries it added (pg_stat_user_tables: an update that is not HOT
-adds an entry to every index of its table). Uses only sqlalchemy: the tree's modules
-are imported by the caller.
+process), after a CHECKPOINT (so each page's first change writes its full image, as
+it does for the random pages of a big database between checkpoints): every statement
+the call sends, with its time and the WAL it wrote (pg_current_wal_insert_lsn around
+it: a trigger's work counts in its statement's), and the rows each table got
+(pg_stat_get_xact_*: an insert, or an update that is not HOT, adds an entry to every
+index of its table), run for real in a transaction that is rolled back; then the same
+statements under EXPLAIN (ANALYZE, BUFFERS, WAL) in one more rolled-back transaction
+from the same state; then the call for real, committed, with its time and WAL (the
+pages' images written by then). Uses only sqlalchemy: the tree's modules are imported
+by the caller.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import time
 
-from sqlalchemy import event, text
+from sqlalchemy import event
 
 WAL = "SELECT pg_current_wal_insert_lsn()"
-TABLE_WRITES = text(
-    """
-    SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd,
-           (SELECT count(*) FROM pg_index i WHERE i.indrelid = s.relid) AS indexes
-      FROM pg_stat_user_tables s
-     WHERE relname IN ('hosts', 'queue', 'roots', 'host_hours', 'trap_window')
-    """
-)
+# This transaction's own row counts (pg_stat_get_xact_*), read before it rolls back.
+TABLE_WRITES = """
+    SELECT c.relname, pg_stat_get_xact_tuples_inserted(c.oid),
+           pg_stat_get_xact_tuples_updated(c.oid), pg_stat_get_xact_tuples_hot_updated(c.oid),
+           (SELECT count(*) FROM pg_index i WHERE i.indrelid = c.oid)
+      FROM pg_class c
+     WHERE c.relname IN ('hosts', 'queue', 'roots', 'host_hours', 'trap_window')
+       AND c.relkind IN ('r', 'p')
+"""
 
 
 class RolledBack:
@@ -39,6 +41,7 @@ class RolledBack:
     def __init__(self, engine) -> None:
         self.engine, self.url, self.dialect = engine, engine.url, engine.dialect
         self.seen: list[tuple[str, object, float, int]] = []
+        self.tables: dict[str, tuple[int, int, int, int]] = {}
 
     def __getattr__(self, name):
         return getattr(self.engine, name)
@@ -62,6 +65,8 @@ class RolledBack:
             trans = conn.begin()
             try:
                 yield conn
+                rows = raw.execute(TABLE_WRITES).fetchall()
+                self.tables = {r[0]: tuple(r[1:]) for r in rows}
             finally:
                 trans.rollback()
                 event.remove(conn, "before_cursor_execute", before)
@@ -70,13 +75,6 @@ class RolledBack:
 
 def first_line(statement: str) -> str:
     return " ".join(statement.split())[:90]
-
-
-def table_writes(engine) -> dict[str, tuple[int, int, int, int]]:
-    with engine.connect() as conn:
-        conn.execute(text("SELECT pg_stat_force_next_flush()"))
-        conn.execute(text("SELECT pg_stat_clear_snapshot()"))
-        return {r[0]: tuple(r[1:]) for r in conn.execute(TABLE_WRITES)}
 
 
 def explained(engine, seen) -> list[str]:
@@ -96,12 +94,14 @@ def explained(engine, seen) -> list[str]:
 
 
 def profile(engine, label: str, call) -> dict:
-    """One call of `call(engine)`: its statements (rolled back), their plans, then the call
-    committed with its WAL and index entries. A JSON-able summary."""
+    """One call of `call(engine)`: its statements, their time and WAL and the rows it
+    wrote (rolled back), the plans of its statements (rolled back), then the call
+    committed, with its WAL in all. A JSON-able summary."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql("CHECKPOINT")
     probe = RolledBack(engine)
     call(probe)
     plans = explained(engine, probe.seen)
-    writes_before = table_writes(engine)
     with engine.connect() as conn:
         lsn = conn.exec_driver_sql(WAL).scalar()
     began = time.perf_counter()
@@ -109,26 +109,20 @@ def profile(engine, label: str, call) -> dict:
     ms = (time.perf_counter() - began) * 1000
     with engine.connect() as conn:
         wal = conn.exec_driver_sql(f"SELECT pg_wal_lsn_diff(({WAL}), '{lsn}')").scalar()
-    writes_after = table_writes(engine)
-    entries = {}
-    for table, (ins, upd, hot, indexes) in writes_after.items():
-        old = writes_before.get(table, (0, 0, 0, indexes))
-        inserted, updated, hot_ = ins - old[0], upd - old[1], hot - old[2]
+    tables = {}
+    for table, (inserted, updated, hot, indexes) in probe.tables.items():
         if inserted or updated:
-            # Every index gets an entry for an inserted row and for an update not HOT.
-            entries[table] = {
-                "inserted": inserted,
-                "updated": updated,
-                "hot": hot_,
-                "indexes": indexes,
-                "index entries": (inserted + updated - hot_) * indexes,
-            }
+            # An inserted row, and an update that is not HOT, add an entry to every index
+            # of the table (a partial index only where the row is in it: at most this).
+            entries = (inserted + updated - hot) * indexes
+            tables[table] = f"{inserted} inserted, {updated} updated ({hot} HOT),"
+            tables[table] += f" {indexes} indexes: at most {entries} index entries"
     return {
         "label": label,
         "statements": [(first_line(s), round(ms_, 2), wal_) for s, _, ms_, wal_ in probe.seen],
         "committed ms": round(ms, 1),
         "committed WAL bytes": int(wal),
-        "tables": entries,
+        "tables": tables,
         "plans": plans,
     }
 
@@ -146,7 +140,7 @@ def report(side: str, found: list[dict]) -> None:
         for line, ms, wal in statements:
             print(f"#   {ms:7.2f} ms {wal:9,} B  {line}")
         for table, figures in one["tables"].items():
-            print(f"#   {table}: {json.dumps(figures)}")
+            print(f"#   {table}: {figures}")
         for line in one["plans"]:
             print("#  " + line)
 
