@@ -34,6 +34,12 @@ the noise of the empty one's; its RSS per entry is printed beside it). A
 figure that misses gets the EXPLAIN (ANALYZE, BUFFERS) of the statements one call runs
 (in a rolled-back transaction). Last line: `growth: PASS` or `growth: FAIL`, with the
 worst ratio.
+
+`--before`: the claims and the three writes side by side with 8751fd6's code on a
+database of its own, loaded the same (bench/_growth_before.py), in 3 interleaved rounds
+at each size; at 10M ours / its medians must be >= 0.9 (rates) and <= 1.1 (the
+trap-window write). `--profile`: at each size, where one finish_many and one save_hosts
+batch go (bench/_growth_profile.py), ours and, with --before, 8751fd6's.
 """
 
 from __future__ import annotations
