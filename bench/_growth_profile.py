@@ -1,6 +1,6 @@
-"""Where one batch of the writes goes, ours and 8751fd6's (`bench/growth.py --profile`).
+"""Where one batch of the writes (and a claim) goes, ours and 8751fd6's (`growth.py --profile`).
 
-For one finish_many batch and one save_hosts batch (growth.py's own batches), on
+For one finish_many batch and one save_hosts batch (growth.py's own batches) and one claim, on
 whichever tree's `crawler` is imported (ours, or BEFORE's in bench/_growth_before.py's
 process), after a CHECKPOINT (so each page's first change writes its full image, as
 it does for the random pages of a big database between checkpoints): every statement
@@ -23,7 +23,8 @@ import time
 from sqlalchemy import event
 
 WAL = "SELECT pg_current_wal_insert_lsn()"
-# This transaction's own row counts (pg_stat_get_xact_*), read before it rolls back.
+# The backend's row counts not yet reported (pg_stat_get_xact_*), read as the
+# transaction begins and before it rolls back.
 TABLE_WRITES = """
     SELECT c.relname, pg_stat_get_xact_tuples_inserted(c.oid),
            pg_stat_get_xact_tuples_updated(c.oid), pg_stat_get_xact_tuples_hot_updated(c.oid),
@@ -63,10 +64,16 @@ class RolledBack:
             event.listen(conn, "before_cursor_execute", before)
             event.listen(conn, "after_cursor_execute", after)
             trans = conn.begin()
+            # The backend's counts not yet reported include its earlier transactions':
+            # this one's are the difference (nothing is reported inside a transaction).
+            first = {r[0]: r[1:] for r in raw.execute(TABLE_WRITES).fetchall()}
             try:
                 yield conn
                 rows = raw.execute(TABLE_WRITES).fetchall()
-                self.tables = {r[0]: tuple(r[1:]) for r in rows}
+                self.tables = {
+                    r[0]: (*(a - b for a, b in zip(r[1:4], first[r[0]][:3], strict=True)), r[4])
+                    for r in rows
+                }
             finally:
                 trans.rollback()
                 event.remove(conn, "before_cursor_execute", before)
@@ -147,7 +154,7 @@ def report(side: str, found: list[dict]) -> None:
 
 def profile_writes(growth, engine, roots: int, tag: str) -> list[dict]:
     """growth.py's (`growth`, either tree's) batches of one finish_many and one save_hosts,
-    on freshly claimed hosts, profiled."""
+    on freshly claimed hosts, and one claim of a batch, profiled."""
     import random
 
     from crawler.db import claims, queue
@@ -159,4 +166,5 @@ def profile_writes(growth, engine, roots: int, tag: str) -> list[dict]:
     return [
         profile(engine, "finish_many", lambda e: queue.finish_many(e, batch)),
         profile(engine, "save_hosts", lambda e: queue.save_hosts(e, names)),
+        profile(engine, "claim_polite", lambda e: claims.claim_polite(e, growth.BATCH, "p")),
     ]
