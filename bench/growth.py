@@ -34,6 +34,12 @@ the noise of the empty one's; its RSS per entry is printed beside it). A
 figure that misses gets the EXPLAIN (ANALYZE, BUFFERS) of the statements one call runs
 (in a rolled-back transaction). Last line: `growth: PASS` or `growth: FAIL`, with the
 worst ratio.
+
+`--before`: the claims and the three writes side by side with 8751fd6's code on a
+database of its own, loaded the same (bench/_growth_before.py), in 3 interleaved rounds
+at each size; at 10M ours / its medians must be >= 0.9 (rates) and <= 1.1 (the
+trap-window write). `--profile`: at each size, where one finish_many and one save_hosts
+batch go (bench/_growth_profile.py), ours and, with --before, 8751fd6's.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import multiprocessing as mp
 import os
 import random
 import sys
+import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -50,6 +57,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_ROOT))
 
 from _common import machine_line, start_database, verdict  # noqa: E402
+from _growth_before import Before  # noqa: E402
 from _growth_data import (  # noqa: E402
     ENTRY_ROOTS,
     STANDALONE_ENTRIES,
@@ -60,6 +68,7 @@ from _growth_data import (  # noqa: E402
     root_name,
 )
 from _growth_panel import PASSWORD, measure_pages  # noqa: E402
+from _growth_profile import profile_writes, report  # noqa: E402
 from _growth_timing import explain, p95  # noqa: E402
 from sqlalchemy import create_engine, text  # noqa: E402
 
@@ -79,6 +88,13 @@ FLAGS = zip(sys.argv, sys.argv[1:], strict=False)
 SERVER |= dict(arg.split("=", 1) for flag, arg in FLAGS if flag == "--server")
 if "--default-memory" in sys.argv:
     SERVER = {}
+# `--before`: 8751fd6's claims and writes side by side (bench/_growth_before.py), ROUNDS
+# interleaved rounds a stage, ours / its medians judged at the big size.
+BEFORE_SIDE = "--before" in sys.argv
+ROUNDS = 3
+# `--profile`: where one finish_many and one save_hosts batch go at the big size, ours (and
+# with --before 8751fd6's), at each size: statements, their time and WAL, plans, index entries.
+PROFILE = "--profile" in sys.argv
 WORKERS = 4
 BATCH = 100
 CLAIMS = 25  # per worker
@@ -271,7 +287,7 @@ def compare_denylists(empty: tuple, small: tuple, big: tuple) -> float:
 # -- one stage and the comparison -------------------------------------------------------------
 
 
-def measure_stage(url: str, engine, roots: int, tag: str) -> tuple[dict, dict]:
+def claims_and_writes(url: str, engine, roots: int, tag: str) -> tuple[dict, dict]:
     from crawler.db import claims
 
     figures, hosts = measure_claims(url)
@@ -282,6 +298,22 @@ def measure_stage(url: str, engine, roots: int, tag: str) -> tuple[dict, dict]:
     more, their_calls = measure_writes(engine, hosts, roots, tag)
     figures.update(more)
     calls.update(their_calls)
+    return figures, calls
+
+
+def measure_stage(url: str, engine, roots: int, tag: str, before=None) -> tuple[dict, dict]:
+    figures, calls = claims_and_writes(url, engine, roots, tag)
+    if before is not None:
+
+        def ours(round_tag: str) -> dict:
+            return claims_and_writes(url, engine, roots, round_tag)[0]
+
+        mine, theirs = before.rounds(ours, roots, tag, figures, ROUNDS)
+        before.compare(tag, mine, theirs, judge=not QUICK and tag == BIG)
+    if PROFILE:
+        report(f"ours at {tag}", profile_writes(sys.modules[__name__], engine, roots, tag + "p"))
+        if before is not None:
+            report(f"{before.commit} at {tag}", before.profile(roots, tag + "p"))
     more, their_calls = measure_pages(url, engine)
     figures.update(more)
     calls.update(their_calls)
@@ -326,6 +358,8 @@ def main() -> None:
     print(f"# server: {', '.join(f'{k} {v}' for k, v in SERVER.items()) or 'Postgres defaults'}")
     engine = create_engine(url, pool_size=2)
     accounts.create_user(engine, "growth", PASSWORD)
+    work = tempfile.TemporaryDirectory(prefix="hostcrawl-growth-before-")
+    before = Before(url, Path(work.name)) if BEFORE_SIDE else None
     entries = ENTRY_ROOTS + STANDALONE_ENTRIES
     # An empty deny list (its load is the fixed cost), then a small one alone on the empty
     # database (numbers clear of the corpus's).
@@ -335,11 +369,18 @@ def main() -> None:
     took = load(engine, (0, SMALL_ROOTS), (0, 100_000), entries=True)
     hosts = f"{SMALL_ROOTS * 5:,} hosts"
     print(f"# {SMALL}: {hosts}, {entries:,} deny entries, 100,000 changes: {took}")
-    small, _ = measure_stage(url, engine, SMALL_ROOTS, SMALL)
+    if before is not None:
+        took = before.load((0, SMALL_ROOTS), (0, 100_000), entries=True)
+        print(f"# {SMALL}, {before.commit}'s side, by its own loader: {took}")
+    small, _ = measure_stage(url, engine, SMALL_ROOTS, SMALL, before)
     took = load(engine, (SMALL_ROOTS, BIG_ROOTS), (100_000, 1_000_000), entries=False)
     print(f"# {BIG}: {BIG_ROOTS * 5:,} hosts, 1,000,000 change-log rows: {took}")
-    big, calls = measure_stage(url, engine, BIG_ROOTS, BIG)
+    if before is not None:
+        took = before.load((SMALL_ROOTS, BIG_ROOTS), (100_000, 1_000_000), entries=False)
+        print(f"# {BIG}, {before.commit}'s side, by its own loader: {took}")
+    big, calls = measure_stage(url, engine, BIG_ROOTS, BIG, before)
     missed, worst = compare(small, big)
+    missed += before.missed if before is not None else []
     for label in missed:
         if label in calls:
             explain(engine, label, calls[label])
@@ -349,6 +390,9 @@ def main() -> None:
     if ratio > TARGET_RATIO:
         missed.append("deny list load")
     engine.dispose()
+    if before is not None:
+        before.close()
+    work.cleanup()
     print(f"# {time.perf_counter() - started:.0f} s in all")
     word = "NO VERDICT" if QUICK else "FAIL" if missed else "PASS"
     print(f"growth: {word} (worst ratio {worst:.2f})")

@@ -16,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from functools import reduce
 
 from sqlalchemy import Connection, Engine, text
 
 from crawler.db import cluster, rollups
-from crawler.db.hostsql import names_below, names_param, under_params
+from crawler.db.hostsql import names_below, names_param, under_params, unpinned
 from crawler.db.retry import retry_conflicts
 
 DEFAULT_LEASE = timedelta(minutes=10)
@@ -264,9 +263,7 @@ ROUTING_PINS = (
     " AND c.root = ANY(:locked)",
     "q.root = ANY(:locked) AND ",
 )
-CLAIM_ON_ONE_SERVER = text(
-    reduce(lambda sql, pin: sql.replace(pin, ""), ROUTING_PINS, CLAIM_FROM_ROOTS.text)
-).bindparams(*names_param("locked"))
+CLAIM_ON_ONE_SERVER = unpinned(CLAIM_FROM_ROOTS, ROUTING_PINS, *names_param("locked"))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ is a range of reverse(hostname), served by the ix_*_reversed indexes.
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam
+from collections.abc import Iterable
+
+from sqlalchemy import TextClause, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import Integer, String
 
@@ -40,3 +42,16 @@ def under_params(root: str | None) -> dict:
         return {}
     lo, hi = suffix_range(root)
     return {"root": root, "lo": lo, "hi": hi}
+
+
+def unpinned(statement: TextClause, pins: Iterable[str], *binds) -> TextClause:
+    """`statement` for one server: without `pins`, the filters that only tell Citus which
+    shard it is for (`root = ANY(:roots)` beside an equality on root that already says
+    which rows). A planner takes such an ANY for an index condition and probes every
+    listed root for every row. `binds`: the statement's typed parameters again."""
+    sql = statement.text
+    for pin in pins:
+        if pin not in sql:
+            raise ValueError(f"no {pin!r} in the statement to take it out of")
+        sql = sql.replace(pin, "")
+    return text(sql).bindparams(*binds)

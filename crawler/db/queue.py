@@ -23,7 +23,7 @@ from crawler.core.outcomes import is_network_failure
 from crawler.core.sources import PLACE_CHARS, group_of
 from crawler.db import bulk, cluster, rollups
 from crawler.db.bulk import EntryChange
-from crawler.db.hostsql import INTS, names_param
+from crawler.db.hostsql import INTS, names_param, unpinned
 from crawler.db.retry import retry_conflicts
 
 
@@ -69,6 +69,13 @@ QUEUE_HOSTS = text(
     RETURNING {DATED}
     """
 ).bindparams(*names_param("names", "roots"))
+RESULT_PARAMS = (
+    *names_param("names", "roots", "outcomes", "urls", "titles", "schemes"),
+    *(bindparam(name, type_=INTS) for name in ("statuses", "found", "saved", "filtered")),
+    bindparam("failed", type_=ARRAY(Boolean)),
+)
+# The outcome before is read with the row locked (FOR UPDATE: no writer changes it before
+# the update); Citus runs a locking read only within one shard group, named by the pins.
 WRITE_RESULTS = text(
     """
     UPDATE hosts h SET last_crawled_at = now(), outcome = t.outcome, http_status = t.status,
@@ -87,10 +94,14 @@ WRITE_RESULTS = text(
      WHERE h.root = ANY(:roots) AND h.hostname = t.hostname AND h.root = t.root
     RETURNING h.root, h.hostname, t.before, h.outcome
     """
-).bindparams(
-    *names_param("names", "roots", "outcomes", "urls", "titles", "schemes"),
-    *(bindparam(name, type_=INTS) for name in ("statuses", "found", "saved", "filtered")),
-    bindparam("failed", type_=ARRAY(Boolean)),
+).bindparams(*RESULT_PARAMS)
+# On one server, each row by its key: with the pins the planner walked ix_hosts_root
+# for every root of the batch (a bitmap scan, then a probe per row), the finish's
+# costliest statement at 1M hosts (bench/README.md).
+WRITE_RESULTS_ON_ONE_SERVER = unpinned(
+    WRITE_RESULTS,
+    ("             WHERE o.root = ANY(:roots)\n", "h.root = ANY(:roots) AND "),
+    *RESULT_PARAMS,
 )
 # The dates are taken before the update, in a materialized CTE: Citus allows no
 # non-immutable function (now()) in a CASE of an UPDATE of a distributed table.
@@ -130,10 +141,13 @@ class FoundOn:
     place: str | None = None
 
 
-def insert_hosts(conn: Connection, found: dict[str, FoundOn]) -> list[tuple[str, str | None]]:
+def insert_hosts(
+    conn: Connection, found: dict[str, FoundOn], pending: rollups.Rollups | None = None
+) -> list[tuple[str, str | None]]:
     """Insert {hostname: where it was found} in hostname order (the lock order).
 
-    Returns the (hostname, discovered_from) rows that were new.
+    Returns the (hostname, discovered_from) rows that were new. Their rollups go to
+    `pending` (the caller writes it before it commits), or are written here.
     """
     names = sorted(found)
     params = {"names": names, "roots": [root(n) for n in names]}
@@ -147,10 +161,13 @@ def insert_hosts(conn: Connection, found: dict[str, FoundOn]) -> list[tuple[str,
             "places": [f.place for f in where],
         },
     ).all()
-    rollups.count_hosts(conn, new=[r for _, _, r in new])
-    rollups.count_hours(conn, discovered=len(new))
+    gathered = rollups.Rollups() if pending is None else pending
+    gathered.count_hosts(new=[r for _, _, r in new])
+    gathered.count_hours(discovered=len(new))
     rollups.count_sources(conn, (found[h].source for h, _, _ in new))
-    rollups.lower_next_due(conn, conn.execute(QUEUE_HOSTS, params))
+    gathered.lower_next_due(conn.execute(QUEUE_HOSTS, params))
+    if pending is None:
+        gathered.write(conn)
     return [(h, source) for h, source, _ in new]
 
 
@@ -177,25 +194,29 @@ def finish_many(engine: Engine, crawled: Sequence[Crawled]) -> list[list[str]]:
                 source = group_of(place) if place else None
                 found[name] = FoundOn(host.hostname, source, place and place[:PLACE_CHARS])
     with engine.begin() as conn:
-        write_results(conn, crawled)
-        new = insert_hosts(conn, found) if found else []
-        schedule(conn, [(host.hostname, host.recrawl_after) for host in crawled])
+        pending = rollups.Rollups()
+        write_results(conn, crawled, pending)
+        new = insert_hosts(conn, found, pending) if found else []
+        schedule(conn, [(host.hostname, host.recrawl_after) for host in crawled], pending)
+        pending.write(conn)
     added: dict[str | None, list[str]] = {}
     for name, source in new:
         added.setdefault(source, []).append(name)
     return [added.get(host.hostname, []) for host in crawled]
 
 
-def write_results(conn: Connection, crawled: Sequence[Crawled]) -> None:
+def write_results(conn: Connection, crawled: Sequence[Crawled], pending: rollups.Rollups) -> None:
     """The hosts' results, one statement per shard group (on one server, one): it locks
-    the rows to read their outcome before, which Citus runs only within one shard."""
+    the rows to read their outcome before, which Citus runs only within one shard.
+    Their rollups go to `pending`."""
     roots = {host.hostname: root(host.hostname) for host in crawled}
+    statement = WRITE_RESULTS if cluster.is_cluster(conn) else WRITE_RESULTS_ON_ONE_SERVER
     for group in cluster.shard_groups(conn, set(roots.values())):
         written = conn.execute(
-            WRITE_RESULTS, results_params([h for h in crawled if roots[h.hostname] in group])
+            statement, results_params([h for h in crawled if roots[h.hostname] in group])
         ).all()
-        rollups.count_hosts(conn, crawled=[(r, before, now) for r, _, before, now in written])
-        rollups.count_hours(conn, crawled=[(h, now) for _, h, _, now in written])
+        pending.count_hosts(crawled=[(r, before, now) for r, _, before, now in written])
+        pending.count_hours(crawled=[(h, now) for _, h, _, now in written])
 
 
 def results_params(crawled: Sequence[Crawled]) -> dict:
@@ -215,11 +236,18 @@ def results_params(crawled: Sequence[Crawled]) -> dict:
     }
 
 
-def schedule(conn: Connection, delays: list[tuple[str, timedelta]]) -> None:
-    """Release claims (entry rows too) and set each routable row's next date."""
+def schedule(
+    conn: Connection, delays: list[tuple[str, timedelta]], pending: rollups.Rollups | None = None
+) -> None:
+    """Release claims (entry rows too) and set each routable row's next date; the roots'
+    dates go to `pending` (written by the caller), or are written here."""
     if delays:
         names, afters = [h for h, _ in delays], [d for _, d in delays]
-        rollups.lower_next_due(conn, conn.execute(SCHEDULE, {"names": names, "afters": afters}))
+        dated = conn.execute(SCHEDULE, {"names": names, "afters": afters})
+        if pending is None:
+            rollups.lower_next_due(conn, dated)
+        else:
+            pending.lower_next_due(dated)
 
 
 RETRY_SOON = text(

@@ -14,6 +14,10 @@ cluster alike.
   hosts that answered (the self-check's canaries): `count_hours`;
 - source_hours, hosts discovered per hour, writer shard and source group (the strip's
   "found in the last 24 hours, by source"): `count_sources`.
+
+A writer of several statements gathers their rows in one `Rollups` and writes it once,
+before it commits: the rollups of the crawl's finish were six statements of its ten,
+and a root's counters and its date two row versions (bench/README.md, growth.py).
 """
 
 from __future__ import annotations
@@ -24,27 +28,27 @@ from datetime import datetime
 
 from sqlalchemy import Connection, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.types import Boolean, DateTime
+from sqlalchemy.types import DateTime
 
 from crawler.core.outcomes import ALIVE, NETWORK_FAILURES, counts_as_failed, outcome_group
 from crawler.db.hostsql import INTS, names_param
 
-# Rows in root order: the order every writer locks roots rows in. `due_now`: the roots'
-# new hosts are queued due now by this transaction, so their bound is lowered here too
-# (LEAST skips a NULL), not by a second statement over the same rows (lower_next_due).
+# Rows in root order: the order every writer locks roots rows in. A root whose counters
+# move takes its rows' earliest date in the same row version (`dues`; NULL: none).
 ADD_TO_ROOTS = text(
     """
     INSERT INTO roots AS r (root, hosts, crawled_ok, failed, next_due_at)
-    SELECT t.root, t.hosts, t.ok, t.failed, CASE WHEN :due_now THEN now() END
-      FROM unnest(:roots, :hosts, :ok, :failed) AS t(root, hosts, ok, failed) ORDER BY 1
+    SELECT * FROM unnest(:roots, :hosts, :ok, :failed, :dues) AS t ORDER BY 1
     ON CONFLICT (root) DO UPDATE SET hosts = r.hosts + excluded.hosts,
            crawled_ok = r.crawled_ok + excluded.crawled_ok, failed = r.failed + excluded.failed,
-           next_due_at = least(r.next_due_at, excluded.next_due_at)
+           next_due_at = CASE WHEN r.next_due_at > excluded.next_due_at
+                                OR r.next_due_at IS NULL THEN excluded.next_due_at
+                              ELSE r.next_due_at END
     """
 ).bindparams(
     *names_param("roots"),
     *(bindparam(n, type_=INTS) for n in ("hosts", "ok", "failed")),
-    bindparam("due_now", type_=Boolean),
+    bindparam("dues", type_=ARRAY(DateTime(timezone=True))),
 )
 # Only roots whose bound moves are written: an UPDATE whose WHERE fails locks nothing.
 LOWER_NEXT_DUE = text(
@@ -84,6 +88,73 @@ ADD_TO_HOUR = text(
 ).bindparams(*names_param("last_ok"))
 
 
+class Rollups:
+    """What one transaction's statements move in roots and host_hours, gathered, then
+    written at once (`write`): a statement per table, not one per statement of the
+    writer, and one row version for a root whose counters and date both move."""
+
+    def __init__(self) -> None:
+        self.hosts, self.ok, self.failed = Counter[str](), Counter[str](), Counter[str]()
+        self.earliest: dict[str, datetime] = {}
+        self.hours = Counter[str]()
+        self.answered: list[str] = []
+
+    def count_hosts(
+        self,
+        new: Iterable[str] = (),
+        gone: Iterable[tuple[str, str | None]] = (),
+        crawled: Iterable[tuple[str, str | None, str | None]] = (),
+    ) -> None:
+        """The roots' counters: `new` hosts' roots, `gone` hosts' (root, outcome), and
+        `crawled` hosts' (root, outcome before, outcome now)."""
+        for root in new:
+            self.hosts[root] += 1
+        for root, outcome in gone:
+            self.hosts[root] -= 1
+            self.ok[root] -= outcome in ALIVE
+            self.failed[root] -= counts_as_failed(outcome)
+        for root, before, now in crawled:
+            self.ok[root] += (now in ALIVE) - (before in ALIVE)
+            self.failed[root] += counts_as_failed(now) - counts_as_failed(before)
+
+    def lower_next_due(self, dated: Iterable[tuple[str, datetime | None]]) -> None:
+        """Routable rows' (root, next_claim_at) just written: their roots may be due
+        sooner. Rows given no date (None: not routable, or dateless) move nothing."""
+        for root, due in dated:
+            if due is not None and (root not in self.earliest or due < self.earliest[root]):
+                self.earliest[root] = due
+
+    def count_hours(self, discovered: int = 0, crawled: Iterable[tuple[str, str]] = ()) -> None:
+        """This hour's figures: hosts `discovered`, and `crawled` (hostname, outcome)."""
+        self.hours["discovered"] += discovered
+        for hostname, outcome in crawled:
+            self.hours[GROUP_COLUMN[outcome_group(outcome)]] += 1
+            if outcome == "OK" and len(self.answered) < LAST_OK:
+                self.answered.append(hostname)
+
+    def write(self, conn: Connection) -> int:
+        """Write what was gathered, and start again empty. Returns how many roots the
+        dates alone moved (a root whose counters move takes its date with them)."""
+        hosts, ok, failed, earliest = self.hosts, self.ok, self.failed, self.earliest
+        touched = set(hosts) | set(ok) | set(failed)  # Counter | would drop the negative
+        counted = sorted(r for r in touched if hosts[r] or ok[r] or failed[r])
+        if counted:
+            columns = {"hosts": hosts, "ok": ok, "failed": failed}
+            params = {name: [counter[r] for r in counted] for name, counter in columns.items()}
+            dues = [earliest.pop(r, None) for r in counted]
+            conn.execute(ADD_TO_ROOTS, {"roots": counted, **params, "dues": dues})
+        moved = 0
+        if earliest:
+            roots = sorted(earliest)
+            dues = [earliest[r] for r in roots]
+            moved = conn.execute(LOWER_NEXT_DUE, {"roots": roots, "dues": dues}).rowcount
+        if any(self.hours.values()):
+            params = {column: self.hours[column] for column in HOUR_COUNTS}
+            conn.execute(ADD_TO_HOUR, {**params, "last_ok": self.answered or None})
+        self.__init__()
+        return moved
+
+
 def count_hosts(
     conn: Connection,
     new: Iterable[str] = (),
@@ -91,37 +162,23 @@ def count_hosts(
     crawled: Iterable[tuple[str, str | None, str | None]] = (),
     due_now: bool = False,
 ) -> None:
-    """Move the roots' counters: `new` hosts' roots, `gone` hosts' (root, outcome), and
-    `crawled` hosts' (root, outcome before, outcome now). `due_now`: the rows counted are
-    queued due now by this transaction (their roots' next_due_at is lowered to now())."""
-    hosts, ok, failed = Counter[str](new), Counter[str](), Counter[str]()
-    for root, outcome in gone:
-        hosts[root] -= 1
-        ok[root] -= outcome in ALIVE
-        failed[root] -= counts_as_failed(outcome)
-    for root, before, now in crawled:
-        ok[root] += (now in ALIVE) - (before in ALIVE)
-        failed[root] += counts_as_failed(now) - counts_as_failed(before)
-    roots = sorted(r for r in hosts | ok | failed if hosts[r] or ok[r] or failed[r])
-    if roots:
-        columns = {"hosts": hosts, "ok": ok, "failed": failed}
-        params = {name: [counter[r] for r in roots] for name, counter in columns.items()}
-        conn.execute(ADD_TO_ROOTS, {"roots": roots, **params, "due_now": due_now})
+    """Move the roots' counters now (Rollups.count_hosts). `due_now`: the `new` hosts are
+    queued due now by this transaction, so their roots take its now() as their date in
+    the same row version (now() is the transaction's: the rows' own date to the tick)."""
+    new = list(new)
+    pending = Rollups()
+    pending.count_hosts(new, gone, crawled)
+    if due_now and new:
+        stamp = conn.execute(text("SELECT now()")).scalar_one()
+        pending.lower_next_due((root, stamp) for root in new)
+    pending.write(conn)
 
 
 def lower_next_due(conn: Connection, dated: Iterable[tuple[str, datetime | None]]) -> int:
-    """Routable rows' (root, next_claim_at) just written: their roots may be due sooner.
-    Rows given no date (None: not routable, or dateless) move nothing. Returns how many
-    roots moved."""
-    earliest: dict[str, datetime] = {}
-    for root, due in dated:
-        if due is not None and (root not in earliest or due < earliest[root]):
-            earliest[root] = due
-    if not earliest:
-        return 0
-    roots = sorted(earliest)
-    dues = [earliest[r] for r in roots]
-    return conn.execute(LOWER_NEXT_DUE, {"roots": roots, "dues": dues}).rowcount
+    """Lower the roots' dates now (Rollups.lower_next_due). Returns how many moved."""
+    pending = Rollups()
+    pending.lower_next_due(dated)
+    return pending.write(conn)
 
 
 def recount_windows(conn: Connection, roots: Iterable[str]) -> None:
@@ -135,16 +192,10 @@ def recount_windows(conn: Connection, roots: Iterable[str]) -> None:
 def count_hours(
     conn: Connection, discovered: int = 0, crawled: Iterable[tuple[str, str]] = ()
 ) -> None:
-    """This hour's figures: hosts `discovered`, and `crawled` (hostname, outcome)."""
-    counts = Counter({"discovered": discovered})
-    answered: list[str] = []
-    for hostname, outcome in crawled:
-        counts[GROUP_COLUMN[outcome_group(outcome)]] += 1
-        if outcome == "OK" and len(answered) < LAST_OK:
-            answered.append(hostname)
-    if any(counts.values()):
-        params = {column: counts[column] for column in HOUR_COUNTS}
-        conn.execute(ADD_TO_HOUR, {**params, "last_ok": answered or None})
+    """This hour's figures now (Rollups.count_hours)."""
+    pending = Rollups()
+    pending.count_hours(discovered, crawled)
+    pending.write(conn)
 
 
 # '' is no source group (a seed, an entry's own row): a key column cannot be NULL.
