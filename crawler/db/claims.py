@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import reduce
 
 from sqlalchemy import Connection, Engine, text
 
