@@ -32,7 +32,8 @@ Hosts in flight for more than STALLED_AFTER seconds (a host that accepted and
 hangs until DOWNLOAD_TIMEOUT, a name whose DNS never answers) wait on the web,
 not on the worker: they cost a socket and some memory, no CPU. They do not
 count against the limit (up to as many again as the limit, and never past
-MAX_IN_FLIGHT in all), except after a cut: on the slow web's 7% of hanging
+MAX_IN_FLIGHT in all), except after a cut or while the reactor is late (then
+they may be waiting on the worker itself): on the slow web's 7% of hanging
 hosts they held a third of a limit of 300, and the roots behind them waited.
 
 The spider claims up to the limit (crawler/spiders/hosts.py) and the downloader
@@ -232,7 +233,11 @@ class InFlightControl:
         if cut:
             self.growing = False
         self.limit = min(self.maximum, max(MIN_IN_FLIGHT, limit))
-        self.allowed = self.limit if cut else allowed(self.limit, self.stalled, self.maximum)
+        # A late reactor: the hosts may be waiting on this process, not on the web.
+        waits_on_us = cut or self.lag > LAG_HIGH
+        self.allowed = (
+            self.limit if waits_on_us else allowed(self.limit, self.stalled, self.maximum)
+        )
         self._apply()
         self._record(in_flight, rss, self.cpu)
         if why in ("cpu", "memory"):

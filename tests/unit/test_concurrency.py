@@ -175,3 +175,19 @@ def test_after_a_cut_the_stalled_hosts_count_again(monkeypatch):
         assert downloader.total_concurrency == 2 * control.limit
     finally:
         control.close(spider)
+
+
+def test_while_the_reactor_is_late_the_stalled_hosts_count(monkeypatch):
+    """An idle worker with a late reactor (a starved process) is not cut, but its hosts
+    in flight may be waiting on it: no room beside the limit for them."""
+    control, spider, downloader = started_control(monkeypatch)
+    try:
+        control.lag = 1.0
+        now = time.monotonic()
+        spider.in_flight = {f"h{i}": now - STALLED_AFTER - 1 for i in range(control.limit)}
+        limit = control.limit
+        control.tick()
+        assert control.limit == limit  # not cut: the worker is mostly idle
+        assert control.allowed == limit
+    finally:
+        control.close(spider)
