@@ -8,9 +8,10 @@ START_IN_FLIGHT while the limit holds the spider back, its CPU is under
 CPU_SPARE of a core and the reactor is not late (then raised by a quarter while
 it keeps time); cut by a fifth when the reactor is late and the spider busy, by
 almost a third over MEMORY_BUDGET_MB; hosts in flight for over STALLED_AFTER
-seconds get room beside the limit. The downloader's total follows (two requests
-per host: robots.txt and the page). The same settings (MAX_IN_FLIGHT,
-MEMORY_BUDGET_MB) and the same constants as the crawler's at this commit.
+seconds get room beside the limit (not after a cut, nor while the reactor is
+late). The downloader's total follows (two requests per host: robots.txt and
+the page). The same settings (MAX_IN_FLIGHT, MEMORY_BUDGET_MB) and the same
+constants as the crawler's at this commit.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class BareInFlight:
             self.limit = self.limit * 2 if self.growing else int(self.limit * 1.25) + 1
         self.growing = self.growing and not cut
         self.limit = min(self.maximum, max(MIN_IN_FLIGHT, self.limit))
-        extra = 0 if cut else min(stalled, self.limit)
+        extra = 0 if cut or self.lag > LAG_HIGH else min(stalled, self.limit)
         self.allowed = min(self.maximum, self.limit + extra)
         self._apply()
         self.crawler.stats.max_value("bare/in_flight/limit_peak", self.limit)

@@ -24,7 +24,7 @@ spare and moves the limit:
 - kept while the reactor is late but the worker mostly idle (under CPU_IDLE):
   the machine's other processes hold the cores, and fewer hosts in flight
   would not give the worker its turn sooner (on a two-core machine shared with
-  busy neighbours that cut cut the slow web's limit to 67, the worker at a
+  busy neighbours that cut took the slow web's limit down to 67, the worker at a
   quarter of a core, and its hosts waited behind the limit);
 - always within [MIN_IN_FLIGHT, MAX_IN_FLIGHT].
 
