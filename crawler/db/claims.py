@@ -164,10 +164,6 @@ NEAREST_ENTRY_IN_ROOT = """
       ORDER BY length(d.hostname) DESC LIMIT 1)
 """
 # A claim counts while its lease runs: claimed_by IS NOT NULL AND next_claim_at > now().
-# A root claimed from goes to the back of the due roots (its next_due_at now, if its
-# oldest unclaimed host is older): the roots take turns. Walked by their oldest due host
-# alone, with seeds all dated alike, the same first roots were served again and again
-# while the last waited (bench/slowweb.py: roots untouched for 10 s, then the tail).
 # Each root's rows are taken up to the constant concurrency, then ranked against its
 # room: a LIMIT that varies per root makes Postgres plan the LATERAL far slower.
 # The budget counts minutes that overlap the last hour, so no rolling hour holds more.
@@ -223,13 +219,11 @@ CLAIM_FROM_ROOTS = text(
         ON CONFLICT (root, minute) DO UPDATE SET claimed = c.claimed + excluded.claimed),
     settled AS (
         SELECT r.root,
-               least((SELECT greatest(u.due, CASE WHEN u.due IS NOT NULL AND pr.n > 0
-                                                  THEN now() END)
-                        FROM (SELECT min(q.next_claim_at) AS due FROM queue q
-                               WHERE q.root = r.root AND q.root = ANY(:locked)
-                                 AND q.status_reason IS NULL AND q.denied_by IS NULL
-                                 AND q.hostname NOT IN (SELECT hostname FROM claimed)
-                                 AND q.hostname NOT IN (SELECT hostname FROM healed)) u),
+               least((SELECT min(q.next_claim_at) FROM queue q
+                       WHERE q.root = r.root AND q.root = ANY(:locked)
+                         AND q.status_reason IS NULL AND q.denied_by IS NULL
+                         AND q.hostname NOT IN (SELECT hostname FROM claimed)
+                         AND q.hostname NOT IN (SELECT hostname FROM healed)),
                      CASE WHEN pr.n > 0 THEN now() + :lease END) AS next_due_at,
                CASE WHEN r.used + coalesce(pr.n, 0) >= :budget
                     THEN coalesce(r.first, date_trunc('minute', now()))

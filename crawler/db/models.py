@@ -219,8 +219,7 @@ class RootRow(Base):
     failed: Mapped[int] = mapped_column(Integer, server_default="0")
     window_size: Mapped[int] = mapped_column(SmallInteger, server_default="0")
     window_failed: Mapped[int] = mapped_column(SmallInteger, server_default="0")
-    # Never later than the earliest date of the root's routable hosts, or than its last
-    # claim if that was later (a root claimed from waits behind the roots due before).
+    # Never later than the earliest date of the root's routable hosts.
     next_due_at: Mapped[datetime | None] = mapped_column(Timestamp)
     # Over its budget: no host of the root is claimed before this.
     held_until: Mapped[datetime | None] = mapped_column(Timestamp)

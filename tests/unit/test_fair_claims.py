@@ -48,21 +48,6 @@ def test_a_root_at_its_concurrency_is_skipped_until_a_claim_ends(db):
     assert roots_of(again) == {"one.test": 1}
 
 
-def test_roots_take_turns_a_root_claimed_from_goes_behind_the_roots_waiting(db):
-    """A root's next hosts wait behind the roots due before its last claim: walked by their
-    oldest due host alone, the first roots of a seed list were served again and again
-    while the last ones waited (then came the tail of the crawl)."""
-    queue.save_hosts(db, [f"h{i}.first.test" for i in range(6)])
-    queue.save_hosts(db, ["a.second.test", "b.second.test"])  # due after first.test's
-    limits = RootLimits(concurrency=2)
-    taken = claims.claim_polite(db, 2, "w1", limits=limits).hosts
-    assert roots_of(taken) == {"first.test": 2}
-    finish(db, taken)
-    assert roots_of(claims.claim_polite(db, 2, "w1", limits=limits).hosts) == {"second.test": 2}
-    # and first.test's next hosts still go: it is due, at the back
-    assert roots_of(claims.claim_polite(db, 2, "w1", limits=limits).hosts) == {"first.test": 2}
-
-
 def test_an_expired_lease_no_longer_counts(db):
     """A killed worker's claims count only until their lease ends."""
     queue.save_hosts(db, [f"h{i}.crash.test" for i in range(4)])
