@@ -11,12 +11,18 @@ import time
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# fakeweb's names end in .test, a special-use name the crawler refuses unless told (as the
+# tests and make demo tell it): the seeds here, and every crawler process, inherit it.
+os.environ.setdefault("LOCAL_SUFFIXES", "test")
 CHILD_TIMEOUT = 300  # seconds: a bound, not a wait (a loaded machine is slow)
 SECONDS_PER_HOST = 0.25  # a bigger world's bound: 4 hosts/s, far below any figure we see
 # The crawler before it sized itself to the web (64 requests in flight, hangs retried, no
 # connect timeout, no InFlightControl): the second baseline of crawl.py and slowweb.py.
 # Ours must be no slower than it, and crawl.py's no bigger.
 BEFORE = "8751fd6"
+# The crawler as it was before it started its in-flight limit where the web needs it and
+# gave the crawl's tail its room (slowweb.py's third baseline: the fast world no slower).
+SIZED = "e44beb1"
 STAT = re.compile(r"'([\w/.]+)': (\d+(?:\.\d+)?)")
 # The crawl's tables (all but the schema version and the operators), for one TRUNCATE.
 EVERY_TABLE = (
@@ -73,23 +79,27 @@ def empty_tables(engine) -> None:
         conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
 
 
-def crawler_before(work: Path, url: str, names: list[str]) -> tuple[Path, dict]:
-    """BEFORE unpacked in work/before, its schema migrated on a new database of the
-    server at `url` and `names` seeded there by its own CLI; (its tree, its env)."""
+def crawler_before(
+    work: Path, url: str, names: list[str], commit: str = BEFORE
+) -> tuple[Path, dict]:
+    """`commit` (BEFORE unless named) unpacked in work/before-<commit>, its schema migrated
+    on a new database of the server at `url` and `names` seeded there by its own CLI;
+    (its tree, its env)."""
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
-    tree = work / "before"
+    tree = work / f"before-{commit}"
     tree.mkdir()
     archive = subprocess.run(
-        ["git", "-C", str(PROJECT_ROOT), "archive", BEFORE], capture_output=True, check=True
+        ["git", "-C", str(PROJECT_ROOT), "archive", commit], capture_output=True, check=True
     )
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    database = f"before_{commit}"
     admin = create_engine(url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
-        conn.execute(text("CREATE DATABASE before"))
+        conn.execute(text(f"CREATE DATABASE {database}"))
     admin.dispose()
-    before_url = make_url(url).set(database="before").render_as_string(hide_password=False)
+    before_url = make_url(url).set(database=database).render_as_string(hide_password=False)
     env = {**os.environ, "DATABASE_URL": before_url, "PYTHONPATH": str(tree)}
     before_cli(tree, env, "db", "upgrade")
     seed_before(tree, env, names)

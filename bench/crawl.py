@@ -26,8 +26,9 @@ settings, resolver, retry and robots.txt middlewares, and the same derived
 per-slot concurrency, ROOT_CONCURRENCY) minus its database-bound parts (the deny
 list's middleware, the pipeline, the metrics extension); requests built as the
 hosts spider builds them (HOST_URL_TEMPLATE, one download slot per root) and
-handed to the same scheduler queue the same way (`engine.crawl`, at most two
-CLAIM_BATCHes in flight), from a list of every host of the graph known up front;
+handed to the same scheduler queue the same way (`engine.crawl`, within the same
+room: its own copy of the in-flight control, bench/_bare_control.py), from a list
+of every host of the graph known up front;
 links and title extracted with the same XPath; nothing filtered or written.
 
 Second baseline, a third round each time ("before"): the same world crawled by
@@ -61,6 +62,7 @@ import time
 from pathlib import Path
 
 import scrapy
+from _bare_control import BareInFlight
 from _common import machine_line, start_database, verdict
 from _crawl_diagnostics import diagnose, instrumented_child
 from _crawl_runs import (
@@ -74,6 +76,8 @@ from _crawl_runs import (
 )
 
 from crawler.addon import HostcrawlAddon
+from crawler.collector import CollectorTuning
+from crawler.concurrency import InFlightControl
 from crawler.core.hostnames import root
 from crawler.metrics import PrometheusMetrics
 from crawler.middlewares import BlacklistMiddleware
@@ -99,7 +103,10 @@ BEFORE_TARGET = 1.0  # ours vs the crawler before: pages/s no lower, peak RSS no
 
 
 class BareAddon(HostcrawlAddon):
-    """The add-on as deployed, minus the parts that need our database."""
+    """The add-on as deployed, minus the parts that need our database, and with its own
+    copy of the in-flight control and collector tuning (bench/_bare_control.py): the
+    crawler's InFlightControl counted the hosts spider's set of hosts in flight, and
+    stopped at the bare spider's count (len() of an int)."""
 
     def update_settings(self, settings) -> None:
         super().update_settings(settings)
@@ -107,8 +114,11 @@ class BareAddon(HostcrawlAddon):
             ("DOWNLOADER_MIDDLEWARES", BlacklistMiddleware),
             ("ITEM_PIPELINES", HostWritePipeline),
             ("EXTENSIONS", PrometheusMetrics),
+            ("EXTENSIONS", InFlightControl),
+            ("EXTENSIONS", CollectorTuning),
         ):
             settings.set_in_component_priority_dict(name, component, None)
+        settings.set_in_component_priority_dict("EXTENSIONS", BareInFlight, 500)
 
 
 class BareSpider(scrapy.Spider):
@@ -121,27 +131,28 @@ class BareSpider(scrapy.Spider):
     def __init__(self, hosts: str = "", **kwargs) -> None:
         super().__init__(**kwargs)
         self.hosts = hosts
-        self.in_flight = 0
+        self.started: dict[str, float] = {}  # hostname: when it went out (monotonic)
         self._room = asyncio.Event()
 
     async def start(self):
-        """Hand requests to the engine while fewer than two batches are in flight, as the
-        hosts spider does with its claims (but from a list: no claim to wait for)."""
+        """Hand requests to the engine while there is room under its in-flight control's
+        limit (the same room as the hosts spider's claims; from a list: no claim to wait
+        for)."""
         settings = self.crawler.settings
         template = settings.get("HOST_URL_TEMPLATE")
-        room, poll = 2 * settings.getint("CLAIM_BATCH"), settings.getfloat("CLAIM_POLL_INTERVAL")
+        control, poll = self.crawler.bare_in_flight, settings.getfloat("CLAIM_POLL_INTERVAL")
         for hostname in Path(self.hosts).read_text().split():
-            while self.in_flight >= room or self.crawler.engine.needs_backout():
+            while len(self.started) >= control.allowed or self.crawler.engine.needs_backout():
                 self._room.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._room.wait(), timeout=poll)
-            self.in_flight += 1
+            self.started[hostname] = time.monotonic()
             request = scrapy.Request(
                 template.format(hostname=hostname),
                 callback=self.parse,
                 errback=self.failed,
                 dont_filter=True,
-                meta={"download_slot": root(hostname)},
+                meta={"download_slot": root(hostname), "bare_hostname": hostname},
             )
             self.crawler.engine.crawl(request)
         return
@@ -153,14 +164,14 @@ class BareSpider(scrapy.Spider):
             response.xpath("normalize-space(//title)").get()
             self.crawler.stats.inc_value("bare/links", len(hrefs))
         self.crawler.stats.inc_value("bare/pages")
-        self._done()
+        self._done(response.request)
 
     def failed(self, failure) -> None:
         self.crawler.stats.inc_value("bare/failed")
-        self._done()
+        self._done(failure.request)
 
-    def _done(self) -> None:
-        self.in_flight -= 1
+    def _done(self, request) -> None:
+        self.started.pop(request.meta.get("bare_hostname"), None)
         self._room.set()
 
 

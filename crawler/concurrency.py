@@ -9,16 +9,32 @@ spare and moves the limit:
 - raised (doubled until the first cut, then by a quarter) while the limit is
   what holds the worker back (the spider has about that many hosts in flight),
   its CPU, averaged over the last seconds, is under CPU_SPARE of a core, the
-  reactor keeps time (its lag under LAG_LOW) and the memory is under
-  BUDGET_HEADROOM of MEMORY_BUDGET_MB;
+  reactor keeps time (its lag under LAG_LOW; while doubling, not yet LAG_HIGH:
+  a slow web's first seconds are bursts of handshakes, and waiting for a
+  prompt reactor there held the limit at 128-256 for seconds) and the memory
+  is under BUDGET_HEADROOM of MEMORY_BUDGET_MB;
 - kept while the CPU is busy but the reactor keeps time: a worker waiting on
   slow hosts does its work in bursts (a claim's handshakes, a batch of
   answers), and cutting on each burst held the slow web's crawl to half its
   speed;
 - cut by a fifth when it is CPU-bound (the reactor, averaged, later than
-  LAG_HIGH: pages wait and timeouts fire late), by almost a third when the
-  memory is over its budget;
+  LAG_HIGH: pages wait and timeouts fire late, and the worker itself takes
+  over CPU_IDLE of a core), by almost a third when the memory is over its
+  budget;
+- kept while the reactor is late but the worker mostly idle (under CPU_IDLE):
+  the machine's other processes hold the cores, and fewer hosts in flight
+  would not give the worker its turn sooner (on a two-core machine shared with
+  busy neighbours that cut took the slow web's limit down to 67, the worker at a
+  quarter of a core, and its hosts waited behind the limit);
 - always within [MIN_IN_FLIGHT, MAX_IN_FLIGHT].
+
+Hosts in flight for more than STALLED_AFTER seconds (a host that accepted and
+hangs until DOWNLOAD_TIMEOUT, a name whose DNS never answers) wait on the web,
+not on the worker: they cost a socket and some memory, no CPU. They do not
+count against the limit (up to as many again as the limit, and never past
+MAX_IN_FLIGHT in all), except after a cut or while the reactor is late (then
+they may be waiting on the worker itself): on the slow web's 7% of hanging
+hosts they held a third of a limit of 300, and the roots behind them waited.
 
 The spider claims up to the limit (crawler/spiders/hosts.py) and the downloader
 may run two requests per host (robots.txt and the page it gates). The figures
@@ -44,9 +60,13 @@ TICK = 0.5  # seconds between decisions
 PROBE = 0.05  # seconds between reactor lag probes
 START_IN_FLIGHT = 128
 MIN_IN_FLIGHT = 64  # what a worker kept in flight before it sized itself
+# Seconds in flight after which a host is waiting on the web (a slow host answers in one or
+# two; CONNECT_TIMEOUT's default is 5), not on the worker.
+STALLED_AFTER = 5.0
 LAG_LOW = 0.1  # seconds: the reactor keeps time
 LAG_HIGH = 0.25  # seconds: the reactor is late (the machine has no time to spare)
 CPU_SPARE = 0.85  # share of one core under which the worker has time for more hosts
+CPU_IDLE = 0.6  # share of one core under which a late reactor is not the worker's doing
 SMOOTHING = 0.3  # weight of a tick in the averages of CPU and lag (~2 s of memory)
 BUDGET_HEADROOM = 0.8  # raise only below this share of the memory budget
 REQUESTS_PER_HOST = 2  # robots.txt and the page request it holds back
@@ -72,18 +92,25 @@ def next_limit(
 ) -> tuple[int, str]:
     """The next limit and why: "memory", "cpu", "raise" or "" (kept).
 
-    `lag` and `cpu` are averages over the last seconds. A late reactor cuts
-    whoever takes the CPU: on a machine shared with other processes (a
-    database, a fakeweb), more in flight only makes it later.
+    `lag` and `cpu` are averages over the last seconds. A late reactor cuts a
+    worker that takes the CPU (over CPU_IDLE of a core), even if others share the
+    machine (a database, a fakeweb): more in flight only makes it later.
     """
     if rss > budget:
         return int(limit * 0.7), "memory"
     if lag > LAG_HIGH:
-        return int(limit * 0.8), "cpu"
-    spare = cpu < CPU_SPARE and lag < LAG_LOW and rss < BUDGET_HEADROOM * budget
+        return (int(limit * 0.8), "cpu") if cpu >= CPU_IDLE else (limit, "")
+    prompt = lag < (LAG_HIGH if growing else LAG_LOW)
+    spare = cpu < CPU_SPARE and prompt and rss < BUDGET_HEADROOM * budget
     if spare and in_flight >= 0.9 * limit:
         return (limit * 2 if growing else int(limit * 1.25) + 1), "raise"
     return limit, ""
+
+
+def allowed(limit: int, stalled: int, maximum: int) -> int:
+    """Hosts a worker may hold: its limit, and those stalled beside it (at most as many
+    again), never over MAX_IN_FLIGHT."""
+    return min(maximum, limit + min(stalled, limit))
 
 
 def over_budget(rss: int, budget: int, limit: int, holdings: dict[str, int]) -> str:
@@ -136,8 +163,11 @@ class InFlightControl:
         self.growing = True  # doubling until the first cut, as TCP's slow start
         # Averaged over ticks, from a start that neither cuts nor raises: the burst of
         # a first claim (its handshakes all at once) is not a worker without time to
-        # spare, nor is the start a worker with time to spare until the CPU says so.
-        self.lag, self.cpu = 0.0, 1.0
+        # spare, nor is the start a worker with time to spare until the CPU says so
+        # (from CPU_SPARE, one tick under it does; from a full core it took three).
+        self.lag, self.cpu = 0.0, CPU_SPARE
+        self.stalled = 0  # hosts in flight for over STALLED_AFTER s (not counted)
+        self.allowed = self.limit  # hosts the worker may hold: the limit and the stalled
         self._calls: list = []
         self._lag_max = 0.0
         self._expected = 0.0
@@ -149,6 +179,13 @@ class InFlightControl:
 
     def in_flight(self) -> int:
         return len(getattr(self.crawler.spider, "in_flight", ()))
+
+    def count_stalled(self, now: float) -> int:
+        """Hosts in flight for over STALLED_AFTER s (the spider's {hostname: since})."""
+        since = getattr(getattr(self.crawler, "spider", None), "in_flight", None)
+        if not isinstance(since, dict):
+            return 0
+        return sum(1 for then in since.values() if now - then > STALLED_AFTER)
 
     def open(self, spider) -> None:
         self._cpu, self._wall = cpu_seconds(), time.monotonic()
@@ -185,13 +222,22 @@ class InFlightControl:
         lag, self._lag_max = self._lag_max, 0.0
         self.lag, self.cpu = averaged(self.lag, lag), averaged(self.cpu, cpu)
         rss = rss_bytes()
+        self.stalled = self.count_stalled(now)
+        # The hosts that hold the worker back: not those waiting on the web.
         in_flight = self.in_flight()
+        working = in_flight - self.stalled
         limit, why = next_limit(
-            self.limit, in_flight, self.lag, self.cpu, rss, self.budget, self.growing
+            self.limit, working, self.lag, self.cpu, rss, self.budget, self.growing
         )
-        if why in ("cpu", "memory"):
+        cut = why in ("cpu", "memory")
+        if cut:
             self.growing = False
         self.limit = min(self.maximum, max(MIN_IN_FLIGHT, limit))
+        # A late reactor: the hosts may be waiting on this process, not on the web.
+        waits_on_us = cut or self.lag > LAG_HIGH
+        self.allowed = (
+            self.limit if waits_on_us else allowed(self.limit, self.stalled, self.maximum)
+        )
         self._apply()
         self._record(in_flight, rss, self.cpu)
         if why in ("cpu", "memory"):
@@ -200,9 +246,10 @@ class InFlightControl:
         if now - self._logged >= self.log_every or (over and not self._over):
             self._logged = now
             log.info(
-                "hostcrawl: %d hosts in flight (limit %d of %d), reactor lag %.0f ms,"
-                " CPU %.0f%%, RSS %.0f MB (budget %.0f MB)",
+                "hostcrawl: %d hosts in flight, %d of them stalled (limit %d of %d),"
+                " reactor lag %.0f ms, CPU %.0f%%, RSS %.0f MB (budget %.0f MB)",
                 in_flight,
+                self.stalled,
                 self.limit,
                 self.maximum,
                 self.lag * 1000,
@@ -234,13 +281,15 @@ class InFlightControl:
 
     def _apply(self) -> None:
         """The downloader follows: two requests per host may be active at once."""
-        self.crawler.engine.downloader.total_concurrency = REQUESTS_PER_HOST * self.limit
+        self.crawler.engine.downloader.total_concurrency = REQUESTS_PER_HOST * self.allowed
 
     def _record(self, in_flight: int, rss: int, cpu: float) -> None:
         stats = self.crawler.stats
         stats.set_value("hostcrawl/in_flight", in_flight)
         stats.max_value("hostcrawl/in_flight/peak", in_flight)
         stats.set_value("hostcrawl/in_flight/limit", self.limit)
+        stats.set_value("hostcrawl/in_flight/stalled", self.stalled)
+        stats.max_value("hostcrawl/in_flight/stalled_peak", self.stalled)
         stats.max_value("hostcrawl/in_flight/limit_peak", self.limit)
         stats.set_value("hostcrawl/reactor_lag_ms", round(self.lag * 1000))
         stats.max_value("hostcrawl/reactor_lag_ms/peak", round(self.lag * 1000))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from datetime import timedelta
 
 import scrapy
@@ -94,9 +95,15 @@ class HostsSpider(scrapy.Spider):
         # callback's source under a weak reference to the callback object, so a new one per
         # request was read again (inspect, ast: ~5 ms) whenever the remembered one died.
         self.on_page, self.on_failure = self.parse, self.failed
-        self.in_flight: set[str] = set()
+        # Each host in flight, since when (monotonic): the in-flight control counts the
+        # hosts stalled on the web apart (crawler/concurrency.py).
+        self.in_flight: dict[str, float] = {}
         self._denied: list[HostItem] = []
         self._room = asyncio.Event()
+        # The last claim came back short: fewer hosts are due (or free of their roots'
+        # limits) than a claim step, and waiting for that many free slots would hold back
+        # the few that are (the crawl's tail: a root's next host behind hosts that hang).
+        self._short = False
         done = (scrapy.signals.item_scraped, scrapy.signals.item_dropped, scrapy.signals.item_error)
         for signal in done:
             crawler.signals.connect(self._item_done, signal=signal)
@@ -129,10 +136,12 @@ class HostsSpider(scrapy.Spider):
                 log.info("nothing due and nothing in flight: drained")
                 return
             # Handed to the engine as a batch: yielded, they would enter one per loop turn.
+            now = time.monotonic()
             for hostname in hosts:
-                self.in_flight.add(hostname)
+                self.in_flight[hostname] = now
                 self.crawler.engine.crawl(self.host_request(hostname))
-            if len(hosts) < asked:
+            self._short = len(hosts) < asked
+            if self._short:
                 # Nothing more is due, or what is due is held by its roots (ROOT_CONCURRENCY):
                 # claiming again before a host settles (or a poll interval passes) would come
                 # back empty, at the database's cost. A refused host wakes the loop at once.
@@ -164,11 +173,14 @@ class HostsSpider(scrapy.Spider):
             raise CloseSpider(CLAIM_FAILED) from exc
 
     def _free_slots(self) -> int:
-        """Hosts that fit under the in-flight limit now."""
-        return self.control.limit - len(self.in_flight)
+        """Hosts that fit under the in-flight limit now (hosts stalled on the web beside it)."""
+        return self.control.allowed - len(self.in_flight)
 
     def _claim_step(self) -> int:
-        """The fewest hosts worth a claim: a CLAIM_BATCH, or half the limit if less."""
+        """The fewest hosts worth a claim: a CLAIM_BATCH, or half the limit if less; one
+        after a short claim (what is due would not fill more)."""
+        if self._short:
+            return 1
         return min(self.batch, max(1, self.control.limit // 2))
 
     def _claim_size(self) -> int:
@@ -268,7 +280,7 @@ class HostsSpider(scrapy.Spider):
     def _item_done(self, item, **kwargs) -> None:
         """Past the pipelines (written, dropped or failed): the host is no longer in flight."""
         if isinstance(item, HostItem):
-            self.in_flight.discard(item.hostname)
+            self.in_flight.pop(item.hostname, None)
             self._room.set()
 
 

@@ -118,3 +118,38 @@ def test_a_root_at_its_limit_is_not_claimed_again_until_one_of_its_hosts_settles
     with db.connect() as conn:
         crawled = conn.execute(text("SELECT count(*) FROM hosts WHERE outcome = 'OK'")).scalar()
     assert crawled == len(hosts)
+
+
+def test_with_few_hosts_due_a_root_s_next_host_is_claimed_as_soon_as_one_settles(
+    db, fakeweb_factory, crawl
+):
+    """The tail: the worker's room is nearly all held by hosts that hang, and a root's third
+    host is due. The last claim came back short, so one free slot is worth a claim: the
+    third host goes as soon as one of its root's first two settles, not once a CLAIM_BATCH
+    of slots is free (when the hanging hosts time out)."""
+    world = World(seed=13)
+    hanging = [world.hang(f"hang{i:02}.test") for i in range(61)]
+    tail = ["tail.test", "a.tail.test", "b.tail.test"]
+    for host in tail:
+        world.answer_after(world.site(host), 0.1)
+    world.site(CANARY)
+    queue.seed(db, hanging)  # due first: the first claim takes them all
+    queue.seed(db, tail)
+    crawl(
+        fakeweb_factory(world),
+        "https",
+        MAX_IN_FLIGHT=64,  # the first claim: 61 hanging hosts, 2 of tail.test (short of 64)
+        ROOT_CONCURRENCY=2,
+        DOWNLOAD_TIMEOUT=4,
+        CONNECT_TIMEOUT=1,
+        CLAIM_POLL_INTERVAL=30,  # not a poll that frees it
+        CANARY_HOSTS=CANARY,
+    )
+
+    with db.connect() as conn:
+        settled = dict(conn.execute(text("SELECT hostname, last_crawled_at FROM hosts")).all())
+        outcomes = dict(conn.execute(text("SELECT hostname, outcome FROM hosts")).all())
+    assert {outcomes[h] for h in tail} == {"OK"}
+    assert {outcomes[h] for h in hanging} == {"HTTP_TIMEOUT"}
+    # Every host of tail.test settled before the first hanging host timed out.
+    assert max(settled[h] for h in tail) < min(settled[h] for h in hanging)

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
-from crawler.concurrency import MIN_IN_FLIGHT, InFlightControl, averaged, next_limit, rss_bytes
+from crawler.concurrency import (
+    MIN_IN_FLIGHT,
+    STALLED_AFTER,
+    InFlightControl,
+    averaged,
+    next_limit,
+    rss_bytes,
+)
 
 MB = 2**20
 BUDGET = 500 * MB
@@ -28,7 +36,20 @@ def test_a_limit_that_does_not_hold_the_worker_back_is_kept():
 
 def test_a_cpu_bound_worker_lowers_its_limit():
     assert decide(lag=0.5, cpu=0.99) == (160, "cpu")  # pages wait, timeouts fire late
-    assert decide(lag=0.5, cpu=0.2) == (160, "cpu")  # the machine's CPU is taken
+    assert decide(lag=0.5, cpu=0.7) == (160, "cpu")  # busy, and others share the machine
+
+
+def test_a_late_reactor_with_the_worker_mostly_idle_keeps_the_limit():
+    """The machine's other processes hold the cores: fewer hosts would not help."""
+    assert decide(lag=0.5, cpu=0.2) == (200, "")
+    assert decide(lag=0.5, cpu=0.2, growing=True) == (200, "")  # nor raises
+
+
+def test_while_doubling_a_reactor_busy_with_handshakes_does_not_stop_the_growth():
+    """A slow web's first seconds are bursts of handshakes: the limit keeps doubling while
+    the reactor is not late (under LAG_HIGH), and only after the first cut wants it prompt."""
+    assert decide(lag=0.15, growing=True) == (400, "raise")
+    assert decide(lag=0.15) == (200, "")
 
 
 def test_a_busy_worker_that_keeps_time_keeps_its_limit():
@@ -87,3 +108,86 @@ def test_the_limit_stays_within_its_bounds(monkeypatch):
 
 def test_resident_memory_is_read():
     assert 10 * MB < rss_bytes() < 10_000 * MB
+
+
+def started_control(monkeypatch, cpu_per_tick=0.0, **settings):
+    """An InFlightControl on a crawler with a spider and a downloader, as a crawl has, its
+    CPU clock advancing `cpu_per_tick` seconds a call; (control, spider, downloader)."""
+    crawler = get_crawler(Spider, {"MEMORY_BUDGET_MB": 500, **settings})
+    used = iter(i * cpu_per_tick for i in range(10_000))
+    monkeypatch.setattr("crawler.concurrency.cpu_seconds", lambda: next(used))
+    monkeypatch.setattr("crawler.concurrency.rss_bytes", lambda: 100 * MB)
+    control = InFlightControl.of(crawler)
+    crawler.spider = Spider("probe")
+    downloader = SimpleNamespace(total_concurrency=64)
+    crawler._engine = SimpleNamespace(downloader=downloader)
+    crawler.spider.in_flight = {}
+    control.open(crawler.spider)
+    return control, crawler.spider, downloader
+
+
+def test_one_tick_of_a_worker_with_time_to_spare_raises_the_limit_from_the_start(monkeypatch):
+    """A slow web from the first second: a worker at 60% of a core, every host of its
+    limit in flight, doubles at its first tick (the CPU average starts at CPU_SPARE)."""
+    control, spider, downloader = started_control(monkeypatch)
+    try:
+        control._wall -= 0.5  # half a second of wall clock since the spider opened...
+        control._cpu -= 0.3  # ...and 0.3 s of CPU in it: 60% of a core
+        spider.in_flight = dict.fromkeys(map(str, range(control.limit)), 0.0)
+        start = control.limit
+        control.tick()
+        assert control.limit == 2 * start
+    finally:
+        control.close(spider)
+
+
+def test_hosts_stalled_on_the_web_do_not_hold_room_under_the_limit(monkeypatch):
+    """Hosts in flight for over STALLED_AFTER s (hanging, or their DNS silent) wait on the
+    web: the worker may hold as many more (the downloader too), up to MAX_IN_FLIGHT."""
+    control, spider, downloader = started_control(monkeypatch, MAX_IN_FLIGHT=1000)
+    try:
+        limit = control.limit
+        now = time.monotonic()
+        spider.in_flight = {f"hung{i}": now - STALLED_AFTER - 1 for i in range(100)}
+        spider.in_flight |= {f"new{i}": now for i in range(limit - 100)}
+        control.tick()
+        assert control.stalled == 100
+        assert control.allowed == control.limit + 100
+        assert downloader.total_concurrency == 2 * control.allowed
+        # The stalled count no more than as many again as the limit, nor past MAX_IN_FLIGHT.
+        spider.in_flight = {f"hung{i}": now - STALLED_AFTER - 1 for i in range(5000)}
+        control.tick()
+        assert control.allowed == min(1000, 2 * control.limit)
+    finally:
+        control.close(spider)
+    assert control.crawler.stats.get_value("hostcrawl/in_flight/stalled_peak") == 5000
+
+
+def test_after_a_cut_the_stalled_hosts_count_again(monkeypatch):
+    """A CPU-bound worker's hosts wait on the worker: they are not given room beside it."""
+    control, spider, downloader = started_control(monkeypatch, cpu_per_tick=10.0)
+    try:
+        control.lag = 1.0  # late, and the worker at a full core
+        now = time.monotonic()
+        spider.in_flight = {f"h{i}": now - STALLED_AFTER - 1 for i in range(control.limit)}
+        control.tick()
+        assert control.allowed == control.limit
+        assert downloader.total_concurrency == 2 * control.limit
+    finally:
+        control.close(spider)
+
+
+def test_while_the_reactor_is_late_the_stalled_hosts_count(monkeypatch):
+    """An idle worker with a late reactor (a starved process) is not cut, but its hosts
+    in flight may be waiting on it: no room beside the limit for them."""
+    control, spider, downloader = started_control(monkeypatch)
+    try:
+        control.lag = 1.0
+        now = time.monotonic()
+        spider.in_flight = {f"h{i}": now - STALLED_AFTER - 1 for i in range(control.limit)}
+        limit = control.limit
+        control.tick()
+        assert control.limit == limit  # not cut: the worker is mostly idle
+        assert control.allowed == limit
+    finally:
+        control.close(spider)
