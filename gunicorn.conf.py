@@ -16,6 +16,8 @@ import gevent
 from gunicorn import util
 from gunicorn.workers.ggevent import GeventWorker
 
+from crawler.core.config import from_environment  # pure: no psycopg, no panel
+
 # gunicorn 27 opens a management socket at $HOME/.gunicorn/gunicorn.ctl by default. The
 # panel needs none, and every gunicorn on a machine would share that one path.
 control_socket_disable = True
@@ -111,6 +113,6 @@ def write_json_error(sock, status_int, reason, mesg):
 worker_class = PanelWorker
 worker_connections = 1000  # open connections per worker process
 # Open connections one client address may hold per worker process; the rest are refused 429.
-connections_per_address = int(os.environ.get("PANEL_CONNECTIONS_PER_ADDRESS", "100"))
+connections_per_address = from_environment("PANEL_CONNECTIONS_PER_ADDRESS", os.environ)
 # Seconds a request's headers and body may take to arrive before it is answered 408.
-request_read_seconds = float(os.environ.get("PANEL_REQUEST_READ_SECONDS", "10"))
+request_read_seconds = from_environment("PANEL_REQUEST_READ_SECONDS", os.environ)
