@@ -16,8 +16,6 @@ import gevent
 from gunicorn import util
 from gunicorn.workers.ggevent import GeventWorker
 
-from crawler.core.config import from_environment  # pure: no psycopg, no panel
-
 # gunicorn 27 opens a management socket at $HOME/.gunicorn/gunicorn.ctl by default. The
 # panel needs none, and every gunicorn on a machine would share that one path.
 control_socket_disable = True
@@ -35,19 +33,27 @@ class PanelWorker(GeventWorker):
         self.open_per_address = Counter()
         super().init_process()
 
+    def patch(self):
+        super().patch()
+        # Read only now, after gevent's patching: crawler.core.config's imports bring in ssl.
+        from crawler.core.config import from_environment
+
+        self.connections_per_address = from_environment("PANEL_CONNECTIONS_PER_ADDRESS", os.environ)
+        self.request_read_seconds = from_environment("PANEL_REQUEST_READ_SECONDS", os.environ)
+
     def handle(self, listener, client, addr):
         # One address may hold only a share of this process's worker_connections: the
         # excess is refused at once, before a byte of it is read, so that a single
         # client trickling bodies cannot use up the slots everyone else needs.
         source = addr[0] if isinstance(addr, tuple) else ""
-        if self.open_per_address[source] >= connections_per_address:
+        if self.open_per_address[source] >= self.connections_per_address:
             with contextlib.suppress(OSError):  # the client may be gone already
                 util.write_error(client, 429, "Too Many Requests", "too many open connections")
             util.close(client)
             return
         self.open_per_address[source] += 1
         try:
-            super().handle(listener, DeadlineSocket(client, request_read_seconds), addr)
+            super().handle(listener, DeadlineSocket(client, self.request_read_seconds), addr)
         finally:
             self.open_per_address[source] -= 1
             if not self.open_per_address[source]:
@@ -112,7 +118,4 @@ def write_json_error(sock, status_int, reason, mesg):
 
 worker_class = PanelWorker
 worker_connections = 1000  # open connections per worker process
-# Open connections one client address may hold per worker process; the rest are refused 429.
-connections_per_address = from_environment("PANEL_CONNECTIONS_PER_ADDRESS", os.environ)
-# Seconds a request's headers and body may take to arrive before it is answered 408.
-request_read_seconds = from_environment("PANEL_REQUEST_READ_SECONDS", os.environ)
+# Per client address, PANEL_CONNECTIONS_PER_ADDRESS of them at most (crawler/core/config.py).
