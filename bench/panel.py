@@ -58,6 +58,7 @@ from _panel_http import (
     stop,
 )
 from _panel_logins import measure as login_storm
+from _panel_slow_bodies import measure as slow_body_storm
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -291,7 +292,7 @@ def main() -> None:
     started = time.perf_counter()
     rng = random.Random(20261130)
     url = start_database("hostcrawl-bench-panel-")
-    if "--logins-only" in sys.argv:  # the login storm alone, on an empty database
+    if {"--logins-only", "--slow-bodies-only"} & set(sys.argv):  # the storms alone, no data
         return logins_only(url, started)
     data = load(url, rng)
     engine = create_engine(url)
@@ -316,7 +317,7 @@ def main() -> None:
     load_tool.start()
     times = results.get(timeout=600)
     load_tool.join(timeout=30)
-    storm_lines = login_storm(port, session_cookie(port), engine)
+    storm_lines = login_storm(port, session_cookie(port), engine) + slow_body_storm(port)
     stop(proc)
 
     print(
@@ -359,7 +360,9 @@ def logins_only(url: str, started: float) -> None:
     accounts.create_user(engine, "bench", PASSWORD)
     port = free_port()
     proc = start_gunicorn(url, port)
-    print("\n".join(login_storm(port, session_cookie(port), engine)))
+    if "--slow-bodies-only" not in sys.argv:
+        print("\n".join(login_storm(port, session_cookie(port), engine)))
+    print("\n".join(slow_body_storm(port)))
     stop(proc)
     engine.dispose()
     print(f"# total run time {time.perf_counter() - started:.0f} s")
