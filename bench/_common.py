@@ -178,6 +178,17 @@ def machine_line() -> str:
     )
 
 
+def work_dir(name: str) -> Path:
+    """A scratch folder for one benchmark's logs and servers: removed at exit, or kept and
+    named with `--keep`."""
+    work = Path(tempfile.mkdtemp(prefix=f"hostcrawl-bench-{name}-"))
+    if "--keep" in sys.argv:
+        print(f"# logs kept in {work}")
+    else:
+        atexit.register(shutil.rmtree, work, True)
+    return work
+
+
 def start_database(prefix: str = "hostcrawl-bench-", server: dict[str, str] | None = None) -> str:
     """A migrated throwaway embedded Postgres; returns its URL (the server goes at exit).
 

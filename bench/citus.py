@@ -34,12 +34,9 @@ the same code measuring them. Each crawl prints the CPU seconds each server spen
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -55,7 +52,7 @@ from _citus_nodes import (  # noqa: E402
     start_one_server,
     vacuum_everywhere,
 )
-from _common import machine_line, verdict  # noqa: E402
+from _common import machine_line, verdict, work_dir  # noqa: E402
 from _crawl_runs import empty_tables, run_child, scrapy_args  # noqa: E402
 from _growth_data import SUBS_PER_ROOT, load  # noqa: E402
 from claims import reset as make_every_host_due  # noqa: E402
@@ -243,11 +240,7 @@ def main() -> None:
     os.environ["LOCAL_SUFFIXES"] = "test"  # fakeweb's names, for the seeds and the crawlers
     print(machine_line())
     started = time.perf_counter()
-    work = Path(tempfile.mkdtemp(prefix="hostcrawl-bench-citus-"))
-    if "--keep" in sys.argv:
-        print(f"# crawler logs kept in {work}")
-    else:
-        atexit.register(shutil.rmtree, work, True)
+    work = work_dir("citus")
     cluster = start_cluster()
     one = start_one_server(len(cluster.nodes))
     urls = {"one server": one.url, "cluster": cluster.url}

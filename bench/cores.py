@@ -36,18 +36,16 @@ from __future__ import annotations
 import atexit
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import psutil
-from _common import machine_line, start_database, verdict
+from _common import machine_line, start_database, verdict, work_dir
 from _crawl_runs import PROJECT_ROOT, empty_tables, scrapy_args
 
 SEED = 20261202
@@ -187,11 +185,7 @@ def main() -> None:
     os.environ["LOCAL_SUFFIXES"] = "test"  # fakeweb's names: the seed and the workers take them
     print(machine_line())
     overall = time.perf_counter()
-    work = Path(tempfile.mkdtemp(prefix="hostcrawl-bench-cores-"))
-    if "--keep" in sys.argv:
-        print(f"# logs kept in {work}")
-    else:
-        atexit.register(shutil.rmtree, work, True)
+    work = work_dir("cores")
     url = start_database()
     engine = create_engine(url, pool_size=2)
     world = World(seed=SEED)

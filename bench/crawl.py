@@ -54,16 +54,14 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import scrapy
 from _bare_control import BareInFlight
-from _common import machine_line, start_database, verdict
+from _common import machine_line, start_database, verdict, work_dir
 from _crawl_diagnostics import diagnose, instrumented_child
 from _crawl_runs import (
     BEFORE,
@@ -184,11 +182,7 @@ def main() -> None:
 
     print(machine_line())
     overall = time.perf_counter()
-    work = Path(tempfile.mkdtemp(prefix="hostcrawl-bench-crawl-"))
-    if "--keep" in sys.argv:
-        print(f"# logs kept in {work}")
-    else:
-        atexit.register(shutil.rmtree, work, True)
+    work = work_dir("crawl")
     url = start_database()
     engine = create_engine(url, pool_size=2)
 

@@ -48,16 +48,13 @@ slow world, and SIZED's round is the stricter baseline of the fast one).
 
 from __future__ import annotations
 
-import atexit
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-from _common import machine_line, start_database, verdict
+from _common import machine_line, start_database, verdict, work_dir
 from _crawl_runs import (
     BEFORE,
     PROJECT_ROOT,
@@ -108,11 +105,7 @@ def main() -> None:
     overall = time.perf_counter()
     big = "--big" in sys.argv
     hosts, n_roots = SIZES["big" if big else "default"]
-    work = Path(tempfile.mkdtemp(prefix="hostcrawl-bench-slowweb-"))
-    if "--keep" in sys.argv:
-        print(f"# logs kept in {work}")
-    else:
-        atexit.register(shutil.rmtree, work, True)
+    work = work_dir("slowweb")
     url = start_database()
     engine = create_engine(url, pool_size=2)
 
