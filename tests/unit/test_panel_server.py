@@ -13,6 +13,8 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -57,9 +59,10 @@ def login(port: int, username: str, password: str, source: str) -> int:
     return request(port, "POST", "/login", form, kind, source=source)[0]
 
 
-@pytest.fixture(scope="module")
-def port(database_url):
-    """gunicorn serving the panel from the repository root (so with gunicorn.conf.py)."""
+@contextmanager
+def serving_panel(database_url: str, **settings: str) -> Iterator[int]:
+    """gunicorn serving the panel from the repository root (so with gunicorn.conf.py), one
+    worker, with these settings in its environment: its port, until the block ends."""
     port = free_port()
     env = {
         **os.environ,
@@ -67,6 +70,7 @@ def port(database_url):
         "SECRET_KEY": SECRET,
         "SESSION_COOKIE_SECURE": "0",
         "PYTHONPATH": str(ROOT),
+        **settings,
     }
     command = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
     command += ["--log-level", "warning", "webpanel:create_app()"]
@@ -85,6 +89,12 @@ def port(database_url):
     finally:
         proc.terminate()
         proc.wait(timeout=BOUND)
+
+
+@pytest.fixture(scope="module")
+def port(database_url):
+    with serving_panel(database_url) as port:
+        yield port
 
 
 def test_twenty_trickling_clients_do_not_stall_the_panel(port, db, operators):

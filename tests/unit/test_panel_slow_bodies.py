@@ -4,16 +4,11 @@ arrive in time is answered 408, and /healthz keeps answering others meanwhile.""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 
 import pytest
 
-from tests.unit.test_panel_server import BOUND, ROOT, free_port, request
-from tests.unit.test_panel_support import SECRET
-from tests.waiting import wait_until
+from tests.unit.test_panel_server import BOUND, request, serving_panel
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
@@ -26,33 +21,9 @@ SLOW_HEAD = (
 
 @pytest.fixture(scope="module")
 def port(database_url):
-    port = free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "SECRET_KEY": SECRET,
-        "SESSION_COOKIE_SECURE": "0",
-        "PYTHONPATH": str(ROOT),
-        "PANEL_CONNECTIONS_PER_ADDRESS": str(SHARE),
-        "PANEL_REQUEST_READ_SECONDS": "3",
-    }
-    command = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
-    command += ["--log-level", "warning", "webpanel:create_app()"]
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
-
-    def answers() -> bool:
-        assert proc.poll() is None, f"gunicorn exited with {proc.returncode}"
-        try:
-            return request(port, "GET", "/healthz")[0] == 200
-        except OSError:
-            return False
-
-    try:
-        wait_until(answers, what="gunicorn answers /healthz")
+    settings = {"PANEL_CONNECTIONS_PER_ADDRESS": str(SHARE), "PANEL_REQUEST_READ_SECONDS": "3"}
+    with serving_panel(database_url, **settings) as port:
         yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=BOUND)
 
 
 def slow_login(port: int, source: str) -> socket.socket:
