@@ -67,14 +67,15 @@ def stop(run: subprocess.Popen) -> int:
 
 
 def test_two_named_workers_claim_and_a_killed_one_comes_back(db, fakeweb_factory, tmp_path):
-    world = World(seed=5, delay=0.2)  # slow enough that both workers take part
-    names = world.graph(60, roots=["alpha.test", "beta.test", "gamma.test", "delta.test"])
+    world = World(seed=5, delay=0.5)
+    names = world.graph(120, roots=[f"r{i}.test" for i in range(8)])
     web = fakeweb_factory(world)
-    # One host of a root at a time across workers: neither worker can take everything.
-    # The killed worker's claims are taken again once their short lease runs out.
-    run = start_run(
-        web, tmp_path, names[0], CRAWL_WORKERS="2", ROOT_CONCURRENCY="1", CLAIM_LEASE="10"
-    )
+    # Neither worker can take everything: each holds at most 2 hosts, one host of a root
+    # at a time across workers (a worker that settles a host claims again at once: with
+    # no cap of its own it would keep every root's slot). The killed worker's claims are taken
+    # again once their short lease runs out.
+    settings = {"ROOT_CONCURRENCY": "1", "MAX_IN_FLIGHT": "2", "CLAIM_LEASE": "10"}
+    run = start_run(web, tmp_path, names[0], CRAWL_WORKERS="2", **settings)
     log = tmp_path / "run.log"
     try:
         seen: set[str] = set()
