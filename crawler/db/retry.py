@@ -26,11 +26,20 @@ MAX_PAUSE = 15.0
 
 
 CONFLICT_ATTEMPTS = 5
-CONFLICTS = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+# A foreign key violation too: a row this transaction saw (a hosts row its insert skipped
+# as known) was deleted by another that committed meanwhile (an unblock forgetting an
+# entry-only name), so the queue row that needs it fails. Run again, the insert sees the
+# name as new.
+CONFLICTS = (
+    pg_errors.DeadlockDetected,
+    pg_errors.SerializationFailure,
+    pg_errors.ForeignKeyViolation,
+)
 
 
 def is_conflict(exc: BaseException) -> bool:
-    """A deadlock or serialization failure: the transaction may simply run again."""
+    """A deadlock, a serialization failure or a row deleted under us: the transaction may
+    simply run again."""
     return isinstance(exc, DBAPIError) and isinstance(exc.orig, CONFLICTS)
 
 
