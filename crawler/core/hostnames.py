@@ -1,7 +1,7 @@
 """Hostname rules: the one door every hostname goes through (docs/design.md, rule 1).
 
-Pure: no I/O. The Public Suffix List is the snapshot bundled with tldextract. The
-host a link on a page gives is read in crawler.core.urls, and normalized here.
+Pure: no I/O. A name's root and public suffix are crawler.core.suffixes' (re-exported
+here). The host a link on a page gives is read in crawler.core.urls, and normalized here.
 """
 
 from __future__ import annotations
@@ -14,9 +14,18 @@ from urllib.parse import urlsplit
 
 import can_ada
 import idna
-import tldextract
 
 from crawler.core.config import SettingError, from_environment
+
+# Re-exported: most callers take a name and its root from this one door.
+from crawler.core.suffixes import (  # noqa: F401
+    is_ip,
+    is_public_suffix,
+    is_subdomain,
+    parents,
+    public_suffix,
+    root,
+)
 
 MAX_NAME = 253
 MAX_LABEL = 63
@@ -27,11 +36,6 @@ _LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
 _ASCII_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 # Browsers drop tabs and newlines anywhere in a URL before parsing it.
 _URL_NOISE = str.maketrans("", "", "\t\n\r")
-
-_extract = tldextract.TLDExtract(
-    suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
-)
-
 
 SHOWN_WIDTH = 80
 
@@ -216,57 +220,6 @@ def _ipv4(value: object, host: str) -> str:
         return str(ipaddress.IPv4Address(host))
     except ValueError:
         raise HostnameError(value, "bad IPv4 address") from None
-
-
-def is_ip(hostname: str) -> bool:
-    """True for a normalized IPv4 or IPv6 literal."""
-    return ":" in hostname or hostname.rpartition(".")[2].isdigit()
-
-
-def parents(hostname: str) -> list[str]:
-    """The hostname and every name above it, nearest first (an IP has none)."""
-    if is_ip(hostname):
-        return [hostname]
-    names = [hostname]
-    dot = hostname.find(".")
-    while dot != -1:
-        names.append(hostname[dot + 1 :])
-        dot = hostname.find(".", dot + 1)
-    return names
-
-
-@lru_cache(maxsize=65536)
-def root(hostname: str) -> str:
-    """The registered domain of a normalized hostname (docs/design.md, "root"). A TLD the
-    list lacks follows the PSL's default rule '*' (its last label is the suffix). An IP, a
-    single label or a bare suffix is its own root."""
-    if is_ip(hostname) or "." not in hostname:
-        return hostname
-    if suffix := public_suffix(hostname):
-        domain = hostname[: -len(suffix) - 1].rpartition(".")[2]  # '' for a bare suffix
-        return f"{domain}.{suffix}" if domain else hostname
-    return ".".join(hostname.rsplit(".", 2)[-2:])
-
-
-@lru_cache(maxsize=65536)
-def public_suffix(hostname: str) -> str:
-    """The public suffix of a normalized name, no IP ('' for an unknown TLD). Cached: the
-    rules a seed passes (and its root) ask it about each name, and a lookup costs more
-    than normalize()."""
-    return _extract(hostname).suffix
-
-
-def is_public_suffix(hostname: str) -> bool:
-    """True when the hostname is itself a public suffix (`com`, `co.uk`, `test`)."""
-    if is_ip(hostname):
-        return False
-    suffix = public_suffix(hostname)
-    return suffix == hostname if suffix else "." not in hostname
-
-
-def is_subdomain(hostname: str) -> bool:
-    """True for a hostname below its root (the names that feed a trap window)."""
-    return root(hostname) != hostname
 
 
 def normalize_entry(value: str, *, force: bool = False) -> str:

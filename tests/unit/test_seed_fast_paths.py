@@ -16,7 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from crawler.core import blocklists, hostnames
+from crawler.core import blocklists, hostnames, suffixes
 from crawler.core.hostnames import (
     HostnameError,
     entry_name_refusal,
@@ -70,7 +70,7 @@ def extract_root(hostname: str) -> str:
     """root() as it was written before public_suffix(): tldextract's own fields."""
     if hostnames.is_ip(hostname) or "." not in hostname:
         return hostname
-    parts = hostnames._extract(hostname)
+    parts = suffixes._extract(hostname)
     if parts.suffix:
         return f"{parts.domain}.{parts.suffix}" if parts.domain else hostname
     return ".".join(hostname.rsplit(".", 2)[-2:])
@@ -89,7 +89,7 @@ def test_one_suffix_lookup_gives_what_tldextract_gives(value):
     hostname = normalized(value)
     if hostname is None or hostnames.is_ip(hostname):
         return
-    parts = hostnames._extract(hostname)
+    parts = suffixes._extract(hostname)
     assert public_suffix(hostname) == parts.suffix
     assert root(hostname) == extract_root(hostname)
     bare = not parts.domain if parts.suffix else "." not in hostname
