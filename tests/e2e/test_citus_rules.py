@@ -4,7 +4,7 @@ coordinator and two workers; skips with one line without `make citus`).
 The one-server e2e tests of the rules run here again, unchanged, on the cluster: this
 module's `db` is the cluster's database, and the crawlers they start use it. Beside them,
 what only a cluster makes hard: an entry above a root (a forced bare suffix, whose rows
-are in every shard), and a no_follow given to the CLI reaching a running worker.
+are in every shard). The no_follow test runs once per door (the writer, the CLI, the API).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
 from tests.conftest import insert_stale_row
-from tests.e2e.conftest import host_facts, known_hosts, wait_until
+from tests.e2e.conftest import known_hosts
 from tests.e2e.test_crawl import (  # noqa: F401 (collected again, on the cluster)
     test_no_follow_added_while_crawling_reaches_the_worker,
     test_no_follow_links_are_never_saved_nor_fetched,
@@ -105,28 +105,3 @@ def test_an_entry_above_every_root_denies_before_download_and_lifts(
     counts = web.fetch_counts(path="/")
     assert set(counts) == {*ROOTS, "late.s0.test"} and max(counts.values()) == 1
     assert "test" not in known_hosts(db)  # the entry's own row went with it
-
-
-def test_a_no_follow_given_to_the_cli_reaches_a_running_worker(db, fakeweb_factory, start_crawler):
-    world = World()
-    world.site("late-hub.test", links=["http://x.late.test/", "http://kept.test/"])
-    world.site("kept.test")
-    web = fakeweb_factory(world)
-    worker = start_crawler(web, CLOSE_WHEN_DRAINED=0)
-    listening = "deny list: listening for changes"
-    wait_until(lambda: listening in worker.log(), 60, "the crawler to listen for changes")
-
-    hostcrawl("no-follow", "add", "late.test")
-
-    # The NOTIFY is sent in the coordinator's transaction: heard within seconds, not at
-    # the next full reload (a minute).
-    wait_until(lambda: "deny list: add late.test" in worker.log(), 10, "the NOTIFY to arrive")
-    queue.seed(db, ["late-hub.test"])
-    wait_until(
-        lambda: host_facts(db, "kept.test") and host_facts(db, "kept.test").outcome,
-        60,
-        "kept.test to be crawled",
-    )
-    worker.stop()
-    assert "x.late.test" not in known_hosts(db)
-    assert not web.fetches(host="x.late.test", path=None)

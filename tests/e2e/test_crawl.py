@@ -6,12 +6,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
+from crawler.db.accounts import create_user, new_api_token
 from tests.conftest import insert_stale_row
 from tests.e2e.conftest import claims_held, host_facts, known_hosts, leases_ran_out, wait_until
 from tests.fakeweb import World
+from tests.unit.test_cli import hostcrawl
+from tests.unit.test_panel_support import panel_config
+from webpanel import create_app
 
 
 def test_discovery_from_one_seed_fetches_every_host_once(db, fakeweb_factory, crawl):
@@ -66,7 +71,33 @@ def test_no_follow_links_are_never_saved_nor_fetched(db, fakeweb_factory, crawl)
     assert host_facts(db, "hub.test").links_filtered == 5
 
 
-def test_no_follow_added_while_crawling_reaches_the_worker(db, fakeweb_factory, start_crawler):
+def add_through_the_cli(db, name: str) -> None:
+    run = hostcrawl("no-follow", "add", name)
+    assert run.returncode == 0, run.stderr
+
+
+def add_through_the_api(db, name: str) -> None:
+    """POST /api/no_follow/add of a panel app on the same database, as a script does."""
+    create_user(db, "door-api", "door api password")
+    headers = {"Authorization": f"Bearer {new_api_token(db, 'door-api')}"}
+    client = create_app(panel_config(db.url.render_as_string(hide_password=False))).test_client()
+    answer = client.post("/api/no_follow/add", json={"names": [name]}, headers=headers)
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+
+
+# The doors a no_follow comes in by: the writer the panel's form calls, the CLI (another
+# process) and the API. Each must reach a running worker through NOTIFY, within seconds.
+NO_FOLLOW_DOORS = {
+    "writer": lambda db, name: deny_entries.add_no_follow(db, [name]),
+    "cli": add_through_the_cli,
+    "api": add_through_the_api,
+}
+
+
+@pytest.mark.parametrize("door", NO_FOLLOW_DOORS)
+def test_no_follow_added_while_crawling_reaches_the_worker(
+    db, fakeweb_factory, start_crawler, door
+):
     world = World()
     world.site("late-hub.test", links=["http://x.late.test/", "http://kept.test/"])
     world.site("kept.test")
@@ -75,8 +106,9 @@ def test_no_follow_added_while_crawling_reaches_the_worker(db, fakeweb_factory, 
     listening = "deny list: listening for changes"
     wait_until(lambda: listening in worker.log(), 60, "the crawler to listen for changes")
 
-    deny_entries.add_no_follow(db, ["late.test"])
-    wait_until(lambda: "deny list: add late.test" in worker.log(), 60, "the NOTIFY to arrive")
+    NO_FOLLOW_DOORS[door](db, "late.test")
+    # Heard within seconds, not at the next full reload of the list (a minute).
+    wait_until(lambda: "deny list: add late.test" in worker.log(), 15, "the NOTIFY to arrive")
     queue.seed(db, ["late-hub.test"])
     wait_until(
         lambda: host_facts(db, "kept.test") and host_facts(db, "kept.test").outcome,
