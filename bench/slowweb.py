@@ -65,6 +65,7 @@ from _crawl_runs import (
     scrapy_args,
     seed_before,
 )
+from _slowweb_bound import politeness_bound
 
 SEED = 20261201
 SIZES = {"default": (1_200, 300), "big": (10_000, 2_000)}  # hosts, roots
@@ -98,8 +99,9 @@ def main() -> None:
     sys.path.insert(0, str(PROJECT_ROOT))
     from sqlalchemy import create_engine
 
+    from crawler.settings import DOWNLOAD_TIMEOUT
     from tests.fakeweb import World
-    from tests.fakeweb.slow import slow_web
+    from tests.fakeweb.slow import DNS, slow_web
 
     print(machine_line())
     overall = time.perf_counter()
@@ -121,6 +123,19 @@ def main() -> None:
         f" {len(kinds['answering']):,} answer after 0.3-1.2 s, {len(kinds['hanging']):,} hang"
         f" after TLS, {len(kinds['no_dns']):,} get no DNS reply, DNS replies 20-80 ms"
     )
+    bound_s = politeness_bound(
+        names,
+        {name: slow.timing[name]["delay"] for name in kinds["answering"]},
+        kinds,
+        share=SHARE,
+        dns_seconds=min(DNS),
+        download_timeout=DOWNLOAD_TIMEOUT,
+    )
+    bound = int(SHARE * len(kinds["answering"])) / bound_s
+    print(
+        f"# the slow world's politeness bound (ROOT_CONCURRENCY per root, claims and CPU"
+        f" free): {SHARE:.0%} of its answering hosts in {bound_s:.2f} s = {bound:,.0f} pages/s"
+    )
     runs: dict[str, list[dict]] = {mode: [] for mode in worlds}
     before = "--no-before" not in sys.argv
     sized = SizedRounds(work, url, names) if before else None
@@ -140,7 +155,7 @@ def main() -> None:
         # would take half an hour at --big.
         best.update(before_rounds(work, url, worlds, names))
     target = TARGET_RATIO_BIG if big else TARGET_RATIO
-    report(best, max(r["rss_mb"] for rs in runs.values() for r in rs), target)
+    report(best, max(r["rss_mb"] for rs in runs.values() for r in rs), target, bound)
     print(f"# {time.perf_counter() - overall:.0f} s in all")
     engine.dispose()
 
@@ -272,7 +287,7 @@ def before_rounds(work: Path, url: str, worlds: dict, names: list[str]) -> dict:
     return results
 
 
-def report(best: dict, rss: float, target: float) -> None:
+def report(best: dict, rss: float, target: float, bound: float) -> None:
     """The figures, the ratios and the verdicts (best round of each)."""
     fast, slow = best["fast"]["rate"], best["slow"]["rate"]
     print(f"# best of {ROUNDS} rounds each")
@@ -294,6 +309,10 @@ def report(best: dict, rss: float, target: float) -> None:
     print(
         f"slow world (0.3-1.2 s, 7% hang, 3% no DNS): {slow:,.0f} pages/s"
         f" (ratio vs fast: {ratio:.2f}, target >= {target}) {word}"
+    )
+    print(
+        f"# the slow world against its politeness bound ({bound:,.0f} pages/s): {slow / bound:.2f};"
+        f" the bound against the fast world: {bound / fast:.2f}"
     )
     if "slow before" in best:
         before = best["slow before"]["rate"]
