@@ -91,9 +91,16 @@ def anchors(conn: Connection) -> list[str]:
     return found[1]
 
 
-def forget_anchors() -> None:
-    """Find the anchors again at the next claim (after a change of shard count)."""
+def forget() -> None:
+    """Find the anchors again at the next claim (after a change of shard count), and start
+    each worker's turn afresh."""
     _ANCHORS.clear()
+    _NEXT_GROUP.clear()
+
+
+def first_group(worker: str, groups: int) -> int:
+    """Where a worker's first claim starts in the groups: its own offset, from its name."""
+    return zlib.crc32(worker.encode()) % groups
 
 
 def due_roots_by_group(
@@ -105,7 +112,7 @@ def due_roots_by_group(
     shard_anchors = anchors(conn)
     url = conn.engine.url.render_as_string(hide_password=False)
     key = (url, worker)
-    start = _NEXT_GROUP.get(key, zlib.crc32(worker.encode()))
+    start = _NEXT_GROUP.get(key, first_group(worker, len(shard_anchors)))
     for step in range(len(shard_anchors)):
         group = (start + step) % len(shard_anchors)
         walked = conn.execute(
