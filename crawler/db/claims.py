@@ -20,7 +20,7 @@ from functools import reduce
 
 from sqlalchemy import Connection, Engine, text
 
-from crawler.db import cluster, rollups
+from crawler.db import claims_cluster, cluster, rollups
 from crawler.db.hostsql import names_below, names_param, under_params, unpinned
 from crawler.db.retry import retry_conflicts
 
@@ -92,10 +92,10 @@ CRAWL_PENDING = text(
 # starts after those locks, so its snapshot sees every claim committed before: its count
 # of a root's unexpired claims is exact.
 #
-# On a Citus cluster every statement that locks must name one shard group's roots
-# (`root = ANY(:roots)` with roots of one shard: Citus routes it to one worker), so the
-# walk of the due roots is a plain read first (every shard, no lock), and the lock and
-# the claim work within the shard group of the oldest due root (crawler.db.cluster). On
+# On a Citus cluster every statement must name one shard group's roots (`root =
+# ANY(:roots)` with roots of one shard: Citus routes it to one worker), so the walk
+# reads one shard group's due roots through a function Citus delegates to its worker,
+# then locks and claims there, the groups served in turn (crawler.db.claims_cluster). On
 # one server the walk and the lock are one lazy statement (WALK_AND_LOCK), and the claim
 # is the same statement without the filters that only name the shard: measured, the
 # cluster's form costs one server a third of its claims/s (bench/README.md).
@@ -107,31 +107,6 @@ CRAWL_PENDING = text(
 # lock once ran on every due root before the sort and the LIMIT: one advisory lock per
 # due root, "out of shared memory" at ~6,000 due roots (a seed list of many domains).
 # The walk's own LIMIT keeps a seq scan's sort a top-N heapsort.
-DUE_ROOTS = """
-    SELECT r.root, least(r.hosts, :concurrency) AS most, {shard} AS shard FROM roots r
-     WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
-     ORDER BY r.next_due_at
-     LIMIT :walk
-"""
-LOCK_ROOTS = text(
-    """
-    WITH busy AS MATERIALIZED (
-        SELECT q.root, count(*) AS n FROM queue q
-         WHERE q.root = ANY(:candidates) AND q.claimed_by IS NOT NULL
-           AND q.next_claim_at > now()
-         GROUP BY q.root),
-    due AS MATERIALIZED (
-        SELECT c.root, coalesce(b.n, 0) AS busy
-          FROM unnest(:candidates) WITH ORDINALITY AS c(root, i)
-          LEFT JOIN busy b ON b.root = c.root
-         ORDER BY c.i)
-    SELECT due.root FROM due
-     WHERE CASE WHEN due.busy < :concurrency
-                THEN pg_try_advisory_xact_lock(:lock_space, hashtext(due.root))
-                ELSE false END
-     LIMIT :roots
-    """
-).bindparams(*names_param("candidates"))
 # On one server the walk and the lock are one statement, the walk lazy: it stops as soon
 # as :roots roots are locked.
 WALK_AND_LOCK = text(
@@ -163,8 +138,9 @@ OLDEST_DUE = text(
 # How far down the due roots one claim walks, in roots per root it wants: past roots at
 # their concurrency and roots another claim holds.
 WALK_PER_ROOT = 4
-# The transaction-scoped advisory locks of LOCK_ROOTS (one per root): in memory only,
-# unlike row locks, and held until the claim commits. A hash collision only skips a root.
+# The transaction-scoped advisory locks of WALK_AND_LOCK and claims_cluster.LOCK_ROOTS
+# (one per root): in memory only, unlike row locks, and held until the claim commits. A
+# hash collision only skips a root.
 LOCK_SPACE = 1212
 
 # The polite claim's deny check, within the locked roots' shard group.
@@ -321,7 +297,7 @@ def enough_roots(locked: Iterable[str], most: dict[str, int], n: int) -> list[st
     return roots
 
 
-def walk_and_lock(conn: Connection, n: int, params: dict) -> list[str]:
+def walk_and_lock(conn: Connection, n: int, worker: str, params: dict) -> list[str]:
     """One server: the due roots walked and locked in one statement, up to a root per host
     wanted (most due roots have a host or two: a list of top sites, a page's links; a
     claim that comes back short makes the spider wait)."""
@@ -330,14 +306,12 @@ def walk_and_lock(conn: Connection, n: int, params: dict) -> list[str]:
     return enough_roots(most, most, n)
 
 
-def walk_then_lock(conn: Connection, n: int, params: dict) -> list[str]:
-    """A cluster: the due roots of every shard read, then locked within one shard group,
-    the oldest due root's first (the next group's when all of its roots are held)."""
-    due_roots = text(DUE_ROOTS.format(shard=cluster.shard_of_root(conn, "r.root")))
-    walk = {"concurrency": params["concurrency"], "walk": n * WALK_PER_ROOT}
-    for group in candidates_by_shard(conn.execute(due_roots, walk).all()):
-        locking = {**params, "candidates": list(group), "roots": n}
-        locked = enough_roots(conn.execute(LOCK_ROOTS, locking).scalars(), group, n)
+def walk_then_lock(conn: Connection, n: int, worker: str, params: dict) -> list[str]:
+    """A cluster: one shard group's due roots walked, then locked there, the groups in
+    this worker's turn (the next group's when all of a group's roots are held)."""
+    walk = n * WALK_PER_ROOT
+    for due in claims_cluster.due_roots_by_group(conn, worker, params["concurrency"], walk):
+        locked = enough_roots(claims_cluster.lock_roots(conn, due, n, params), due, n)
         if locked:
             return locked
     return []
@@ -349,9 +323,9 @@ def claim_polite_in(
     """claim_polite's work in the caller's transaction (its locks last until it ends)."""
     params = {"concurrency": limits.concurrency, "budget": limits.budget, "lock_space": LOCK_SPACE}
     walk = walk_then_lock if cluster.is_cluster(conn) else walk_and_lock
-    locked = walk(conn, n, params)
+    locked = walk(conn, n, worker, params)
     if not locked and rollups.lower_next_due(conn, conn.execute(OLDEST_DUE, {"n": n})):
-        locked = walk(conn, n, params)
+        locked = walk(conn, n, worker, params)
     if not locked:
         return Claim()
     statement = CLAIM_FROM_ROOTS if cluster.is_cluster(conn) else CLAIM_ON_ONE_SERVER

@@ -145,4 +145,29 @@ def distribute(engine: Engine) -> Deployment:
                 colocate = "none" if table == PER_ROOT_TABLES[0] else PER_ROOT_TABLES[0]
                 params = {"table": table, "column": DISTRIBUTION_COLUMN, "colocate_with": colocate}
                 conn.execute(DISTRIBUTE, params)
+    # Apart: Citus distributes a function only over one connection per worker, and the
+    # tables' distribution above used several.
+    with engine.begin() as conn:
+        distribute_functions(conn)
         return deployment(conn)
+
+
+# Functions Citus delegates to the worker holding the shard of their distribution
+# argument (migration 0019), co-located with `roots`. force_delegation: the claim calls
+# them inside its transaction, where Citus would otherwise run them on the coordinator.
+SHARD_FUNCTIONS = {"due_roots_of_shard(varchar,int,int)": "anchor"}
+FUNCTION_DISTRIBUTED = text(
+    "SELECT EXISTS (SELECT 1 FROM pg_dist_object WHERE objid = to_regprocedure(:function)::oid"
+    " AND distribution_argument_index IS NOT NULL)"
+)
+DISTRIBUTE_FUNCTION = text(
+    "SELECT create_distributed_function(:function, :argument, colocate_with => 'roots',"
+    " force_delegation => true)"
+)
+
+
+def distribute_functions(conn: Connection) -> None:
+    """Each shard function not yet distributed, distributed (idempotent)."""
+    for function, argument in SHARD_FUNCTIONS.items():
+        if not conn.execute(FUNCTION_DISTRIBUTED, {"function": function}).scalar_one():
+            conn.execute(DISTRIBUTE_FUNCTION, {"function": function, "argument": argument})
