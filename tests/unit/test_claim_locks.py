@@ -23,9 +23,12 @@ SCHEMA_RELATIONS = text(
     "SELECT count(*) FROM pg_class"
     " WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'i')"
 )
+# The schema's relations only: the first claim of a process also reads pg_extension
+# (whether the database is a cluster, asked once), whose catalog locks are no root's.
 OWN_LOCKS = text(
-    "SELECT locktype FROM pg_locks WHERE pid = pg_backend_pid() AND granted"
-    " AND locktype IN ('advisory', 'relation')"
+    "SELECT l.locktype FROM pg_locks l LEFT JOIN pg_class c ON c.oid = l.relation"
+    " WHERE l.pid = pg_backend_pid() AND l.granted AND (l.locktype = 'advisory'"
+    " OR (l.locktype = 'relation' AND c.relnamespace = 'public'::regnamespace))"
 )
 
 
