@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from crawler.core import config
 from crawler.core.workers import WorkerCount
 from crawler.db.engine import PROJECT_ROOT
 from crawler.supervisor import Child, Supervisor
+from tests.waiting import wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -120,9 +122,17 @@ def test_a_killed_worker_is_named_with_its_signal(capsys):
     assert "died with exit code -9 (SIGKILL); restarting it in 1 s (at " in capsys.readouterr().err
 
 
-def test_workers_that_end_normally_are_done_and_then_the_panel_stops(capsys):
+def sleeper_that_says_it_is_up(name: str, up: Path, worker: bool = True) -> Child:
+    """A child that touches `up` once Python has started: a SIGINT sent earlier would land
+    in the interpreter's start-up (exit code 1), not in the program's sleep."""
+    script = f"import pathlib, time; pathlib.Path({str(up)!r}).touch(); time.sleep(60)"
+    return Child(name, [sys.executable, "-c", script], worker=worker)
+
+
+def test_workers_that_end_normally_are_done_and_then_the_panel_stops(capsys, tmp_path):
     first, second = exiting(0, "worker-1@h"), exiting(0, "worker-2@h")
-    panel = Child("panel", [sys.executable, "-c", "import time; time.sleep(60)"], worker=False)
+    up = tmp_path / "panel-up"
+    panel = sleeper_that_says_it_is_up("panel", up, worker=False)
     keeper = Supervisor([first, second, panel])
     for child in keeper.children:
         child.start()
@@ -132,6 +142,7 @@ def test_workers_that_end_normally_are_done_and_then_the_panel_stops(capsys):
     assert first.done and second.done and first.restart_at is None
     said = capsys.readouterr().err
     assert "supervisor: worker-1@h finished (exit code 0: nothing left to crawl)" in said
+    wait_until(up.exists, what="the panel stand-in to start")
     keeper.stop()  # the panel gets its SIGINT
     assert not panel.running and panel.proc.returncode == -signal.SIGINT
 
