@@ -12,6 +12,7 @@ left as it is.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -104,34 +105,58 @@ SHARDS_OF = text(
 ).bindparams(*names_param("roots"))
 
 
+# Per database URL: (when asked, {root: its shard id}). A root's shard changes only with
+# the shard count (a rebalance moves shards, not ids): asked again after SHARD_TTL.
+SHARD_TTL = 60.0
+SHARDS_KEPT = 200_000  # roots remembered per database, then forgotten all at once
+_SHARDS: dict[str, tuple[float, dict[str, int]]] = {}
+
+
+def shard_ids(conn: Connection, roots: set[str]) -> dict[str, int]:
+    """{root: its shard id} on a cluster, asked of the database for the roots not known."""
+    url = conn.engine.url.render_as_string(hide_password=False)
+    since, known = _SHARDS.get(url, (0.0, {}))
+    if time.monotonic() - since > SHARD_TTL or len(known) > SHARDS_KEPT:
+        since, known = time.monotonic(), {}
+        _SHARDS[url] = (since, known)
+    if missing := roots - known.keys():
+        known.update(conn.execute(SHARDS_OF, {"roots": sorted(missing)}).all())
+    return {root: known[root] for root in roots}
+
+
 def shard_groups(conn: Connection, roots: Iterable[str]) -> list[set[str]]:
-    """The roots by shard group: Citus runs a statement that locks rows only within one.
-    On one server, one group, and no question asked."""
+    """The roots by shard group, in shard id order: Citus runs a statement that locks rows
+    only within one. Every writer walks the groups in that order, and the rows within one
+    in root or hostname order: one lock order for all. On one server, one group, and no
+    question asked."""
     roots = set(roots)
     if not roots or shard_of_root(conn, "r") == "0":
         return [roots] if roots else []
     groups: dict[int, set[str]] = {}
-    for root, shard in conn.execute(SHARDS_OF, {"roots": sorted(roots)}):
+    for root, shard in shard_ids(conn, roots).items():
         groups.setdefault(shard, set()).add(root)
-    return list(groups.values())
+    return [groups[shard] for shard in sorted(groups)]
+
+
+def root_groups(conn: Connection, roots: Iterable[str]) -> list[list[str]]:
+    """The roots by shard group (`shard_groups`), each sorted: a statement naming many
+    roots runs once per group, so that Citus routes each run to one worker."""
+    return [sorted(group) for group in shard_groups(conn, roots)]
 
 
 ShardGroup = tuple[list[str], list[str]]  # (roots, names), each sorted
 
 
 def by_shard_group(conn: Connection, roots_of: Mapping[str, str]) -> list[ShardGroup]:
-    """Names ({name: its root}) by the shard group of their roots, as (roots, names), each
-    sorted, groups in the order of their first root: a statement that locks rows runs once
-    per group, with `root = ANY(roots)` (one group on one server). Every writer walks the
-    groups in that order, as it locks rows in hostname order within one."""
-    group_of: dict[str, int] = {}
-    for i, roots in enumerate(shard_groups(conn, roots_of.values())):
-        group_of.update(dict.fromkeys(roots, i))
-    names: dict[int, list[str]] = {}
+    """Names ({name: its root}) by the shard group of their roots (`shard_groups`, in its
+    order), as (roots, names), each sorted: a statement that locks rows runs once per
+    group, with `root = ANY(roots)` (one group on one server)."""
+    groups = shard_groups(conn, roots_of.values())
+    group_of = {root: i for i, roots in enumerate(groups) for root in roots}
+    names: list[list[str]] = [[] for _ in groups]
     for name in sorted(roots_of):
-        names.setdefault(group_of[roots_of[name]], []).append(name)
-    groups = [(sorted({roots_of[n] for n in group}), group) for group in names.values()]
-    return sorted(groups)
+        names[group_of[roots_of[name]]].append(name)
+    return [(sorted(roots), group) for roots, group in zip(groups, names, strict=True)]
 
 
 def distribute(engine: Engine) -> Deployment:

@@ -105,17 +105,22 @@ WRITE_RESULTS_ON_ONE_SERVER = unpinned(
 )
 # The dates are taken before the update, in a materialized CTE: Citus allows no
 # non-immutable function (now()) in a CASE of an UPDATE of a distributed table.
+# Run once per shard group (`q.root = ANY(:roots)`, roots of one group: Citus routes it to
+# one worker); on one server without that pin, as the results' write.
+SCHEDULE_PARAMS = (*names_param("names", "host_roots"), bindparam("afters", type_=ARRAY(Interval)))
 SCHEDULE = text(
     f"""
     WITH t AS MATERIALIZED (
-        SELECT hostname, now() + after AS at FROM unnest(:names, :afters) AS u(hostname, after))
+        SELECT hostname, host_root, now() + after AS at
+          FROM unnest(:names, :host_roots, :afters) AS u(hostname, host_root, after))
     UPDATE queue q SET claimed_by = NULL, claimed_at = NULL,
            next_claim_at = CASE WHEN q.status_reason IS NULL THEN t.at ELSE q.next_claim_at END
       FROM t
-     WHERE q.hostname = t.hostname
+     WHERE q.root = ANY(:roots) AND q.hostname = t.hostname AND q.root = t.host_root
     RETURNING {DATED}
     """
-).bindparams(*names_param("names"), bindparam("afters", type_=ARRAY(Interval)))
+).bindparams(*SCHEDULE_PARAMS, *names_param("roots"))
+SCHEDULE_ON_ONE_SERVER = unpinned(SCHEDULE, ("q.root = ANY(:roots) AND ",), *SCHEDULE_PARAMS)
 
 
 @retry_conflicts
@@ -144,28 +149,31 @@ class FoundOn:
 def insert_hosts(
     conn: Connection, found: dict[str, FoundOn], pending: rollups.Rollups | None = None
 ) -> list[tuple[str, str | None]]:
-    """Insert {hostname: where it was found} in hostname order (the lock order).
+    """Insert {hostname: where it was found}, a statement per shard group of their roots,
+    in hostname order within one (the lock order every writer keeps).
 
     Returns the (hostname, discovered_from) rows that were new. Their rollups go to
     `pending` (the caller writes it before it commits), or are written here.
     """
-    names = sorted(found)
-    params = {"names": names, "roots": [root(n) for n in names]}
-    where = [found[n] for n in names]
-    new = conn.execute(
-        INSERT_HOSTS,
-        {
-            **params,
-            "pages": [f.page for f in where],
-            "sources": [f.source for f in where],
-            "places": [f.place for f in where],
-        },
-    ).all()
     gathered = rollups.Rollups() if pending is None else pending
+    new = []
+    # Once per shard group (one on one server): Citus sends each run's rows to one shard.
+    for _, names in cluster.by_shard_group(conn, {n: root(n) for n in found}):
+        params = {"names": names, "roots": [root(n) for n in names]}
+        where = [found[n] for n in names]
+        pages, sources, places = (
+            [f.page for f in where],
+            [f.source for f in where],
+            [f.place for f in where],
+        )
+        inserted = conn.execute(
+            INSERT_HOSTS, {**params, "pages": pages, "sources": sources, "places": places}
+        ).all()
+        gathered.lower_next_due(conn.execute(QUEUE_HOSTS, params))
+        new += inserted
     gathered.count_hosts(new=[r for _, _, r in new])
     gathered.count_hours(discovered=len(new))
     rollups.count_sources(conn, (found[h].source for h, _, _ in new))
-    gathered.lower_next_due(conn.execute(QUEUE_HOSTS, params))
     if pending is None:
         gathered.write(conn)
     return [(h, source) for h, source, _ in new]
@@ -241,19 +249,23 @@ def schedule(
 ) -> None:
     """Release claims (entry rows too) and set each routable row's next date; the roots'
     dates go to `pending` (written by the caller), or are written here."""
-    if delays:
-        names, afters = [h for h, _ in delays], [d for _, d in delays]
-        dated = conn.execute(SCHEDULE, {"names": names, "afters": afters})
-        if pending is None:
-            rollups.lower_next_due(conn, dated)
-        else:
-            pending.lower_next_due(dated)
+    after = dict(delays)
+    gathered = rollups.Rollups() if pending is None else pending
+    statement = SCHEDULE if cluster.is_cluster(conn) else SCHEDULE_ON_ONE_SERVER
+    for roots, names in cluster.by_shard_group(conn, {h: root(h) for h in after}):
+        params = {"names": names, "host_roots": [root(h) for h in names], "roots": roots}
+        gathered.lower_next_due(
+            conn.execute(statement, {**params, "afters": [after[h] for h in names]})
+        )
+    if pending is None:
+        gathered.write(conn)
 
 
+# Once per shard group: `root = ANY(:roots)` of one group routes it to one worker.
 RETRY_SOON = text(
-    "UPDATE queue SET next_claim_at = now() + :after"
-    f" WHERE hostname = ANY(:names) AND status_reason IS NULL RETURNING {DATED}"
-).bindparams(*names_param("names"))
+    "UPDATE queue SET next_claim_at = now() + :after WHERE root = ANY(:roots)"
+    f" AND hostname = ANY(:names) AND status_reason IS NULL RETURNING {DATED}"
+).bindparams(*names_param("names", "roots"))
 
 
 @retry_conflicts
@@ -261,8 +273,11 @@ def retry_soon(engine: Engine, hostnames: Sequence[str], after: timedelta) -> No
     """Claimed hosts whose try said nothing about them (our own outage): due again
     `after` from now, still claimed by their worker, so a draining crawl waits."""
     with engine.begin() as conn:
-        dated = conn.execute(RETRY_SOON, {"names": sorted(hostnames), "after": after})
-        rollups.lower_next_due(conn, dated.all())
+        pending = rollups.Rollups()
+        for roots, names in cluster.by_shard_group(conn, {h: root(h) for h in hostnames}):
+            params = {"names": names, "roots": roots, "after": after}
+            pending.lower_next_due(conn.execute(RETRY_SOON, params).all())
+        pending.write(conn)
 
 
 @retry_conflicts

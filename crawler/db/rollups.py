@@ -15,9 +15,11 @@ cluster alike.
 - source_hours, hosts discovered per hour, writer shard and source group (the strip's
   "found in the last 24 hours, by source"): `count_sources`.
 
-A writer of several statements gathers their rows in one `Rollups` and writes it once,
-before it commits: the rollups of the crawl's finish were six statements of its ten,
-and a root's counters and its date two row versions (bench/README.md, growth.py).
+Each statement runs once per shard group of its roots (`cluster.root_groups`: one group
+on one server), so that Citus routes every run to one worker. A writer of several
+statements gathers their rows in one `Rollups` and writes it once, before it commits:
+the rollups of the crawl's finish were six statements of its ten, and a root's counters
+and its date two row versions (bench/README.md, growth.py).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import DateTime
 
 from crawler.core.outcomes import ALIVE, NETWORK_FAILURES, counts_as_failed, outcome_group
-from crawler.db.hostsql import INTS, names_param
+from crawler.db import cluster
+from crawler.db.hostsql import INTS, names_param, unpinned
 
 # Rows in root order: the order every writer locks roots rows in. A root whose counters
 # move takes its rows' earliest date in the same row version (`dues`; NULL: none).
@@ -55,21 +58,35 @@ LOWER_NEXT_DUE = text(
     """
     UPDATE roots r SET next_due_at = d.due
       FROM (SELECT * FROM unnest(:roots, :dues) AS t(root, due) ORDER BY root) d
-     WHERE r.root = d.root AND (r.next_due_at IS NULL OR r.next_due_at > d.due)
+     WHERE r.root = ANY(:roots) AND r.root = d.root
+       AND (r.next_due_at IS NULL OR r.next_due_at > d.due)
     """
 ).bindparams(*names_param("roots"), bindparam("dues", type_=ARRAY(DateTime(timezone=True))))
+LOWER_NEXT_DUE_ON_ONE_SERVER = unpinned(
+    LOWER_NEXT_DUE,
+    ("r.root = ANY(:roots) AND ",),
+    *names_param("roots"),
+    bindparam("dues", type_=ARRAY(DateTime(timezone=True))),
+)
 RECOUNT_WINDOWS = text(
     """
     UPDATE roots r SET window_size = w.size, window_failed = w.failed
       FROM (SELECT t.root, count(w.hostname) AS size,
                    count(w.hostname) FILTER (WHERE w.outcome = ANY(:failures)) AS failed
               FROM unnest(:roots) AS t(root)
-              LEFT JOIN trap_window w ON w.root = t.root
+              LEFT JOIN trap_window w ON w.root = ANY(:roots) AND w.root = t.root
              GROUP BY t.root) w
-     WHERE r.root = w.root
+     WHERE r.root = ANY(:roots) AND r.root = w.root
        AND (r.window_size, r.window_failed) IS DISTINCT FROM (w.size, w.failed)
     """
 ).bindparams(*names_param("roots", "failures"))
+# The pins (`= ANY(:roots)`: the roots of one shard group) tell Citus where it runs; one
+# server goes without them (hostsql.unpinned).
+RECOUNT_WINDOWS_ON_ONE_SERVER = unpinned(
+    RECOUNT_WINDOWS,
+    ("w.root = ANY(:roots) AND ", "r.root = ANY(:roots) AND "),
+    *names_param("roots", "failures"),
+)
 
 HOUR_SHARDS = 8  # a row per hour and backend (pid modulo this): concurrent writers apart
 LAST_OK = 3  # hosts that answered, newest first: the self-check's canaries
@@ -137,17 +154,17 @@ class Rollups:
         dates alone moved (a root whose counters move takes its date with them)."""
         hosts, ok, failed, earliest = self.hosts, self.ok, self.failed, self.earliest
         touched = set(hosts) | set(ok) | set(failed)  # Counter | would drop the negative
-        counted = sorted(r for r in touched if hosts[r] or ok[r] or failed[r])
-        if counted:
-            columns = {"hosts": hosts, "ok": ok, "failed": failed}
-            params = {name: [counter[r] for r in counted] for name, counter in columns.items()}
-            dues = [earliest.pop(r, None) for r in counted]
-            conn.execute(ADD_TO_ROOTS, {"roots": counted, **params, "dues": dues})
+        counted = [r for r in touched if hosts[r] or ok[r] or failed[r]]
+        columns = {"hosts": hosts, "ok": ok, "failed": failed}
+        for group in cluster.root_groups(conn, counted):
+            params = {name: [counter[r] for r in group] for name, counter in columns.items()}
+            dues = [earliest.pop(r, None) for r in group]
+            conn.execute(ADD_TO_ROOTS, {"roots": group, **params, "dues": dues})
         moved = 0
-        if earliest:
-            roots = sorted(earliest)
-            dues = [earliest[r] for r in roots]
-            moved = conn.execute(LOWER_NEXT_DUE, {"roots": roots, "dues": dues}).rowcount
+        lower = LOWER_NEXT_DUE if cluster.is_cluster(conn) else LOWER_NEXT_DUE_ON_ONE_SERVER
+        for group in cluster.root_groups(conn, earliest):
+            dues = [earliest[r] for r in group]
+            moved += conn.execute(lower, {"roots": group, "dues": dues}).rowcount
         if any(self.hours.values()):
             params = {column: self.hours[column] for column in HOUR_COUNTS}
             conn.execute(ADD_TO_HOUR, {**params, "last_ok": self.answered or None})
@@ -183,10 +200,10 @@ def lower_next_due(conn: Connection, dated: Iterable[tuple[str, datetime | None]
 
 def recount_windows(conn: Connection, roots: Iterable[str]) -> None:
     """The trap windows of these roots changed: count their size and failures again."""
-    touched = sorted(set(roots))
-    if touched:
-        failures = sorted(NETWORK_FAILURES)
-        conn.execute(RECOUNT_WINDOWS, {"roots": touched, "failures": failures})
+    failures = sorted(NETWORK_FAILURES)
+    statement = RECOUNT_WINDOWS if cluster.is_cluster(conn) else RECOUNT_WINDOWS_ON_ONE_SERVER
+    for group in cluster.root_groups(conn, roots):
+        conn.execute(statement, {"roots": group, "failures": failures})
 
 
 def count_hours(

@@ -17,8 +17,8 @@ from sqlalchemy import Connection, Engine, text
 from crawler.core.hostnames import root
 from crawler.core.outcomes import ALIVE, is_network_failure
 from crawler.core.traps import Observation, trap_reason
-from crawler.db import rollups
-from crawler.db.hostsql import names_param
+from crawler.db import cluster, rollups
+from crawler.db.hostsql import names_param, unpinned
 from crawler.db.retry import retry_conflicts
 
 # The database's clock (one for all workers), one microsecond apart to keep order.
@@ -37,9 +37,14 @@ TRIM_WINDOWS = text(
         SELECT root, hostname,
                row_number() OVER (PARTITION BY root ORDER BY seen_at DESC) AS rank
           FROM trap_window WHERE root = ANY(:roots)) AS r
-     WHERE w.root = r.root AND w.hostname = r.hostname AND r.rank > :size
+     WHERE w.root = ANY(:roots) AND w.root = r.root AND w.hostname = r.hostname
+       AND r.rank > :size
     """
 ).bindparams(*names_param("roots"))
+# Without the pin that only tells Citus the shard group (hostsql.unpinned).
+TRIM_WINDOWS_ON_ONE_SERVER = unpinned(
+    TRIM_WINDOWS, ("w.root = ANY(:roots) AND ",), *names_param("roots")
+)
 READ_WINDOWS = text(
     "SELECT root, hostname, outcome, seen_at FROM trap_window WHERE root = ANY(:roots)"
     " ORDER BY root, seen_at DESC"
@@ -76,16 +81,22 @@ def _update_windows(conn: Connection, rows: list[tuple], size: int) -> dict[str,
     Returns the windows of the roots that got a failure: only a failure can
     complete a trap, so the (frequent) OK outcomes cost no read-back.
     """
-    roots, names, kinds = (list(column) for column in zip(*rows, strict=True))
-    conn.execute(UPSERT_WINDOW, {"roots": roots, "names": names, "kinds": kinds})
-    conn.execute(TRIM_WINDOWS, {"roots": sorted(set(roots)), "size": size})
-    rollups.recount_windows(conn, roots)
+    # Once per shard group (one on one server), each run's rows in completion order.
+    trim = TRIM_WINDOWS if cluster.is_cluster(conn) else TRIM_WINDOWS_ON_ONE_SERVER
+    for group in cluster.shard_groups(conn, {r for r, _, _ in rows}):
+        roots, names, kinds = zip(*(row for row in rows if row[0] in group), strict=True)
+        conn.execute(
+            UPSERT_WINDOW, {"roots": list(roots), "names": list(names), "kinds": list(kinds)}
+        )
+        conn.execute(trim, {"roots": sorted(group), "size": size})
+    rollups.recount_windows(conn, (r for r, _, _ in rows))
     failing = sorted({r for r, _, o in rows if is_network_failure(o)})
     if not failing:
         return {}
     windows: dict[str, list[Observation]] = {}
-    for r in conn.execute(READ_WINDOWS, {"roots": failing}):
-        windows.setdefault(r.root, []).append(Observation(r.hostname, r.outcome, r.seen_at))
+    for group in cluster.root_groups(conn, failing):
+        for r in conn.execute(READ_WINDOWS, {"roots": group}):
+            windows.setdefault(r.root, []).append(Observation(r.hostname, r.outcome, r.seen_at))
     return windows
 
 
