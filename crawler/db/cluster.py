@@ -130,7 +130,7 @@ def shard_groups(conn: Connection, roots: Iterable[str]) -> list[set[str]]:
     in root or hostname order: one lock order for all. On one server, one group, and no
     question asked."""
     roots = set(roots)
-    if not roots or shard_of_root(conn, "r") == "0":
+    if not roots or not is_cluster(conn):
         return [roots] if roots else []
     groups: dict[int, set[str]] = {}
     for root, shard in shard_ids(conn, roots).items():

@@ -158,8 +158,9 @@ def insert_hosts(
     gathered = rollups.Rollups() if pending is None else pending
     new = []
     # Once per shard group (one on one server): Citus sends each run's rows to one shard.
-    for _, names in cluster.by_shard_group(conn, {n: root(n) for n in found}):
-        params = {"names": names, "roots": [root(n) for n in names]}
+    roots_of = {n: root(n) for n in found}
+    for _, names in cluster.by_shard_group(conn, roots_of):
+        params = {"names": names, "roots": [roots_of[n] for n in names]}
         where = [found[n] for n in names]
         pages, sources, places = (
             [f.page for f in where],
@@ -252,8 +253,9 @@ def schedule(
     after = dict(delays)
     gathered = rollups.Rollups() if pending is None else pending
     statement = SCHEDULE if cluster.is_cluster(conn) else SCHEDULE_ON_ONE_SERVER
-    for roots, names in cluster.by_shard_group(conn, {h: root(h) for h in after}):
-        params = {"names": names, "host_roots": [root(h) for h in names], "roots": roots}
+    roots_of = {h: root(h) for h in after}
+    for roots, names in cluster.by_shard_group(conn, roots_of):
+        params = {"names": names, "host_roots": [roots_of[h] for h in names], "roots": roots}
         gathered.lower_next_due(
             conn.execute(statement, {**params, "afters": [after[h] for h in names]})
         )
