@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS = 2
 PASSWORD = "bench password, long enough"
+SESSION_COOKIE, DEVICE_COOKIE = "hostcrawl_session", "hostcrawl_device"
 
 # The load tool: threads and warm-up requests per URL (both benchmarks alike).
 CONCURRENCY = 2
@@ -78,13 +79,16 @@ def request(port: int, method: str, path: str, body=None, headers=None, source="
 
 
 def login(
-    port: int, username: str, password: str, source: str = "127.0.0.1"
-) -> tuple[int, str | None]:
-    """One login as a fresh browser makes it: (status of the POST, its session cookie)."""
-    status, headers, body = request(port, "GET", "/login", source=source)
+    port: int, username: str, password: str, source: str = "127.0.0.1", device: str = ""
+) -> tuple[int, str | None, str | None]:
+    """One login as a fresh browser makes it, or one that keeps `device` (a device cookie
+    from an earlier login, webpanel.devices): (status of the POST, its session cookie,
+    its device cookie)."""
+    kept = {"Cookie": device} if device else {}
+    status, headers, body = request(port, "GET", "/login", headers=kept, source=source)
     if status != 200:  # 429: too many of this address's requests at once
-        return status, None
-    cookie = cookie_of(headers)
+        return status, None, None
+    cookie = "; ".join(filter(None, [cookie_of(headers), device]))
     token = re.search(rb'name="csrf_token" type="hidden" value="([^"]+)"', body).group(1)
     form = urlencode({"csrf_token": token.decode(), "username": username, "password": password})
     status, headers, _ = request(
@@ -95,21 +99,31 @@ def login(
         {"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie},
         source,
     )
-    return status, cookie_of(headers) if status == 302 else None
+    if status != 302:
+        return status, None, None
+    return status, cookie_of(headers), cookie_of(headers, DEVICE_COOKIE)
 
 
 def session_cookie(port: int) -> str:
     """Log in as the bench operator; the Cookie header for every later request."""
-    status, cookie = login(port, "bench", PASSWORD)
+    status, cookie, _ = login(port, "bench", PASSWORD)
     assert status == 302 and cookie, f"login failed: {status}"
     return cookie
 
 
-def cookie_of(headers) -> str:
+def device_cookie(port: int, source: str) -> str:
+    """The bench operator's browser at `source` after a good login: its device cookie."""
+    status, _, device = login(port, "bench", PASSWORD, source)
+    assert status == 302 and device, f"login failed: {status}"
+    return device
+
+
+def cookie_of(headers, cookie: str = SESSION_COOKIE) -> str:
+    """`name=value` of the cookie `cookie` among a response's Set-Cookie headers."""
     for name, value in headers:
-        if name.lower() == "set-cookie":
+        if name.lower() == "set-cookie" and value.startswith(f"{cookie}="):
             return value.split(";", 1)[0]
-    raise AssertionError("no cookie")
+    raise AssertionError(f"no cookie {cookie}")
 
 
 def p95(values: list[float]) -> float:

@@ -13,7 +13,7 @@ import time
 from collections import Counter
 
 from _common import verdict
-from _panel_http import p95, request
+from _panel_http import device_cookie, p95, request
 from _panel_logins import operator_logins
 
 SLOW_CONNECTIONS = 2000
@@ -85,6 +85,7 @@ def time_healthz(port: int, times: list, count: int = 0, until=None) -> None:
 
 
 def measure(port: int) -> list[str]:
+    device = device_cookie(port, OPERATOR)  # the operator's browser has logged in before
     quiet: list = []
     time_healthz(port, quiet, QUIET_REQUESTS)
     ctx = mp.get_context("spawn")
@@ -95,7 +96,7 @@ def measure(port: int) -> list[str]:
     time.sleep(TRICKLE_EVERY)  # the first 2,000 connections are opened before timing starts
     over = threading.Event()
     logins: list = []
-    operator = threading.Thread(target=operator_logins, args=(port, OPERATOR, over, logins))
+    operator = threading.Thread(target=operator_logins, args=(port, OPERATOR, over, logins, device))
     operator.start()
     loud: list = []
     timer = threading.Timer(STORM_SECONDS - TRICKLE_EVERY, over.set)

@@ -17,10 +17,22 @@ from flask_login import UserMixin
 
 from crawler.core.passwords import dummy_hash, verify_password
 from crawler.db import accounts
-from webpanel.login_queue import FULL, GRANTED, CheckRunner, FairQueue
+from webpanel.login_queue import (
+    CLEAN_ADDRESS,
+    FAILED_ADDRESS,
+    FULL,
+    GRANTED,
+    KNOWN_DEVICE,
+    CheckRunner,
+    FairQueue,
+)
 
 WRONG = "Wrong username or password."
 SLOW_DOWN = "Too many failed logins: try again in {} s."
+ACCOUNT_SLOW_DOWN = (
+    "Too many failed logins for this account from elsewhere: try again in {} s, or from a"
+    " browser that has logged in to it before."
+)
 CROWDED = "Logins from your address are already waiting: try again in a moment."
 BUSY = "The panel is busy checking other logins: try again in a moment."
 
@@ -67,21 +79,23 @@ def authenticate(
     address: str,
     policy: accounts.LoginPolicy,
     checks: PasswordChecks,
+    known_device: bool = False,
 ) -> LoginResult:
     """Check a password; a failure is counted for (username, address), address and username.
 
     The slow-down is asked before the queue and again once this login's turn has
-    come (the address's earlier logins may have failed meanwhile). An address with
-    no failed login goes in the queue's first lane.
+    come (the address's earlier logins may have failed meanwhile). `known_device`
+    (webpanel.devices): the browser has logged in to this account before, so the
+    account-wide count does not slow it and it goes in the queue's first lane.
     """
-    wait = accounts.login_wait(session, username, address, policy)
+    wait = accounts.login_wait(session, username, address, policy, known_device)
     session.rollback()  # no connection held while the login waits for its turn
     if wait.seconds > 0:
         return throttled(wait)
-    with checks.queue.turn(address, first=not wait.address_failed) as turn:
+    with checks.queue.turn(address, queue_lane(known_device, wait)) as turn:
         if turn != GRANTED:
             return LoginResult(None, CROWDED if turn == FULL else BUSY, retry_after=1)
-        wait = accounts.login_wait(session, username, address, policy)
+        wait = accounts.login_wait(session, username, address, policy, known_device)
         row = accounts.user_for_login(session, username)
         session.rollback()  # no transaction held across the Argon2 check
         if wait.seconds > 0:
@@ -99,10 +113,17 @@ def authenticate(
     return LoginResult(None, WRONG)
 
 
+def queue_lane(known_device: bool, wait: accounts.LoginWait) -> int:
+    if known_device:
+        return KNOWN_DEVICE
+    return FAILED_ADDRESS if wait.address_failed else CLEAN_ADDRESS
+
+
 def throttled(wait: accounts.LoginWait) -> LoginResult:
     """The 429 answer while failed logins slow this one down."""
     seconds = math.ceil(wait.seconds)
-    return LoginResult(None, SLOW_DOWN.format(seconds), retry_after=seconds)
+    message = ACCOUNT_SLOW_DOWN if wait.account_wide else SLOW_DOWN
+    return LoginResult(None, message.format(seconds), retry_after=seconds)
 
 
 def load_operator(session, session_id: str) -> Operator | None:

@@ -24,6 +24,7 @@ from sqlalchemy import text
 
 from crawler.db import accounts
 from webpanel.accounts import PasswordChecks, authenticate, load_operator
+from webpanel.devices import is_known_device, remember_device
 from webpanel.extensions import db, login_manager
 from webpanel.forms import EmptyForm, LoginForm
 from webpanel.login_queue import address_key
@@ -82,13 +83,14 @@ def login():
             client_address(),
             login_policy(),
             password_checks(),
+            is_known_device(form.username.data),
         )
         if result.operator is not None:
             session.clear()  # no session fixation: a fresh session for the operator
             session.permanent = True  # expires PANEL_SESSION_HOURS after its last use
             login_user(result.operator)
             start_session()  # and PANEL_SESSION_MAX_HOURS after now, however used
-            return redirect(target)
+            return remember_device(redirect(target), result.operator.username)
         form.password.errors.append(result.message)
         if result.retry_after:
             page = render_template("auth/login.html", form=form, plain_http=plain_http_warning())

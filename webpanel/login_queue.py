@@ -8,9 +8,11 @@ per address ahead of it. An address may have only PER_ADDRESS logins waiting
 or being checked in a process; more are refused at once, at no cost to anyone
 else.
 
-Logins from an address with no failed login (the operator's, usually) go
-first: a storm of wrong passwords delays them only by the checks of other
-addresses that have not failed yet either, one each.
+Logins go in three lanes, each served only when those before it are empty:
+from a known device (a browser that has logged in to the account before,
+webpanel.devices: the operator's), then from an address with no failed login,
+then the rest. A storm of wrong passwords from fresh addresses thus delays the
+operator's login by the checks already running, not by the storm's.
 
 Before any of that, LoginGate lets one request for /login per client address
 run at a time in a process (the rest of that address's wait behind it, a
@@ -52,6 +54,7 @@ CHECK_NICENESS = 10  # how much lower than the pages' the checks' CPU priority i
 
 
 GRANTED, FULL, TIMED_OUT = "granted", "full", "timed out"
+KNOWN_DEVICE, CLEAN_ADDRESS, FAILED_ADDRESS = range(3)  # the lanes, first served first
 
 
 @dataclass(eq=False)
@@ -62,8 +65,8 @@ class _Ticket:
 
 
 class FairQueue:
-    """At most `slots` holders at once; waiters are admitted round-robin by address, the
-    first lane (addresses that have not failed) before the other."""
+    """At most `slots` holders at once; waiters are admitted round-robin by address
+    within a lane, and a lane only when the lanes before it are empty."""
 
     def __init__(
         self, slots: int, per_address: int = PER_ADDRESS, capacity: int = CAPACITY
@@ -73,17 +76,18 @@ class FairQueue:
         self._per_address = per_address
         self._capacity = capacity
         # Per lane, in insertion order: whose turn is next.
-        self._first: dict[str, deque[_Ticket]] = {}
-        self._others: dict[str, deque[_Ticket]] = {}
+        self._lanes: list[dict[str, deque[_Ticket]]] = [{}, {}, {}]
         self._count: dict[str, int] = {}  # per address: waiting + holding
         self._total_waiting = 0
 
     @contextmanager
-    def turn(self, address: str, first: bool = False, timeout: float = MAX_WAIT) -> Iterator[str]:
+    def turn(
+        self, address: str, lane: int = FAILED_ADDRESS, timeout: float = MAX_WAIT
+    ) -> Iterator[str]:
         """GRANTED inside once this address's turn has come (held until the block ends);
         FULL at once when the address has too many logins here already or the queue is
-        full; TIMED_OUT after `timeout` seconds of waiting. `first`: the first lane."""
-        ticket = self._enter(address, self._first if first else self._others)
+        full; TIMED_OUT after `timeout` seconds of waiting."""
+        ticket = self._enter(address, self._lanes[lane])
         outcome = FULL if ticket is None else self._wait(ticket, timeout)
         try:
             yield outcome
@@ -130,8 +134,8 @@ class FairQueue:
     def _grant(self) -> None:
         """Hand free slots out, one address at a time, in turn (the lock is held)."""
         granted = False
-        while self._free and (self._first or self._others):
-            lane = self._first or self._others
+        while self._free and any(self._lanes):
+            lane = next(lane for lane in self._lanes if lane)
             address = next(iter(lane))
             queue = lane.pop(address)
             queue.popleft().granted = True

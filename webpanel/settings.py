@@ -56,9 +56,9 @@ def defaults() -> dict:
         "MAX_CONTENT_LENGTH": 5 * 1024 * 1024,
         # Failed logins slow down, never lock: per (account, client address) after
         # LOGIN_FREE_FAILURES, per client address after LOGIN_ADDRESS_FREE_FAILURES, per
-        # account after LOGIN_ACCOUNT_FREE_FAILURES from every address (for the addresses
-        # that failed on it only); each further failure doubles the wait from
-        # LOGIN_DELAY_SECONDS up to LOGIN_DELAY_MAX_SECONDS.
+        # account after LOGIN_ACCOUNT_FREE_FAILURES from every address (for every browser
+        # but a known device of that account's, webpanel.devices); each further failure
+        # doubles the wait from LOGIN_DELAY_SECONDS up to LOGIN_DELAY_MAX_SECONDS.
         "LOGIN_FREE_FAILURES": 5,
         "LOGIN_ADDRESS_FREE_FAILURES": 50,
         "LOGIN_ACCOUNT_FREE_FAILURES": 20,

@@ -171,9 +171,10 @@ class LoginPolicy:
     """Failed logins slow down, never lock. Per (account, address) the first
     `free_failures` cost nothing, then each one doubles the wait from `delay` up to
     `max_delay`; per address alone the same from `address_free_failures` on; per
-    account, over every address, from `account_free_failures` on, but only for the
-    addresses that have failed on that account: one that has not (the operator's
-    own) is never slowed by guesses made elsewhere."""
+    account, over every address, from `account_free_failures` on, for every login
+    but one from a known device (a browser that has logged in to that account
+    before): guesses from addresses that never failed are slowed too, and the
+    operator's own browser never is."""
 
     free_failures: int = 5
     address_free_failures: int = 50
@@ -194,11 +195,16 @@ class LoginWait:
 
     seconds: float  # before it may be tried (0: now)
     address_failed: bool  # the address has failed logins of the last day (any account)
+    account_wide: bool = False  # the wait is the account's, from guesses made elsewhere
 
 
-def login_wait(conn, username: str, address: str, policy: LoginPolicy) -> LoginWait:
+def login_wait(
+    conn, username: str, address: str, policy: LoginPolicy, known_device: bool = False
+) -> LoginWait:
     """How long a login for `username` from `address` must wait, and whether the address
     has failed before. The same for a known and an unknown username: only failures count.
+    `known_device`: the browser has logged in to this account before, so the account's
+    own count (guesses from everywhere) does not slow it.
     """
     rows = conn.execute(
         select(
@@ -218,14 +224,19 @@ def login_wait(conn, username: str, address: str, policy: LoginPolicy) -> LoginW
             LoginFailure.last_failed_at > func.now() - FORGET_AFTER,
         )
     ).all()
-    failed_here = any(r.username == username and r.address == address for r in rows)
-    wait = 0.0
+    waits = {False: 0.0, True: 0.0}  # by whether the row is the account's, over every address
     for row in rows:
-        if row.address == ANY_ADDRESS and not failed_here:
-            continue  # guesses elsewhere never slow an address that has not failed
+        account_wide = row.address == ANY_ADDRESS
+        if account_wide and known_device:
+            continue
         until: datetime = row.last_failed_at + policy.wait_after(row.failures, _free(row, policy))
-        wait = max(wait, (until - row.now).total_seconds())
-    return LoginWait(wait, any(r.address == address for r in rows))
+        waits[account_wide] = max(waits[account_wide], (until - row.now).total_seconds())
+    seconds = max(waits.values())
+    return LoginWait(
+        seconds,
+        any(r.address == address for r in rows),
+        account_wide=seconds > 0 and waits[True] > waits[False],
+    )
 
 
 def _free(row, policy: LoginPolicy) -> int:

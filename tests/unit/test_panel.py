@@ -24,6 +24,7 @@ from tests.unit.test_panel_support import (
     login,
     panel_config,
     post_form,
+    set_cookie,
     shown_hosts,
 )
 from webpanel import create_app
@@ -180,7 +181,7 @@ def test_session_cookie_flags(anonymous, operators):
     data = {"username": "alice", "password": PASSWORD, "csrf_token": token}
     response = anonymous.post("/login", data=data, **tls)
     assert response.status_code == 302
-    cookie = response.headers["Set-Cookie"]
+    cookie = set_cookie(response)
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" in cookie
 
 

@@ -7,16 +7,28 @@ import io
 import os
 import threading
 
+import pytest
 from sqlalchemy import text
 
 from crawler.db import accounts
-from tests.unit.test_panel_support import PASSWORD, attempt, fail_many, message
+from tests.unit.test_panel_support import (
+    CSRF,
+    PASSWORD,
+    attempt,
+    fail_many,
+    message,
+    set_cookie,
+)
 from tests.waiting import wait_until
 from webpanel import accounts as panel_accounts
+from webpanel.devices import DEVICE_COOKIE
 from webpanel.login_queue import (
     CHECK_NICENESS,
+    CLEAN_ADDRESS,
+    FAILED_ADDRESS,
     FULL,
     GRANTED,
+    KNOWN_DEVICE,
     TIMED_OUT,
     CheckRunner,
     FairQueue,
@@ -27,6 +39,7 @@ from webpanel.login_queue import (
 pytest_plugins = ["tests.unit.test_panel_support"]
 
 BOUND = 10.0  # seconds any wait in these tests may take at most
+LANES = {"device": KNOWN_DEVICE, "clean": CLEAN_ADDRESS}  # by a waiter's prefix
 
 
 def queue_behind(
@@ -38,7 +51,8 @@ def queue_behind(
     for address in addresses:
 
         def wait_for_turn(address=address):
-            with queue.turn(address, first=address.startswith("clean"), timeout=BOUND) as turn:
+            lane = LANES.get(address.split("-")[0], FAILED_ADDRESS)
+            with queue.turn(address, lane, timeout=BOUND) as turn:
                 assert turn == GRANTED
                 served.append(address)
 
@@ -60,14 +74,15 @@ def test_turns_go_round_the_addresses_so_a_flood_waits_behind_itself():
     assert served == ["flood", "b", "c", "flood", "flood"]
 
 
-def test_addresses_that_have_not_failed_go_first():
+def test_known_devices_go_first_then_addresses_that_have_not_failed():
     queue = FairQueue(slots=1, per_address=3)
     with queue.turn("operator") as turn:
         assert turn == GRANTED
-        served, threads = queue_behind(queue, ["flood", "flood", "clean-1", "b", "clean-2"])
+        waiters = ["flood", "flood", "clean-1", "b", "clean-2", "device-1"]
+        served, threads = queue_behind(queue, waiters)
     for thread in threads:
         thread.join(BOUND)
-    assert served == ["clean-1", "clean-2", "flood", "b", "flood"]
+    assert served == ["device-1", "clean-1", "clean-2", "flood", "b", "flood"]
 
 
 def test_an_address_with_too_many_logins_waiting_is_refused_at_once():
@@ -120,24 +135,65 @@ def failures(engine, username: str, address: str) -> int:
     return found or 0
 
 
-def test_guesses_from_many_addresses_slow_the_account_but_not_its_operators_address(
+def known_browser(app, username: str, address: str):
+    """A browser `username` has logged in from (it keeps the device cookie), logged out."""
+    response, browser = attempt(app, username, PASSWORD, address)
+    assert response.status_code == 302 and browser.get_cookie(DEVICE_COOKIE, path="/login")
+    browser.delete_cookie("hostcrawl_session")
+    return browser
+
+
+def test_guesses_from_fresh_addresses_slow_the_account_but_not_its_operators_browser(
     app, db, operators, hash_checks
 ):
+    alices = known_browser(app, "alice", "192.0.2.10")
     answered = refused = 0
-    for round_no in range(5):  # 150 guesses from 30 addresses, as the attack made them
-        for n in range(30):
-            response, _ = attempt(app, "alice", f"guess {round_no} {n}!", f"198.51.100.{n}")
-            answered += response.status_code == 200
-            refused += response.status_code == 429
-    # Each address's first guess is checked (an address that has not failed is never
-    # slowed by the others); after the account's free failures, its second is not.
-    assert answered == 30 and refused == 120
-    assert len(hash_checks) == 30
-    assert failures(db, "alice", accounts.ANY_ADDRESS) == 30
-    response, _ = attempt(app, "alice", PASSWORD, "192.0.2.10")  # alice, from her address
-    assert response.status_code == 302
-    response, _ = attempt(app, "alice", PASSWORD, "198.51.100.3")  # not from a guesser's
+    for n in range(150):  # each guess from an address never seen before, as in the attack
+        response, _ = attempt(app, "alice", f"guess {n}!", f"198.51.{100 + n // 250}.{n % 250}")
+        answered += response.status_code == 200
+        refused += response.status_code == 429
+    # The account's free failures are checked; after them each fresh address waits.
+    assert answered == 20 and refused == 130
+    assert len(hash_checks) == 1 + 20  # alice's first login, then the free guesses
+    assert failures(db, "alice", accounts.ANY_ADDRESS) == 20
+    response, _ = attempt(app, "alice", PASSWORD, "192.0.2.10", browser=alices)
+    assert response.status_code == 302  # her own browser is let in at once
+    response, _ = attempt(app, "alice", PASSWORD, "192.0.2.11")  # a browser she never used
     assert response.status_code == 429
+    assert message(response) == panel_accounts.ACCOUNT_SLOW_DOWN.format(
+        response.headers["Retry-After"]
+    )
+
+
+def test_a_device_cookie_counts_only_for_its_own_account_and_only_when_signed(app, db, operators):
+    bobs = known_browser(app, "bob", "192.0.2.20")
+    fail_many(db, "alice", accounts.ANY_ADDRESS, 25)
+    response, _ = attempt(app, "alice", PASSWORD, "192.0.2.20", browser=bobs)
+    assert response.status_code == 429  # bob's browser is no device of alice's
+    forged = app.test_client()
+    forged.set_cookie(DEVICE_COOKIE, "alice.forged.signature", path="/login")
+    response, _ = attempt(app, "alice", PASSWORD, "192.0.2.21", browser=forged)
+    assert response.status_code == 429
+    response, _ = attempt(app, "bob", PASSWORD, "192.0.2.20", browser=bobs)
+    assert response.status_code == 302
+
+
+@pytest.mark.parametrize(
+    ("base_url", "secure"),
+    [("http://192.0.2.10", False), ("https://192.0.2.10", True)],
+    ids=["plain-http", "https"],
+)
+def test_the_device_cookie_is_for_the_login_page_only_and_secure_over_https(
+    app, operators, base_url, secure
+):
+    client = app.test_client()
+    page = client.get("/login", base_url=base_url).get_data(as_text=True)
+    data = {"username": "alice", "password": PASSWORD, "csrf_token": CSRF.search(page).group(1)}
+    headers = {"Referer": f"{base_url}/login"}
+    response = client.post("/login", data=data, base_url=base_url, headers=headers)
+    cookie = set_cookie(response, DEVICE_COOKIE)
+    assert "Path=/login" in cookie and "HttpOnly" in cookie and "SameSite=Lax" in cookie
+    assert ("Secure" in cookie) == secure
 
 
 def test_the_account_wide_count_starts_slowing_after_its_free_failures(app, db, operators):
@@ -146,7 +202,7 @@ def test_the_account_wide_count_starts_slowing_after_its_free_failures(app, db, 
     assert attempt(app, "alice", "wrong password!", "198.51.100.1")[0].status_code == 200
     slowed, _ = attempt(app, "alice", PASSWORD, "198.51.100.1")  # the account's 20th failure
     assert slowed.status_code == 429 and slowed.headers["Retry-After"] == "2"
-    assert message(slowed) == panel_accounts.SLOW_DOWN.format(2)
+    assert message(slowed) == panel_accounts.ACCOUNT_SLOW_DOWN.format(2)
     assert accounts.unlock(db, "alice") == 2  # its count here and its account-wide one
     assert attempt(app, "alice", PASSWORD, "198.51.100.1")[0].status_code == 302
 

@@ -162,15 +162,24 @@ def routing(engine, hostname: str):
 # -- logins -----------------------------------------------------------------------------
 
 
-def attempt(app, username: str, password: str, address: str = "192.0.2.1", headers=None):
-    """One login from `address`, as a fresh browser would make it."""
-    client = app.test_client()
+def attempt(
+    app, username: str, password: str, address: str = "192.0.2.1", headers=None, browser=None
+):
+    """One login from `address`, as a fresh browser would make it (or `browser`, a test
+    client with the cookies it kept)."""
+    client = browser or app.test_client()
     environ = {"REMOTE_ADDR": address}
     page = client.get("/login", environ_base=environ).get_data(as_text=True)
     token = CSRF.search(page).group(1)
     data = {"username": username, "password": password, "csrf_token": token}
     response = client.post("/login", data=data, environ_base=environ, headers=headers or {})
     return response, client
+
+
+def set_cookie(response, name: str = "hostcrawl_session") -> str:
+    """The Set-Cookie header of the cookie `name` (a good login sets two: the session's
+    and the device's, webpanel.devices)."""
+    return next(c for c in response.headers.getlist("Set-Cookie") if c.startswith(f"{name}="))
 
 
 def message(response) -> str:
