@@ -13,7 +13,6 @@ claimed per rolling hour, and a batch spread over roots. The roots table
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import reduce
@@ -93,12 +92,13 @@ CRAWL_PENDING = text(
 # of a root's unexpired claims is exact.
 #
 # On a Citus cluster every statement must name one shard group's roots (`root =
-# ANY(:roots)` with roots of one shard: Citus routes it to one worker), so the walk
-# reads one shard group's due roots through a function Citus delegates to its worker,
-# then locks and claims there, the groups served in turn (crawler.db.claims_cluster). On
-# one server the walk and the lock are one lazy statement (WALK_AND_LOCK), and the claim
-# is the same statement without the filters that only name the shard: measured, the
-# cluster's form costs one server a third of its claims/s (bench/README.md).
+# ANY(:roots)` with roots of one shard: Citus routes it to one worker), so a claim is one
+# call of a function Citus delegates to one shard group's worker, which walks, locks and
+# claims there, the groups served in turn (crawler.db.claims_cluster); its claim is
+# CLAIM_FROM_ROOTS. On one server the walk and the lock are one lazy statement
+# (WALK_AND_LOCK), and the claim is the same statement without the filters that only
+# name the shard: measured, the cluster's form costs one server a third of its claims/s
+# (bench/README.md).
 #
 # The locks are bounded by :roots whatever the plan: the candidates come in walk order
 # through a materialized CTE (a fence the planner cannot flatten or push the lock
@@ -110,19 +110,23 @@ CRAWL_PENDING = text(
 # On one server the walk and the lock are one statement, the walk lazy: it stops as soon
 # as :roots roots are locked.
 WALK_AND_LOCK = text(
-    """
+    f"""
     WITH due AS MATERIALIZED (
-        SELECT r.root, r.hosts FROM roots r
-         WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
-         ORDER BY r.next_due_at
-         LIMIT :walk)
-    SELECT due.root, least(due.hosts, :concurrency) AS most FROM due
-     WHERE CASE WHEN (SELECT count(*) FROM queue q
-                       WHERE q.root = due.root AND q.claimed_by IS NOT NULL
-                         AND q.next_claim_at > now()) < :concurrency
-                THEN pg_try_advisory_xact_lock(:lock_space, hashtext(due.root))
-                ELSE false END
-     LIMIT :roots
+        SELECT w.root, w.most, row_number() OVER () AS i FROM (
+            SELECT r.root, least(r.hosts, :concurrency) AS most FROM roots r
+             WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
+             ORDER BY r.next_due_at
+             LIMIT :walk) w),
+    locked AS MATERIALIZED (
+        SELECT due.root, due.most, due.i FROM due
+         WHERE CASE WHEN (SELECT count(*) FROM queue q
+                           WHERE q.root = due.root AND q.claimed_by IS NOT NULL
+                             AND q.next_claim_at > now()) < :concurrency
+                    THEN pg_try_advisory_xact_lock(:lock_space, hashtext(due.root))
+                    ELSE false END
+         LIMIT :roots),
+    {claims_cluster.FILLING.format(wanted=":roots")}
+    SELECT root FROM filling ORDER BY i
     """
 )
 # The oldest due rows, for a claim that found no root: a row dated by a hand-made change
@@ -285,36 +289,12 @@ def candidates_by_shard(candidates: list) -> list[dict[str, int]]:
     return list(groups.values())
 
 
-def enough_roots(locked: Iterable[str], most: dict[str, int], n: int) -> list[str]:
-    """The first locked roots whose hosts (at most `concurrency` each) can fill n: the claim's
-    work grows with the roots it looks into. The rest stay locked, unused, until it ends."""
-    roots, room = [], 0
-    for root in locked:
-        if room >= n:
-            break
-        roots.append(root)
-        room += most[root]
-    return roots
-
-
-def walk_and_lock(conn: Connection, n: int, worker: str, params: dict) -> list[str]:
+def walk_and_lock(conn: Connection, n: int, params: dict) -> list[str]:
     """One server: the due roots walked and locked in one statement, up to a root per host
     wanted (most due roots have a host or two: a list of top sites, a page's links; a
     claim that comes back short makes the spider wait)."""
     walked = conn.execute(WALK_AND_LOCK, {**params, "roots": n, "walk": n * WALK_PER_ROOT})
-    most = dict(walked.all())
-    return enough_roots(most, most, n)
-
-
-def walk_then_lock(conn: Connection, n: int, worker: str, params: dict) -> list[str]:
-    """A cluster: one shard group's due roots walked, then locked there, the groups in
-    this worker's turn (the next group's when all of a group's roots are held)."""
-    walk = n * WALK_PER_ROOT
-    for due in claims_cluster.due_roots_by_group(conn, worker, params["concurrency"], walk):
-        locked = enough_roots(claims_cluster.lock_roots(conn, due, n, params), due, n)
-        if locked:
-            return locked
-    return []
+    return list(walked.scalars())
 
 
 def claim_polite_in(
@@ -322,20 +302,32 @@ def claim_polite_in(
 ) -> Claim:
     """claim_polite's work in the caller's transaction (its locks last until it ends)."""
     params = {"concurrency": limits.concurrency, "budget": limits.budget, "lock_space": LOCK_SPACE}
-    walk = walk_then_lock if cluster.is_cluster(conn) else walk_and_lock
-    locked = walk(conn, n, worker, params)
-    if not locked and rollups.lower_next_due(conn, conn.execute(OLDEST_DUE, {"n": n})):
-        locked = walk(conn, n, worker, params)
-    if not locked:
-        return Claim()
-    statement = CLAIM_FROM_ROOTS if cluster.is_cluster(conn) else CLAIM_ON_ONE_SERVER
-    rows = conn.execute(
-        statement, {**params, "locked": locked, "n": n, "lease": lease, "worker": worker}
-    ).all()
+    params |= {"n": n, "lease": lease, "worker": worker}
+    claim_in = claim_on_cluster if cluster.is_cluster(conn) else claim_on_one_server
+    rows = claim_in(conn, params)
+    if not rows and rollups.lower_next_due(conn, conn.execute(OLDEST_DUE, {"n": n})):
+        rows = claim_in(conn, params)
     result = Claim()
     for kind, name in rows:
         (result.hosts if kind == "host" else result.over_budget).append(name)
     return result
+
+
+def claim_on_one_server(conn: Connection, params: dict) -> list:
+    """The due roots walked and locked in one statement, then the claim from them."""
+    locked = walk_and_lock(conn, params["n"], params)
+    if not locked:
+        return []
+    return conn.execute(CLAIM_ON_ONE_SERVER, {**params, "locked": locked}).all()
+
+
+def claim_on_cluster(conn: Connection, params: dict) -> list:
+    """One call per shard group, in this worker's turn, until one yields (the walk, the
+    lock and the claim run on the group's worker: crawler.db.claims_cluster)."""
+    claim_sql = claims_cluster.in_shard(CLAIM_FROM_ROOTS.text)
+    return claims_cluster.claim_by_group(
+        conn, params["worker"], claim_sql, {**params, "walk": params["n"] * WALK_PER_ROOT}
+    )
 
 
 def claim(

@@ -1,5 +1,5 @@
-"""The polite claim on a Citus cluster routes every statement to one shard group: its
-walk of the due roots too (a function Citus delegates to the group's worker,
+"""The polite claim on a Citus cluster is one call to one shard group's worker (a
+function Citus delegates there, which walks, locks and claims in that group:
 crawler.db.claims_cluster), the groups served in turn, and a lock held in one group
 never holds up a claim in another. Skips without `make citus`."""
 
@@ -86,7 +86,8 @@ def test_a_polite_claim_on_the_cluster_runs_no_multi_shard_statement(cluster_db)
             taken += batch
         single, multi = read()
     assert multi == 0
-    assert single >= 3 * len(groups)  # walk, lock, claim per claim, each on one shard
+    # One delegated call a claim: its walk, lock and claim run on the group's worker.
+    assert single == len(groups)
     assert len(taken) == len(set(taken)) == 4 * len(groups)
 
 
