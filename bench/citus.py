@@ -43,7 +43,7 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_ROOT))
 
-from _citus_claims import BATCH, CALLS, WORKERS, claim_round  # noqa: E402
+from _citus_claims import BATCH, CALLS, WARMUP, WORKERS, claim_round  # noqa: E402
 from _citus_nodes import (  # noqa: E402
     StatementCount,
     cpu_seconds,
@@ -261,7 +261,10 @@ def main() -> None:
         vacuum_everywhere(engines[mode], nodes[mode])
         print(f"# {mode}: loaded {hosts:,} hosts over {LOADED_ROOTS:,} roots: {took}")
     measure_balance(cluster)
-    print(f"# claims: {WORKERS} spawned processes, {CALLS} claims of {BATCH} each per round")
+    print(
+        f"# claims: {WORKERS} spawned processes, {CALLS} claims of {BATCH} each per round,"
+        f" after {WARMUP} untimed"
+    )
     measure_claims(engines, urls)
 
     for engine in engines.values():

@@ -39,14 +39,22 @@ depends_on: str | Sequence[str] | None = None
 # so the default's five custom plans would be five per group): EXECUTE of a dynamic text
 # plans it anew each time, and planning the claim took longer than running it. The
 # arguments go in as literals of the prepared statement's declared types.
+# A session setting (hostcrawl.<name>) remembers that a statement is prepared: reading
+# pg_prepared_statements builds a row, its text included, for every statement the session
+# has. A setting made in a transaction that then aborts is undone while PREPARE is not,
+# so a miss looks at the view before it prepares.
 PREPARED = """
 CREATE OR REPLACE FUNCTION claim_in_shard_prepared(statement text, types text)
 RETURNS text LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     prepared text := 'claim_in_shard_' || md5(statement);
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_prepared_statements p WHERE p.name = prepared) THEN
-        EXECUTE format('PREPARE %I(%s) AS %s', prepared, types, statement);
+    IF current_setting('hostcrawl.' || prepared, true) IS NULL
+       OR current_setting('hostcrawl.' || prepared, true) = '' THEN
+        IF NOT EXISTS (SELECT 1 FROM pg_prepared_statements p WHERE p.name = prepared) THEN
+            EXECUTE format('PREPARE %I(%s) AS %s', prepared, types, statement);
+        END IF;
+        PERFORM set_config('hostcrawl.' || prepared, 'prepared', false);
     END IF;
     RETURN prepared;
 END
@@ -68,8 +76,9 @@ BEGIN
     FOREACH relation IN ARRAY ARRAY['roots', 'queue', 'root_claims'] LOOP
         shard := relation;
         IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
-            EXECUTE 'SELECT shard_name($1::regclass, get_shard_id_for_distribution_column($1, $2))'
-               INTO shard USING relation, anchor;
+            -- Planned at its first run only, so one server (no citus) never parses it.
+            shard := shard_name(relation::regclass,
+                                get_shard_id_for_distribution_column(relation, anchor));
             IF to_regclass(shard) IS NULL THEN
                 RAISE EXCEPTION 'claim_in_shard(%): shard % is not on this node', anchor, shard;
             END IF;
