@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 import time
 import zlib
+from functools import cache
 
 from sqlalchemy import Connection, text
 
@@ -133,9 +134,10 @@ def first_group(worker: str, groups: int) -> int:
     return zlib.crc32(worker.encode()) % groups
 
 
+@cache
 def in_shard(statement: str) -> str:
     """A claim statement's text in claim_in_shard's form: its relations as `{queue}`...,
-    its bind parameters as $1... in CLAIM_PARAMETERS' order."""
+    its bind parameters as $1... in CLAIM_PARAMETERS' order (once per text)."""
     positional = _BIND.sub(lambda m: f"${CLAIM_PARAMETERS.index(m[1]) + 1}", statement)
     return _RELATION.sub(lambda m: f"{m[1]} {{{m[2]}}}", positional)
 
