@@ -49,8 +49,7 @@ RETURNS text LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     prepared text := 'claim_in_shard_' || md5(statement);
 BEGIN
-    IF current_setting('hostcrawl.' || prepared, true) IS NULL
-       OR current_setting('hostcrawl.' || prepared, true) = '' THEN
+    IF coalesce(current_setting('hostcrawl.' || prepared, true), '') = '' THEN
         IF NOT EXISTS (SELECT 1 FROM pg_prepared_statements p WHERE p.name = prepared) THEN
             EXECUTE format('PREPARE %I(%s) AS %s', prepared, types, statement);
         END IF;
