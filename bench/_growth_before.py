@@ -2,11 +2,13 @@
 
 BEFORE (the commit bench/_crawl_runs.py names) is unpacked with `git archive`; its schema
 is migrated by its own CLI on a database of its own (`growth_before`, on the same server:
-the same room) and loaded by its own bench/_growth_data.py (fitted to its schema: keys on
-hostname alone, its triggers). Each round of a stage runs growth.py's claims and writes
-on our database, and the same measurement of BEFORE's own bench/growth.py (the same
+the same server settings) and loaded by its own bench/_growth_data.py (fitted to its schema:
+keys on hostname alone, its triggers). Each round of a stage runs growth.py's claims and
+writes on our database, and the same measurement of BEFORE's own bench/growth.py (the same
 batches: the same generator with the same seed) in a process of its own that imports
-only BEFORE's tree. The rounds alternate which side goes first.
+only BEFORE's tree. The rounds alternate which side goes first, and each side's round runs
+with the machine's page cache holding its database and not the other's
+(bench/_page_cache.py: the same room; at 10M the two do not fit together).
 
 This file is also that process (`python bench/_growth_before.py TREE URL load|measure
 ...`): it imports nothing of ours, so the old tree's modules are the ones found.
@@ -54,6 +56,7 @@ class Before:
             conn.execute(text(f"CREATE DATABASE {DATABASE}"))
         admin.dispose()
         self.url = make_url(url).set(database=DATABASE).render_as_string(hide_password=False)
+        self.admin_url, self.ours = url, make_url(url).database
         self.env = {**os.environ, "DATABASE_URL": self.url, "PYTHONPATH": str(self.tree)}
 
         migrated = subprocess.run(
@@ -93,26 +96,43 @@ class Before:
 
     def profile(self, roots: int, tag: str) -> list[dict]:
         """BEFORE's batches of one finish_many and one save_hosts, profiled
-        (bench/_growth_profile.py)."""
+        (bench/_growth_profile.py), on a page cache that holds its database."""
+        self.hold("theirs")
         return json.loads(self._ask("profile", roots, tag))
 
     def close(self) -> None:
         self.process.stdin.close()
         self.process.wait(timeout=60)
 
+    def hold(self, side: str) -> None:
+        """Give the page cache to one side's database ("ours" or "theirs") before its round."""
+        from _page_cache import hold_only
+
+        keep, drop = (self.ours, DATABASE) if side == "ours" else (DATABASE, self.ours)
+        print(f"# page cache for {side}: {hold_only(self.admin_url, keep, [drop])}", flush=True)
+
     def rounds(self, ours, roots: int, tag: str, figures: dict, n: int) -> None:
-        """`figures` (ours, just measured) and n - 1 more rounds of ours (`ours(tag)`)
-        against n of BEFORE's, alternating which goes first; then the comparison."""
-        mine, theirs = [figures], [self.measure(roots, tag)]
+        """`figures` (ours, just measured after `hold("ours")`) and n - 1 more rounds of
+        ours (`ours(tag)`) against n of BEFORE's, alternating which goes first, each side's
+        round on a page cache that holds its database; then the comparison."""
+        mine, theirs = [figures], [self.round_of_theirs(roots, tag)]
         for k in range(1, n):
             round_tag = f"{tag}r{k}"
             if k % 2:
-                theirs.append(self.measure(roots, round_tag))
-                mine.append(ours(round_tag))
+                theirs.append(self.round_of_theirs(roots, round_tag))
+                mine.append(self.round_of_ours(ours, round_tag))
             else:
-                mine.append(ours(round_tag))
-                theirs.append(self.measure(roots, round_tag))
+                mine.append(self.round_of_ours(ours, round_tag))
+                theirs.append(self.round_of_theirs(roots, round_tag))
         return mine, theirs
+
+    def round_of_ours(self, ours, tag: str) -> dict:
+        self.hold("ours")
+        return ours(tag)
+
+    def round_of_theirs(self, roots: int, tag: str) -> dict:
+        self.hold("theirs")
+        return self.measure(roots, tag)
 
     def compare(self, size: str, mine: list[dict], theirs: list[dict], judge: bool) -> None:
         """Print each figure's median over the rounds, ours against BEFORE's, and the ratio

@@ -37,7 +37,8 @@ worst ratio.
 
 `--before`: the claims and the three writes side by side with 8751fd6's code on a
 database of its own, loaded the same (bench/_growth_before.py), in 3 interleaved rounds
-at each size; at 10M ours / its medians must be >= 0.9 (rates) and <= 1.1 (the
+at each size, each side's round with the page cache holding its database alone
+(bench/_page_cache.py); at 10M ours / its medians must be >= 0.9 (rates) and <= 1.1 (the
 trap-window write). `--profile`: at each size, where one finish_many and one save_hosts
 batch go (bench/_growth_profile.py), ours and, with --before, 8751fd6's.
 """
@@ -302,6 +303,8 @@ def claims_and_writes(url: str, engine, roots: int, tag: str) -> tuple[dict, dic
 
 
 def measure_stage(url: str, engine, roots: int, tag: str, before=None) -> tuple[dict, dict]:
+    if before is not None:
+        before.hold("ours")
     figures, calls = claims_and_writes(url, engine, roots, tag)
     if before is not None:
 
@@ -311,6 +314,8 @@ def measure_stage(url: str, engine, roots: int, tag: str, before=None) -> tuple[
         mine, theirs = before.rounds(ours, roots, tag, figures, ROUNDS)
         before.compare(tag, mine, theirs, judge=not QUICK and tag == BIG)
     if PROFILE:
+        if before is not None:
+            before.hold("ours")
         report(f"ours at {tag}", profile_writes(sys.modules[__name__], engine, roots, tag + "p"))
         if before is not None:
             report(f"{before.commit} at {tag}", before.profile(roots, tag + "p"))
