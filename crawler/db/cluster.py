@@ -16,9 +16,9 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, TextClause, text
 
-from crawler.db.hostsql import names_param
+from crawler.db.hostsql import names_param, unpinned
 
 DISTRIBUTION_COLUMN = "root"
 # Distributed in this order: roots first (the others co-locate with it), hosts before
@@ -90,6 +90,25 @@ def is_cluster(conn: Connection) -> bool:
     if url not in _CLUSTERS:
         _CLUSTERS[url] = deployment(conn).is_cluster
     return _CLUSTERS[url]
+
+
+@dataclass(frozen=True)
+class Routed:
+    """A statement in the form each deployment runs: with its pins on a cluster, where
+    they route it to one shard group, and without them on one server (hostsql.unpinned)."""
+
+    pinned: TextClause
+    unpinned: TextClause
+
+    def on(self, conn: Connection) -> TextClause:
+        return self.pinned if is_cluster(conn) else self.unpinned
+
+
+def routed(sql: str, pins: Iterable[str], *binds) -> Routed:
+    """The statement `sql` with `pins` (the filters that only tell Citus which shard group
+    it is for), and for one server without them; `binds`: its typed parameters."""
+    statement = text(sql).bindparams(*binds)
+    return Routed(statement, unpinned(statement, pins, *binds))
 
 
 def shard_of_root(conn: Connection, column: str) -> str:

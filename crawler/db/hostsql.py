@@ -6,6 +6,7 @@ is a range of reverse(hostname), served by the ix_*_reversed indexes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from sqlalchemy import TextClause, bindparam, text
@@ -48,10 +49,11 @@ def unpinned(statement: TextClause, pins: Iterable[str], *binds) -> TextClause:
     """`statement` for one server: without `pins`, the filters that only tell Citus which
     shard it is for (`root = ANY(:roots)` beside an equality on root that already says
     which rows). A planner takes such an ANY for an index condition and probes every
-    listed root for every row. `binds`: the statement's typed parameters again."""
+    listed root for every row. `binds`: the statement's typed parameters again (those
+    named only in the pins are left out)."""
     sql = statement.text
     for pin in pins:
         if pin not in sql:
             raise ValueError(f"no {pin!r} in the statement to take it out of")
         sql = sql.replace(pin, "")
-    return text(sql).bindparams(*binds)
+    return text(sql).bindparams(*(b for b in binds if re.search(rf"(?<!:):{b.key}\b", sql)))

@@ -23,7 +23,7 @@ from crawler.core.outcomes import is_network_failure
 from crawler.core.sources import PLACE_CHARS, group_of
 from crawler.db import bulk, cluster, rollups
 from crawler.db.bulk import EntryChange
-from crawler.db.hostsql import INTS, names_param, unpinned
+from crawler.db.hostsql import INTS, names_param
 from crawler.db.retry import retry_conflicts
 
 
@@ -76,7 +76,10 @@ RESULT_PARAMS = (
 )
 # The outcome before is read with the row locked (FOR UPDATE: no writer changes it before
 # the update); Citus runs a locking read only within one shard group, named by the pins.
-WRITE_RESULTS = text(
+# On one server, each row by its key: with the pins the planner walked ix_hosts_root
+# for every root of the batch (a bitmap scan, then a probe per row), the finish's
+# costliest statement at 1M hosts (bench/README.md).
+WRITE_RESULTS = cluster.routed(
     """
     UPDATE hosts h SET last_crawled_at = now(), outcome = t.outcome, http_status = t.status,
            final_url = t.url, title = t.title, scheme = t.scheme,
@@ -93,13 +96,7 @@ WRITE_RESULTS = text(
              ORDER BY hostname FOR UPDATE OF o) AS t
      WHERE h.root = ANY(:roots) AND h.hostname = t.hostname AND h.root = t.root
     RETURNING h.root, h.hostname, t.before, h.outcome
-    """
-).bindparams(*RESULT_PARAMS)
-# On one server, each row by its key: with the pins the planner walked ix_hosts_root
-# for every root of the batch (a bitmap scan, then a probe per row), the finish's
-# costliest statement at 1M hosts (bench/README.md).
-WRITE_RESULTS_ON_ONE_SERVER = unpinned(
-    WRITE_RESULTS,
+    """,
     ("             WHERE o.root = ANY(:roots)\n", "h.root = ANY(:roots) AND "),
     *RESULT_PARAMS,
 )
@@ -108,7 +105,7 @@ WRITE_RESULTS_ON_ONE_SERVER = unpinned(
 # Run once per shard group (`q.root = ANY(:roots)`, roots of one group: Citus routes it to
 # one worker); on one server without that pin, as the results' write.
 SCHEDULE_PARAMS = (*names_param("names", "host_roots"), bindparam("afters", type_=ARRAY(Interval)))
-SCHEDULE = text(
+SCHEDULE = cluster.routed(
     f"""
     WITH t AS MATERIALIZED (
         SELECT hostname, host_root, now() + after AS at
@@ -118,9 +115,11 @@ SCHEDULE = text(
       FROM t
      WHERE q.root = ANY(:roots) AND q.hostname = t.hostname AND q.root = t.host_root
     RETURNING {DATED}
-    """
-).bindparams(*SCHEDULE_PARAMS, *names_param("roots"))
-SCHEDULE_ON_ONE_SERVER = unpinned(SCHEDULE, ("q.root = ANY(:roots) AND ",), *SCHEDULE_PARAMS)
+    """,
+    ("q.root = ANY(:roots) AND ",),
+    *SCHEDULE_PARAMS,
+    *names_param("roots"),
+)
 
 
 @retry_conflicts
@@ -219,7 +218,7 @@ def write_results(conn: Connection, crawled: Sequence[Crawled], pending: rollups
     the rows to read their outcome before, which Citus runs only within one shard.
     Their rollups go to `pending`."""
     roots = {host.hostname: root(host.hostname) for host in crawled}
-    statement = WRITE_RESULTS if cluster.is_cluster(conn) else WRITE_RESULTS_ON_ONE_SERVER
+    statement = WRITE_RESULTS.on(conn)
     for group in cluster.shard_groups(conn, set(roots.values())):
         written = conn.execute(
             statement, results_params([h for h in crawled if roots[h.hostname] in group])
@@ -252,7 +251,7 @@ def schedule(
     dates go to `pending` (written by the caller), or are written here."""
     after = dict(delays)
     gathered = rollups.Rollups() if pending is None else pending
-    statement = SCHEDULE if cluster.is_cluster(conn) else SCHEDULE_ON_ONE_SERVER
+    statement = SCHEDULE.on(conn)
     roots_of = {h: root(h) for h in after}
     for roots, names in cluster.by_shard_group(conn, roots_of):
         params = {"names": names, "host_roots": [roots_of[h] for h in names], "roots": roots}

@@ -34,7 +34,7 @@ from sqlalchemy.types import DateTime
 
 from crawler.core.outcomes import ALIVE, NETWORK_FAILURES, counts_as_failed, outcome_group
 from crawler.db import cluster
-from crawler.db.hostsql import INTS, names_param, unpinned
+from crawler.db.hostsql import INTS, names_param
 
 # Rows in root order: the order every writer locks roots rows in. A root whose counters
 # move takes its rows' earliest date in the same row version (`dues`; NULL: none).
@@ -54,21 +54,20 @@ ADD_TO_ROOTS = text(
     bindparam("dues", type_=ARRAY(DateTime(timezone=True))),
 )
 # Only roots whose bound moves are written: an UPDATE whose WHERE fails locks nothing.
-LOWER_NEXT_DUE = text(
+LOWER_NEXT_DUE = cluster.routed(
     """
     UPDATE roots r SET next_due_at = d.due
       FROM (SELECT * FROM unnest(:roots, :dues) AS t(root, due) ORDER BY root) d
      WHERE r.root = ANY(:roots) AND r.root = d.root
        AND (r.next_due_at IS NULL OR r.next_due_at > d.due)
-    """
-).bindparams(*names_param("roots"), bindparam("dues", type_=ARRAY(DateTime(timezone=True))))
-LOWER_NEXT_DUE_ON_ONE_SERVER = unpinned(
-    LOWER_NEXT_DUE,
+    """,
     ("r.root = ANY(:roots) AND ",),
     *names_param("roots"),
     bindparam("dues", type_=ARRAY(DateTime(timezone=True))),
 )
-RECOUNT_WINDOWS = text(
+# The pins (`= ANY(:roots)`: the roots of one shard group) tell Citus where it runs; one
+# server goes without them (cluster.routed).
+RECOUNT_WINDOWS = cluster.routed(
     """
     UPDATE roots r SET window_size = w.size, window_failed = w.failed
       FROM (SELECT t.root, count(w.hostname) AS size,
@@ -78,12 +77,7 @@ RECOUNT_WINDOWS = text(
              GROUP BY t.root) w
      WHERE r.root = ANY(:roots) AND r.root = w.root
        AND (r.window_size, r.window_failed) IS DISTINCT FROM (w.size, w.failed)
-    """
-).bindparams(*names_param("roots", "failures"))
-# The pins (`= ANY(:roots)`: the roots of one shard group) tell Citus where it runs; one
-# server goes without them (hostsql.unpinned).
-RECOUNT_WINDOWS_ON_ONE_SERVER = unpinned(
-    RECOUNT_WINDOWS,
+    """,
     ("w.root = ANY(:roots) AND ", "r.root = ANY(:roots) AND "),
     *names_param("roots", "failures"),
 )
@@ -161,7 +155,7 @@ class Rollups:
             dues = [earliest.pop(r, None) for r in group]
             conn.execute(ADD_TO_ROOTS, {"roots": group, **params, "dues": dues})
         moved = 0
-        lower = LOWER_NEXT_DUE if cluster.is_cluster(conn) else LOWER_NEXT_DUE_ON_ONE_SERVER
+        lower = LOWER_NEXT_DUE.on(conn)
         for group in cluster.root_groups(conn, earliest):
             dues = [earliest[r] for r in group]
             moved += conn.execute(lower, {"roots": group, "dues": dues}).rowcount
@@ -201,7 +195,7 @@ def lower_next_due(conn: Connection, dated: Iterable[tuple[str, datetime | None]
 def recount_windows(conn: Connection, roots: Iterable[str]) -> None:
     """The trap windows of these roots changed: count their size and failures again."""
     failures = sorted(NETWORK_FAILURES)
-    statement = RECOUNT_WINDOWS if cluster.is_cluster(conn) else RECOUNT_WINDOWS_ON_ONE_SERVER
+    statement = RECOUNT_WINDOWS.on(conn)
     for group in cluster.root_groups(conn, roots):
         conn.execute(statement, {"roots": group, "failures": failures})
 

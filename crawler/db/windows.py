@@ -18,7 +18,7 @@ from crawler.core.hostnames import root
 from crawler.core.outcomes import ALIVE, is_network_failure
 from crawler.core.traps import Observation, trap_reason
 from crawler.db import cluster, rollups
-from crawler.db.hostsql import names_param, unpinned
+from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
 
 # The database's clock (one for all workers), one microsecond apart to keep order.
@@ -31,7 +31,8 @@ UPSERT_WINDOW = text(
     DO UPDATE SET outcome = excluded.outcome, seen_at = excluded.seen_at
     """
 ).bindparams(*names_param("roots", "names", "kinds"))
-TRIM_WINDOWS = text(
+# On one server without the pin that only tells Citus the shard group (cluster.routed).
+TRIM_WINDOWS = cluster.routed(
     """
     DELETE FROM trap_window w USING (
         SELECT root, hostname,
@@ -39,11 +40,9 @@ TRIM_WINDOWS = text(
           FROM trap_window WHERE root = ANY(:roots)) AS r
      WHERE w.root = ANY(:roots) AND w.root = r.root AND w.hostname = r.hostname
        AND r.rank > :size
-    """
-).bindparams(*names_param("roots"))
-# Without the pin that only tells Citus the shard group (hostsql.unpinned).
-TRIM_WINDOWS_ON_ONE_SERVER = unpinned(
-    TRIM_WINDOWS, ("w.root = ANY(:roots) AND ",), *names_param("roots")
+    """,
+    ("w.root = ANY(:roots) AND ",),
+    *names_param("roots"),
 )
 READ_WINDOWS = text(
     "SELECT root, hostname, outcome, seen_at FROM trap_window WHERE root = ANY(:roots)"
@@ -82,7 +81,7 @@ def _update_windows(conn: Connection, rows: list[tuple], size: int) -> dict[str,
     complete a trap, so the (frequent) OK outcomes cost no read-back.
     """
     # Once per shard group (one on one server), each run's rows in completion order.
-    trim = TRIM_WINDOWS if cluster.is_cluster(conn) else TRIM_WINDOWS_ON_ONE_SERVER
+    trim = TRIM_WINDOWS.on(conn)
     for group in cluster.shard_groups(conn, {r for r, _, _ in rows}):
         roots, names, kinds = zip(*(row for row in rows if row[0] in group), strict=True)
         conn.execute(
