@@ -118,10 +118,12 @@ WALK_AND_LOCK = text(
              ORDER BY r.next_due_at
              LIMIT :walk) w),
     locked AS MATERIALIZED (
-        SELECT due.root, due.most, due.i FROM due
-         WHERE CASE WHEN (SELECT count(*) FROM queue q
-                           WHERE q.root = due.root AND q.claimed_by IS NOT NULL
-                             AND q.next_claim_at > now()) < :concurrency
+        SELECT due.root, due.most - busy.n AS most, due.i FROM due
+         CROSS JOIN LATERAL (
+               SELECT count(*) AS n FROM queue q
+                WHERE q.root = due.root AND q.claimed_by IS NOT NULL
+                  AND q.next_claim_at > now()) busy
+         WHERE CASE WHEN busy.n < due.most
                     THEN pg_try_advisory_xact_lock(:lock_space, hashtext(due.root))
                     ELSE false END
          LIMIT :roots),

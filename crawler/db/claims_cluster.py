@@ -69,16 +69,19 @@ WALK_IN_SHARD = """
              WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
              ORDER BY r.next_due_at LIMIT $2) w
 """
-# Of the locked roots (a CTE `locked`: root, the most hosts it can give, walk order i),
-# the first whose hosts can fill the claim ({wanted}): the claim's work grows with the
-# roots it looks into. The rest stay locked, unused, until it ends.
+# Of the locked roots (a CTE `locked`: root, the hosts it can give now, walk order i), the
+# first whose hosts fill the claim ({wanted}): the claim's work grows with the roots it
+# looks into. The rest stay locked, unused, until it ends. Counted from the root's
+# size alone, a root with a claim running or with hosts dated later gave less than
+# counted, and claims came back a tenth short (bench/README.md, growth.py --before).
 FILLING = """filling AS (
         SELECT root, i FROM (
             SELECT root, i, sum(most) OVER (ORDER BY i) - most AS before FROM locked) f
-         WHERE before < {wanted})"""
-# The lock: of the walked roots ($1, in walk order, $2 the most hosts each can give), up
-# to $5 locked, skipping roots at their concurrency ($3) and roots another claim holds
-# (advisory locks in $4's space); of those, FILLING's. The fences and the CASE as in
+         WHERE before < {wanted} + {wanted} / 4)"""
+# The lock: of the walked roots ($1, in walk order, $2 the most hosts each can give: its
+# hosts, at most the concurrency, $3), up to $5 locked, skipping roots whose running
+# claims leave no room and roots another claim holds (advisory locks in $4's space); of
+# those, FILLING's. The fences and the CASE as in
 # crawler.db.claims.WALK_AND_LOCK: a lock only on a root that is then returned.
 LOCK_IN_SHARD = f"""
     WITH busy AS MATERIALIZED (
@@ -91,8 +94,8 @@ LOCK_IN_SHARD = f"""
           LEFT JOIN busy b ON b.root = c.root
          ORDER BY c.i),
     locked AS MATERIALIZED (
-        SELECT due.root, due.most, due.i FROM due
-         WHERE CASE WHEN due.busy < $3
+        SELECT due.root, due.most - due.busy AS most, due.i FROM due
+         WHERE CASE WHEN due.busy < due.most
                     THEN pg_try_advisory_xact_lock($4, hashtext(due.root))
                     ELSE false END
          LIMIT $5),

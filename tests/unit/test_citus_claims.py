@@ -9,6 +9,7 @@ from sqlalchemy import text
 
 from crawler.core.hostnames import root
 from crawler.db import claims, queue
+from crawler.db.claims import RootLimits
 
 
 def shard_of(engine, roots: set[str]) -> set[int]:
@@ -32,3 +33,27 @@ def test_a_claim_on_the_cluster_takes_one_shard_group_within_the_rules(cluster_d
         assert max(Counter(root(h) for h in batch).values()) <= 2
         taken += batch
     assert len(taken) == len(set(taken)) == 40 * 2  # two of each root, until they finish
+
+
+def test_on_the_cluster_roots_with_a_claim_running_still_fill_a_whole_batch(cluster_db):
+    """60 roots of one shard group, 3 hosts each, a claim running on 30 of them: another
+    claim of 30 there takes the room they have left, not half a batch."""
+    candidates = [f"site{r}.test" for r in range(2000)]
+    with cluster_db.connect() as conn:
+        shard = dict(
+            conn.execute(
+                text(
+                    "SELECT r, get_shard_id_for_distribution_column('roots', r)"
+                    " FROM unnest(CAST(:roots AS text[])) AS r"
+                ),
+                {"roots": candidates},
+            ).all()
+        )
+    roots = [r for r in candidates if shard[r] == shard[candidates[0]]][:60]
+    assert len(roots) == 60
+    queue.save_hosts(cluster_db, [f"h{i}.{r}" for r in roots for i in range(3)])
+    running = claims.claim_polite(cluster_db, 30, "w1", limits=RootLimits(concurrency=1))
+    assert len({root(h) for h in running.hosts}) == 30
+    batch = claims.claim_polite(cluster_db, 30, "w2", limits=RootLimits(concurrency=2)).hosts
+    assert len(batch) == 30
+    assert max(Counter(root(h) for h in running.hosts + batch).values()) == 2

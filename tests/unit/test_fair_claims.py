@@ -48,6 +48,18 @@ def test_a_root_at_its_concurrency_is_skipped_until_a_claim_ends(db):
     assert roots_of(again) == {"one.test": 1}
 
 
+def test_roots_with_a_claim_running_still_fill_a_whole_batch(db):
+    """200 roots of 3 hosts; one claim running on each of the 100 oldest: another claim of
+    100 takes the room they have left (one host each), not half a batch."""
+    queue.save_hosts(db, [f"h{i}.site{r}.test" for r in range(200) for i in range(3)])
+    running = claims.claim_polite(db, 100, "w1", limits=RootLimits(concurrency=1)).hosts
+    assert len(roots_of(running)) == 100
+    batch = claims.claim_polite(db, 100, "w2", limits=RootLimits(concurrency=2)).hosts
+    assert len(batch) == 100
+    together = roots_of(running + batch)
+    assert max(together.values()) == 2
+
+
 def test_an_expired_lease_no_longer_counts(db):
     """A killed worker's claims count only until their lease ends."""
     queue.save_hosts(db, [f"h{i}.crash.test" for i in range(4)])
