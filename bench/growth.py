@@ -36,7 +36,7 @@ figure that misses gets the EXPLAIN (ANALYZE, BUFFERS) of the statements one cal
 worst ratio.
 
 `--before`: the claims and the three writes side by side with 8751fd6's code on a
-database of its own, loaded the same (bench/_growth_before.py), in 3 interleaved rounds
+database of its own, loaded the same (bench/_growth_before.py), in 5 interleaved rounds
 at each size, each side's round with the page cache holding its database alone
 (bench/_page_cache.py); at 10M ours / its medians must be >= 0.9 (rates) and <= 1.1 (the
 trap-window write). `--profile`: at each size, where one finish_many and one save_hosts
@@ -90,9 +90,10 @@ SERVER |= dict(arg.split("=", 1) for flag, arg in FLAGS if flag == "--server")
 if "--default-memory" in sys.argv:
     SERVER = {}
 # `--before`: 8751fd6's claims and writes side by side (bench/_growth_before.py), ROUNDS
-# interleaved rounds a stage, ours / its medians judged at the big size.
+# interleaved rounds a stage, ours / its medians judged at the big size (a round's claims
+# take about 2 s: five rounds, as three let one slow round decide).
 BEFORE_SIDE = "--before" in sys.argv
-ROUNDS = 3
+ROUNDS = 5
 # `--profile`: where one finish_many and one save_hosts batch go at the big size, ours (and
 # with --before 8751fd6's), at each size: statements, their time and WAL, plans, index entries.
 PROFILE = "--profile" in sys.argv
@@ -319,6 +320,8 @@ def measure_stage(url: str, engine, roots: int, tag: str, before=None) -> tuple[
         report(f"ours at {tag}", profile_writes(sys.modules[__name__], engine, roots, tag + "p"))
         if before is not None:
             report(f"{before.commit} at {tag}", before.profile(roots, tag + "p"))
+    if before is not None:  # the pages and the deny list that follow are ours alone
+        before.hold("ours")
     more, their_calls = measure_pages(url, engine)
     figures.update(more)
     calls.update(their_calls)
