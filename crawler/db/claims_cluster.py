@@ -69,11 +69,12 @@ WALK_IN_SHARD = """
              WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
              ORDER BY r.next_due_at LIMIT $2) w
 """
-# Of the locked roots (a CTE `locked`: root, the hosts it can give now, walk order i), the
-# first whose hosts fill the claim ({wanted}): the claim's work grows with the roots it
-# looks into. The rest stay locked, unused, until it ends. Counted from the root's
-# size alone, a root with a claim running or with hosts dated later gave less than
-# counted, and claims came back a tenth short (bench/README.md, growth.py --before).
+# Of the locked roots (a CTE `locked`: root, its room — at most its hosts and the
+# concurrency, less its claims running — and walk order i), the first whose room fills
+# the claim ({wanted}) with a quarter to spare, as a root may have fewer hosts due than
+# room (rows dated later): the claim's work grows with the roots it looks into. The rest
+# stay locked, unused, until it ends. Counted without the running claims, a batch among
+# roots with a claim running came back half full.
 FILLING = """filling AS (
         SELECT root, i FROM (
             SELECT root, i, sum(most) OVER (ORDER BY i) - most AS before FROM locked) f
