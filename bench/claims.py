@@ -307,6 +307,7 @@ def explain(engine) -> None:
         "lock_space": LOCK_SPACE,
         "roots": BATCH,
         "walk": BATCH * WALK_PER_ROOT,
+        "skip": 0,
     }
     with engine.connect() as conn:
         rows = conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + WALK_AND_LOCK.text), params)

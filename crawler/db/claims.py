@@ -116,7 +116,7 @@ WALK_AND_LOCK = text(
             SELECT r.root, least(r.hosts, :concurrency) AS most FROM roots r
              WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
              ORDER BY r.next_due_at
-             LIMIT :walk) w),
+             LIMIT :walk OFFSET :skip) w),
     locked AS MATERIALIZED (
         SELECT due.root, due.most - busy.n AS most, due.i FROM due
          CROSS JOIN LATERAL (
@@ -128,7 +128,8 @@ WALK_AND_LOCK = text(
                     ELSE false END
          LIMIT :roots),
     {claims_cluster.FILLING.format(wanted=":roots")}
-    SELECT root FROM filling ORDER BY i
+    SELECT f.root, f.most, (SELECT count(*) FROM due) AS walked
+      FROM (SELECT) AS page LEFT JOIN filling f ON true ORDER BY f.i
     """
 )
 # The oldest due rows, for a claim that found no root: a row dated by a hand-made change
@@ -141,9 +142,11 @@ OLDEST_DUE = text(
      ORDER BY next_claim_at LIMIT :n
     """
 )
-# How far down the due roots one claim walks, in roots per root it wants: past roots at
-# their concurrency and roots another claim holds.
+# How far down the due roots one claim's first page walks, in roots per root it wants
+# (past roots at their concurrency and roots another claim holds), and how far its pages
+# go at most.
 WALK_PER_ROOT = 4
+WALK_MOST_PER_ROOT = 64
 # The transaction-scoped advisory locks of WALK_AND_LOCK and claims_cluster.LOCK_ROOTS
 # (one per root): in memory only, unlike row locks, and held until the claim commits. A
 # hash collision only skips a root.
@@ -292,11 +295,25 @@ def candidates_by_shard(candidates: list) -> list[dict[str, int]]:
 
 
 def walk_and_lock(conn: Connection, n: int, params: dict) -> list[str]:
-    """One server: the due roots walked and locked in one statement, up to a root per host
+    """One server: the due roots walked and locked, a page a statement, until the locked
+    roots have room for n hosts or the walk has passed WALK_MOST_PER_ROOT roots per host
     wanted (most due roots have a host or two: a list of top sites, a page's links; a
-    claim that comes back short makes the spider wait)."""
-    walked = conn.execute(WALK_AND_LOCK, {**params, "roots": n, "walk": n * WALK_PER_ROOT})
-    return list(walked.scalars())
+    claim that comes back short makes the spider wait). The crawl's running claims leave
+    roots with no room at the front (they have hosts due still); each page is twice the
+    last, so a front of k such roots costs about log2(k / 4n) pages more."""
+    room: dict[str, int] = {}
+    skip, walk = 0, n * WALK_PER_ROOT
+    while True:
+        wanted = n - sum(room.values())
+        page = {**params, "roots": wanted, "walk": walk, "skip": skip}
+        rows = conn.execute(WALK_AND_LOCK, page).all()
+        for root, most, _ in rows:
+            if root is not None:
+                room.setdefault(root, most)
+        skip += walk
+        if sum(room.values()) >= n or rows[0].walked < walk or skip >= n * WALK_MOST_PER_ROOT:
+            return list(room)
+        walk *= 2
 
 
 def claim_polite_in(

@@ -76,8 +76,9 @@ WALK_IN_SHARD = """
 # stay locked, unused, until it ends. Counted without the running claims, a batch among
 # roots with a claim running came back half full.
 FILLING = """filling AS (
-        SELECT root, i FROM (
-            SELECT root, i, sum(most) OVER (ORDER BY i) - most AS before FROM locked) f
+        SELECT root, most, i FROM (
+            SELECT root, most, i, sum(most) OVER (ORDER BY i) - most AS before
+              FROM locked) f
          WHERE before < {wanted} + {wanted} / 4)"""
 # The lock: of the walked roots ($1, in walk order, $2 the most hosts each can give: its
 # hosts, at most the concurrency, $3), up to $5 locked, skipping roots whose running

@@ -60,6 +60,18 @@ def test_roots_with_a_claim_running_still_fill_a_whole_batch(db):
     assert max(together.values()) == 2
 
 
+def test_roots_at_their_concurrency_past_the_first_page_do_not_starve_a_claim(db):
+    """A crawl's running claims leave their roots at the front of the walk (each has a host
+    due still): 60 of them, past the 40 a claim of 10 walks first (4 roots per host it
+    wants), and 10 roots behind them with a host each. The claim walks on to those."""
+    queue.save_hosts(db, [f"h{i}.busy{r}.test" for r in range(60) for i in range(3)])
+    running = claims.claim_polite(db, 120, "w1").hosts
+    assert roots_of(running) == {f"busy{r}.test": 2 for r in range(60)}
+    queue.save_hosts(db, [f"calm{r}.test" for r in range(10)])
+    batch = claims.claim_polite(db, 10, "w2").hosts
+    assert sorted(batch) == sorted(f"calm{r}.test" for r in range(10))
+
+
 def test_an_expired_lease_no_longer_counts(db):
     """A killed worker's claims count only until their lease ends."""
     queue.save_hosts(db, [f"h{i}.crash.test" for i in range(4)])
