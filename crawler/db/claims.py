@@ -344,9 +344,8 @@ def claim_on_cluster(conn: Connection, params: dict) -> list:
     """One call per shard group, in this worker's turn, until one yields (the walk, the
     lock and the claim run on the group's worker: crawler.db.claims_cluster)."""
     claim_sql = claims_cluster.in_shard(CLAIM_FROM_ROOTS.text)
-    return claims_cluster.claim_by_group(
-        conn, params["worker"], claim_sql, {**params, "walk": params["n"] * WALK_PER_ROOT}
-    )
+    walk = {"walk": params["n"] * WALK_PER_ROOT, "walk_most": params["n"] * WALK_MOST_PER_ROOT}
+    return claims_cluster.claim_by_group(conn, params["worker"], claim_sql, {**params, **walk})
 
 
 def claim(

@@ -3,10 +3,10 @@ that Citus delegates to the group's worker (docs/design.md, rule 6; docs/scaling
 
 Citus routes a statement by a value of `root`, so a claim "in one shard" needs a value
 that hashes into that shard: an anchor. `anchors` finds one per shard of `roots` (a
-made-up name, never a real root), and the claim calls `claim_in_shard` (migration 0020),
-a distributed function co-located with `roots` by its anchor: Citus delegates the call
-to the worker holding the anchor's shard, whose body runs the walk, the lock and the
-claim there on that shard group's relations, as plain Postgres. Sent to the coordinator
+made-up name, never a real root), and the claim calls `claim_in_shard` (migrations 0020
+and 0021), a distributed function co-located with `roots` by its anchor: Citus delegates
+the call to the worker holding the anchor's shard, whose body runs the walk, the lock and
+the claim there on that shard group's relations, as plain Postgres. Sent to the coordinator
 as routed statements instead, the claim (modifying CTEs) was planned as eight
 distributed subplans, a round trip each.
 
@@ -59,15 +59,17 @@ ANCHORS = text(
 # transaction only when its distribution argument is a constant.
 CLAIM_IN_SHARD = (
     "SELECT kind, name FROM claim_in_shard('{anchor}', :walk_sql, :lock_sql, :claim_sql,"
-    " :n, :walk, :concurrency, :budget, :lock_space, :lease, :worker)"
+    " :n, :walk, :walk_most, :concurrency, :budget, :lock_space, :lease, :worker)"
 )
 # The function's statements: `{roots}`, `{queue}`, `{root_claims}` are the shard group's
-# relations. The walk: the group's due roots, oldest due first ($1 concurrency, $2 walk).
+# relations. The walk: a page of the group's due roots, oldest due first ($1 concurrency,
+# $2 the page's roots, $3 the roots before it: the function walks on until the locked
+# roots have room for the batch, each page twice the last, as crawler.db.claims does).
 WALK_IN_SHARD = """
     SELECT array_agg(w.root ORDER BY w.next_due_at), array_agg(w.most ORDER BY w.next_due_at)
       FROM (SELECT r.root, least(r.hosts, $1)::int AS most, r.next_due_at FROM {roots} r
              WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
-             ORDER BY r.next_due_at LIMIT $2) w
+             ORDER BY r.next_due_at LIMIT $2 OFFSET $3) w
 """
 # Of the locked roots (a CTE `locked`: root, its room — at most its hosts and the
 # concurrency, less its claims running — and walk order i), the first whose room fills
@@ -83,7 +85,7 @@ FILLING = """filling AS (
 # The lock: of the walked roots ($1, in walk order, $2 the most hosts each can give: its
 # hosts, at most the concurrency, $3), up to $5 locked, skipping roots whose running
 # claims leave no room and roots another claim holds (advisory locks in $4's space); of
-# those, FILLING's. The fences and the CASE as in
+# those, FILLING's, and their room. The fences and the CASE as in
 # crawler.db.claims.WALK_AND_LOCK: a lock only on a root that is then returned.
 LOCK_IN_SHARD = f"""
     WITH busy AS MATERIALIZED (
@@ -102,7 +104,7 @@ LOCK_IN_SHARD = f"""
                     ELSE false END
          LIMIT $5),
     {FILLING.format(wanted="$5")}
-    SELECT array_agg(root ORDER BY i) FROM filling
+    SELECT array_agg(root ORDER BY i), sum(most)::int FROM filling
 """
 # The claim's parameters, in the order the function passes them ($1...).
 CLAIM_PARAMETERS = ("locked", "concurrency", "budget", "n", "lease", "worker")

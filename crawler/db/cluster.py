@@ -197,10 +197,10 @@ def distribute(engine: Engine) -> Deployment:
 
 
 # Functions Citus delegates to the worker holding the shard of their distribution
-# argument (migration 0020), co-located with `roots`. force_delegation: the claim calls
+# argument (migrations 0020, 0021), co-located with `roots`. force_delegation: the claim calls
 # them inside its transaction, where Citus would otherwise run them on the coordinator.
 SHARD_FUNCTIONS = {
-    "claim_in_shard(varchar,text,text,text,int,int,int,int,int,interval,varchar)": "anchor"
+    "claim_in_shard(varchar,text,text,text,int,int,int,int,int,int,interval,varchar)": "anchor"
 }
 FUNCTION_DISTRIBUTED = text(
     "SELECT EXISTS (SELECT 1 FROM pg_dist_object WHERE objid = to_regprocedure(:function)::oid"

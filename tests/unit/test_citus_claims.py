@@ -24,6 +24,24 @@ def shard_of(engine, roots: set[str]) -> set[int]:
         return set(shards.scalars())
 
 
+def roots_of_one_shard(engine, count: int) -> list[str]:
+    """`count` roots (site<N>.test) that hash into one shard: one shard group's."""
+    candidates = [f"site{r}.test" for r in range(count * 40)]
+    with engine.connect() as conn:
+        shard = dict(
+            conn.execute(
+                text(
+                    "SELECT r, get_shard_id_for_distribution_column('roots', r)"
+                    " FROM unnest(CAST(:roots AS text[])) AS r"
+                ),
+                {"roots": candidates},
+            ).all()
+        )
+    roots = [r for r in candidates if shard[r] == shard[candidates[0]]][:count]
+    assert len(roots) == count
+    return roots
+
+
 def test_a_claim_on_the_cluster_takes_one_shard_group_within_the_rules(cluster_db):
     names = [f"h{i}.site{r}.test" for r in range(40) for i in range(5)]
     queue.save_hosts(cluster_db, names)
@@ -38,22 +56,25 @@ def test_a_claim_on_the_cluster_takes_one_shard_group_within_the_rules(cluster_d
 def test_on_the_cluster_roots_with_a_claim_running_still_fill_a_whole_batch(cluster_db):
     """60 roots of one shard group, 3 hosts each, a claim running on 30 of them: another
     claim of 30 there takes the room they have left, not half a batch."""
-    candidates = [f"site{r}.test" for r in range(2000)]
-    with cluster_db.connect() as conn:
-        shard = dict(
-            conn.execute(
-                text(
-                    "SELECT r, get_shard_id_for_distribution_column('roots', r)"
-                    " FROM unnest(CAST(:roots AS text[])) AS r"
-                ),
-                {"roots": candidates},
-            ).all()
-        )
-    roots = [r for r in candidates if shard[r] == shard[candidates[0]]][:60]
-    assert len(roots) == 60
+    roots = roots_of_one_shard(cluster_db, 60)
     queue.save_hosts(cluster_db, [f"h{i}.{r}" for r in roots for i in range(3)])
     running = claims.claim_polite(cluster_db, 30, "w1", limits=RootLimits(concurrency=1))
     assert len({root(h) for h in running.hosts}) == 30
     batch = claims.claim_polite(cluster_db, 30, "w2", limits=RootLimits(concurrency=2)).hosts
     assert len(batch) == 30
     assert max(Counter(root(h) for h in running.hosts + batch).values()) == 2
+
+
+def test_on_the_cluster_roots_at_their_concurrency_past_the_first_page_do_not_starve_a_claim(
+    cluster_db,
+):
+    """60 roots of one shard group at their concurrency, a host due still each, past the 40
+    a claim of 10 walks there first, and 10 roots of the group behind them with a host
+    each: the claim walks on to those."""
+    roots = roots_of_one_shard(cluster_db, 70)
+    busy, calm = roots[:60], roots[60:]
+    queue.save_hosts(cluster_db, [f"h{i}.{r}" for r in busy for i in range(3)])
+    running = claims.claim_polite(cluster_db, 120, "w1").hosts
+    assert Counter(root(h) for h in running) == dict.fromkeys(busy, 2)
+    queue.save_hosts(cluster_db, calm)
+    assert sorted(claims.claim_polite(cluster_db, 10, "w2").hosts) == sorted(calm)
