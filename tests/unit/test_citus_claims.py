@@ -12,31 +12,26 @@ from crawler.db import claims, queue
 from crawler.db.claims import RootLimits
 
 
-def shard_of(engine, roots: set[str]) -> set[int]:
+def shard_by_root(engine, roots: list[str]) -> dict[str, int]:
     with engine.connect() as conn:
         shards = conn.execute(
             text(
-                "SELECT DISTINCT get_shard_id_for_distribution_column('roots', r)"
+                "SELECT r, get_shard_id_for_distribution_column('roots', r)"
                 " FROM unnest(CAST(:roots AS text[])) AS r"
             ),
-            {"roots": sorted(roots)},
+            {"roots": roots},
         )
-        return set(shards.scalars())
+        return dict(shards.all())
+
+
+def shard_of(engine, roots: set[str]) -> set[int]:
+    return set(shard_by_root(engine, sorted(roots)).values())
 
 
 def roots_of_one_shard(engine, count: int) -> list[str]:
     """`count` roots (site<N>.test) that hash into one shard: one shard group's."""
     candidates = [f"site{r}.test" for r in range(count * 40)]
-    with engine.connect() as conn:
-        shard = dict(
-            conn.execute(
-                text(
-                    "SELECT r, get_shard_id_for_distribution_column('roots', r)"
-                    " FROM unnest(CAST(:roots AS text[])) AS r"
-                ),
-                {"roots": candidates},
-            ).all()
-        )
+    shard = shard_by_root(engine, candidates)
     roots = [r for r in candidates if shard[r] == shard[candidates[0]]][:count]
     assert len(roots) == count
     return roots
