@@ -95,7 +95,7 @@ CRAWL_PENDING = text(
 # ANY(:roots)` with roots of one shard: Citus routes it to one worker), so a claim is one
 # call of a function Citus delegates to one shard group's worker, which walks, locks and
 # claims there, the groups served in turn (crawler.db.claims_cluster); its claim is
-# CLAIM_FROM_ROOTS. On one server the walk and the lock are one lazy statement
+# CLAIM_FROM_ROOTS. On one server the walk and the lock are one lazy statement a page
 # (WALK_AND_LOCK), and the claim is the same statement without the filters that only
 # name the shard: measured, the cluster's form costs one server a third of its claims/s
 # (bench/README.md).
@@ -107,8 +107,7 @@ CRAWL_PENDING = text(
 # lock once ran on every due root before the sort and the LIMIT: one advisory lock per
 # due root, "out of shared memory" at ~6,000 due roots (a seed list of many domains).
 # The walk's own LIMIT keeps a seq scan's sort a top-N heapsort.
-# On one server the walk and the lock are one statement, the walk lazy: it stops as soon
-# as :roots roots are locked.
+# One page of the walk and its lock (walk_and_lock runs a page after another).
 WALK_AND_LOCK = text(
     f"""
     WITH due AS MATERIALIZED (
