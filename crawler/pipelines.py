@@ -21,6 +21,7 @@ from crawler.core.outcomes import (
     DNS_TIMEOUT,
     HTTP_TIMEOUT,
     NETWORK_FAILURES,
+    OK,
     TCP_TIMEOUT,
     TLS_TIMEOUT,
 )
@@ -28,6 +29,7 @@ from crawler.core.sources import group_of
 from crawler.db import queue, routing
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.retry import in_thread_until_up
+from crawler.evidence import failure_layer
 from crawler.items import HostItem
 from crawler.state import CrawlState
 from crawler.wildcards import WildcardWatch
@@ -73,7 +75,9 @@ class HostWritePipeline:
         if item.denied_by is not None:
             await self._take_out(item)
         else:
-            if item.outcome in BELOW_HTTP:
+            if item.outcome == OK:
+                self.state.world.heard(item.hostname)
+            elif item.outcome in BELOW_HTTP:
                 await self._unless_ours(item)
             item.new_hostnames = await self._finishes.submit(self._crawled(item))
             item.new_sources = new_sources(item)
@@ -89,7 +93,8 @@ class HostWritePipeline:
         host: it is tried again soon (still claimed, so a draining crawl waits), not
         settled, and stays out of the trap window."""
         began = time.monotonic() - self.waited.get(item.outcome, 0.0)
-        why = await self.state.world.holds_back(item.hostname, self.outage_edge, began)
+        layer = failure_layer(item.outcome)
+        why = await self.state.world.holds_back(item.hostname, self.outage_edge, began, layer)
         if not why:
             return
         await in_thread_until_up(

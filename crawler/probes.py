@@ -29,9 +29,17 @@ _NO_VERIFY.verify_mode = ssl.CERT_NONE
 
 
 async def handshake(
-    address: str, port: int, hostname: str, timeout: float, *, tls: bool = True, http: bool = False
+    address: str,
+    port: int,
+    hostname: str,
+    timeout: float,
+    *,
+    tls: bool = True,
+    http: bool = False,
+    user_agent: str = "",
 ) -> str:
-    """Connect (and shake hands with TLS); with `http`, also read a status line.
+    """Connect (and shake hands with TLS); with `http`, also read a status line (a
+    HEAD with our `user_agent`: the server sees who knocks).
 
     DNS_ALIVE when it connected (and TLS worked), OK when an HTTP status line
     came back, else the failure kind.
@@ -54,21 +62,27 @@ async def handshake(
                 return TLS_TIMEOUT
             except ssl.SSLError:
                 return TLS_HANDSHAKE
-        return await _status_line(reader, writer, hostname, timeout) if http else DNS_ALIVE
+        if not http:
+            return DNS_ALIVE
+        return await _status_line(reader, writer, hostname, timeout, user_agent)
     except (OSError, EOFError, TimeoutError):
         return TCP_RESET
     finally:
         writer.close()
 
 
-async def _status_line(reader, writer, hostname: str, timeout: float) -> str:
-    writer.write(f"HEAD / HTTP/1.0\r\nHost: {hostname}\r\n\r\n".encode("idna"))
+async def _status_line(reader, writer, hostname: str, timeout: float, user_agent: str) -> str:
+    agent = f"User-Agent: {user_agent}\r\n" if user_agent else ""
+    head = f"HEAD / HTTP/1.0\r\nHost: {hostname}\r\n{agent}\r\n"
+    writer.write(head.encode("ascii", "replace"))
     await writer.drain()
     first = await asyncio.wait_for(reader.read(5), timeout)
     return OK if first == b"HTTP/" else TCP_RESET
 
 
-async def front_page(resolver, hostname: str, templates: list[str], timeout: float) -> str:
+async def front_page(
+    resolver, hostname: str, templates: list[str], timeout: float, user_agent: str = ""
+) -> str:
     """What asking for the host's front page now comes to, through the templates in turn.
 
     A fresh lookup (never the cache), then each template's scheme and port
@@ -82,7 +96,9 @@ async def front_page(resolver, hostname: str, templates: list[str], timeout: flo
         url = urlsplit(template.format(hostname=hostname))
         tls = url.scheme == "https"
         port = url.port or (443 if tls else 80)
-        outcome = await handshake(resolution.address, port, hostname, timeout, tls=tls, http=True)
+        outcome = await handshake(
+            resolution.address, port, hostname, timeout, tls=tls, http=True, user_agent=user_agent
+        )
         if outcome == OK:
             return OK
     return outcome

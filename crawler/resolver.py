@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from twisted.internet import defer
@@ -115,9 +116,16 @@ def last_failure(hostname: str) -> str | None:
     return _failures.get(hostname)
 
 
+# Who hears of each name a server resolved: the crawl's world check (crawler.evidence),
+# which needs no canary while our resolver is seen answering.
+answered_listeners: list[Callable[[str], None]] = []
+
+
 def _remember(resolution: Resolution) -> None:
     if resolution.outcome == DNS_ALIVE:
         _failures.pop(resolution.hostname, None)
+        for listener in answered_listeners:
+            listener(resolution.hostname)
         return
     _failures[resolution.hostname] = resolution.outcome
     _failures.move_to_end(resolution.hostname)

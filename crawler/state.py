@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -23,8 +24,9 @@ from crawler.core.outcomes import is_network_failure
 from crawler.db import world_silences
 from crawler.db.engine import DatabaseUrlError, get_engine
 from crawler.db.retry import in_thread_until_up
+from crawler.evidence import DNS
 from crawler.livedenylist import LiveDenyList
-from crawler.resolver import OutcomeResolver
+from crawler.resolver import OutcomeResolver, answered_listeners
 from crawler.selfcheck import SelfCheck, WorldCheck
 from crawler.trapguard import TrapGuard
 
@@ -96,6 +98,8 @@ class CrawlState:
             # An outage is summed up as often as the crawl's other figures.
             summary_every=settings.getfloat("LOGSTATS_INTERVAL"),
             on_change=self.world_changed,
+            interval=settings.getfloat("CANARY_INTERVAL"),
+            user_agent=settings.get("USER_AGENT"),
         )
         self.traps = TrapGuard(
             self.engine,
@@ -112,6 +116,7 @@ class CrawlState:
         self._silence: tuple[datetime | None, bool, int] = (None, False, 0)
         self._told, self._told_at = self._silence, float("-inf")  # what the panel was told
         self._telling: asyncio.Task | None = None
+        self._heard_dns = functools.partial(self.world.heard, layer=DNS)
         crawler.signals.connect(self.open, signal=signals.spider_opened)
         crawler.signals.connect(self.close, signal=signals.spider_closed)
 
@@ -162,6 +167,7 @@ class CrawlState:
 
     async def open(self, spider) -> None:
         """Load the deny list off the event loop, riding out an outage; start rechecks."""
+        answered_listeners.append(self._heard_dns)
         await in_thread_until_up("loading the deny list", self.denylist.load)
         self._rechecks = asyncio.ensure_future(self._recheck_deferred())
 
@@ -187,6 +193,8 @@ class CrawlState:
 
     async def close(self, spider) -> None:
         """Let the last window writes (and blocks) land, then stop listening."""
+        with contextlib.suppress(ValueError):
+            answered_listeners.remove(self._heard_dns)
         if self._rechecks is not None:
             self._rechecks.cancel()
             with contextlib.suppress(asyncio.CancelledError):

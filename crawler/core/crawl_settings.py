@@ -63,6 +63,13 @@ CRAWL_SETTINGS: tuple[Setting, ...] = (
         "comma list asked before a block; empty = hosts that ever answered OK in this database",
     ),
     Setting(
+        "CANARY_INTERVAL",
+        10.0,
+        float,
+        "seconds before a host the crawl or a check contacted is asked again as a canary",
+        minimum=0,
+    ),
+    Setting(
         "OUTAGE_RETRY_AFTER",
         15.0,
         float,

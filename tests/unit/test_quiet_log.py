@@ -36,11 +36,12 @@ class SilentWorld(WorldCheck):
             canary_hosts=["hub.test"],
             keep_healthy=0,
             keep_unhealthy=0,
+            interval=0,
             summary_every=summary_every,
         )
         self.says = DNS_TIMEOUT
 
-    async def ask(self, hostname: str) -> str:
+    async def ask(self, hostname: str, layer: str = "network") -> str:
         return self.says
 
 
@@ -81,7 +82,7 @@ def crawler(db):
 def test_a_host_held_back_by_an_outage_is_dropped_at_debug_by_its_reason(crawler, monkeypatch):
     pipeline = HostWritePipeline.from_crawler(crawler)
 
-    async def unproven(hostname, edge, began):
+    async def unproven(hostname, edge, began, layer):
         return "resolver/network not answering"
 
     monkeypatch.setattr(CrawlState.of(crawler).world, "holds_back", unproven)

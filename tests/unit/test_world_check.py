@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from crawler.db import windows
@@ -22,11 +23,12 @@ class ScriptedWorld(WorldCheck):
             canary_hosts=canaries,
             keep_healthy=0,
             keep_unhealthy=0,
+            interval=0,
             on_change=lambda *change: self.changes.append(change),
         )
         self.says = says
 
-    async def ask(self, hostname: str) -> str:
+    async def ask(self, hostname: str, layer: str = "network") -> str:
         self.lookups += 1
         return self.says
 
@@ -69,7 +71,7 @@ def test_a_canary_answering_nxdomain_is_our_resolver_lying(db, caplog):
 
 def test_a_block_needs_a_canary_answering_at_its_moment(db):
     world = ScriptedWorld(db, canaries=["hub.test"])
-    world._last = (float("inf"), True, "")  # a verdict kept from earlier says yes...
+    world._last["network"] = (time.monotonic(), True, "")  # a verdict from before says yes...
     world.says = "DNS_TIMEOUT"  # ...but the canary does not answer now
 
     assert run(SelfCheck(db, world).confirm("trap.test", "a trap")) is False

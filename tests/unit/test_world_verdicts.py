@@ -9,10 +9,12 @@ from tests.loops import run as run_in_loop
 
 
 def world_saying(*outcomes: str) -> WorldCheck:
-    world = WorldCheck(None, lambda: None, ["http://{hostname}/"], canary_hosts=["c.test"])
+    world = WorldCheck(
+        None, lambda: None, ["http://{hostname}/"], canary_hosts=["c.test"], interval=0
+    )
     said = iter(outcomes)
 
-    async def ask(hostname: str) -> str:
+    async def ask(hostname: str, layer: str = "network") -> str:
         world.lookups += 1
         return next(said)
 

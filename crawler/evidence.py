@@ -1,0 +1,90 @@
+"""What the crawl itself already says about the world: who answered us, and when.
+
+Every page that answers and every name our resolver resolves shows that the world
+answers us at that layer, at that moment. The world check (crawler.selfcheck) reads
+that first, and asks a canary only when the crawl has said nothing since a failure
+began: a busy crawl proves itself, and the canaries are left alone. The same record
+keeps the canaries' politeness: when each host was last contacted, by the crawl or
+by a check, so that no host is asked twice within the check interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import OrderedDict
+
+from crawler.core.hostnames import root
+
+# The layers a failure is judged at: a DNS failure needs a resolver that answers, one
+# of TCP or TLS a host that answers over the network.
+DNS = "dns"
+NETWORK = "network"
+
+# Roots remembered per layer for "another root answered since": the newest few suffice.
+ROOTS_KEPT = 16
+# Hosts whose last contact is remembered, for the canaries' interval.
+CONTACTS_KEPT = 4096
+
+
+def failure_layer(outcome: str) -> str:
+    """The layer whose health a failure with this outcome depends on."""
+    return DNS if outcome.startswith("DNS_") else NETWORK
+
+
+class _Newest(OrderedDict):
+    """name -> monotonic time, the newest last, at most `size` names."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def note(self, name: str, at: float) -> None:
+        self.pop(name, None)
+        self[name] = at
+        while len(self) > self.size:
+            self.popitem(last=False)
+
+
+class Evidence:
+    """Answers heard from the world, by layer and root, and each host's last contact."""
+
+    def __init__(self) -> None:
+        self._answered = {DNS: _Newest(ROOTS_KEPT), NETWORK: _Newest(ROOTS_KEPT)}
+        self._contacted = {DNS: _Newest(CONTACTS_KEPT), NETWORK: _Newest(CONTACTS_KEPT)}
+        self._news: asyncio.Event | None = None
+
+    def heard(self, hostname: str, layer: str) -> None:
+        """`hostname` answered us now at `layer` (a page answered: both layers)."""
+        now = time.monotonic()
+        for each in (DNS, NETWORK) if layer == NETWORK else (DNS,):
+            self._answered[each].note(root(hostname), now)
+        self.contacted(hostname, layer, now)
+        if self._news is not None:
+            self._news.set()
+            self._news = None
+
+    def contacted(self, hostname: str, layer: str, at: float | None = None) -> None:
+        """We asked `hostname` at `layer` now (or `at`), whatever it answered."""
+        self._contacted[layer].note(hostname, time.monotonic() if at is None else at)
+
+    def answered_since(self, layer: str, since: float, other_than: str = "") -> bool:
+        """Whether a root other than `other_than` answered at `layer` at `since` or later."""
+        for answered_root, at in reversed(self._answered[layer].items()):
+            if at < since:
+                return False
+            if answered_root != other_than:
+                return True
+        return False
+
+    def last_contact(self, hostname: str, layer: str) -> float:
+        """When `hostname` was last asked at `layer` (monotonic; -inf if not lately)."""
+        return self._contacted[layer].get(hostname, float("-inf"))
+
+    async def news(self, timeout: float) -> None:
+        """Return when anything is heard, or after `timeout` seconds."""
+        if self._news is None:
+            self._news = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._news.wait(), max(timeout, 0.0))
