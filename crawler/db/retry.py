@@ -65,13 +65,37 @@ def retry_conflicts(method: Callable[..., T]) -> Callable[..., T]:
     return run
 
 
+# On a Citus cluster the coordinator answers while a worker node is down, with an
+# internal error (SQLSTATE XX000) that names the lost connection; these are its words.
+WORKER_NODE_LOST = (
+    "failure on connection marked as essential",
+    "connection to the remote node",
+    "could not establish any connections to the node",
+    "connection not open",
+    "server closed the connection unexpectedly",
+)
+
+
 def is_outage(exc: BaseException) -> bool:
-    """True for an error that means the database is (for now) out of reach."""
+    """True for an error that means the database is (for now) out of reach: the server,
+    or on a cluster one of its worker nodes."""
     if is_conflict(exc):
         return False
     if isinstance(exc, OperationalError | InterfaceError):
         return True
-    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+    if not isinstance(exc, DBAPIError):
+        return False
+    return exc.connection_invalidated or is_worker_node_lost(exc.orig)
+
+
+def is_worker_node_lost(error: BaseException | None) -> bool:
+    """A connection failure (SQLSTATE class 08) the coordinator passes on, or Citus's
+    internal error for a worker node it cannot reach."""
+    sqlstate = getattr(error, "sqlstate", None) or ""
+    if sqlstate.startswith("08"):
+        return True
+    said = str(error or "").lower()
+    return sqlstate == "XX000" and any(words in said for words in WORKER_NODE_LOST)
 
 
 def first_line(exc: BaseException) -> str:
@@ -79,20 +103,55 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+class _Outage:
+    """This process's view of a database outage: told once as it starts (by the first
+    call that meets it) and once as it ends (by the first call through after it), however
+    many calls wait meanwhile."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None  # monotonic
+        self.waiting = 0
+
+    def met(self, what: str, exc: BaseException, pause: float) -> None:
+        self.waiting += 1
+        if self.since is not None:
+            log.debug("database still unavailable while %s; retrying in %.1fs", what, pause)
+            return
+        self.since = time.monotonic()
+        log.warning(
+            "database unavailable while %s (%s); retrying with a growing pause, from %.1fs",
+            what,
+            first_line(exc),
+            pause,
+        )
+
+    def through(self, what: str) -> None:
+        if self.since is None:
+            return
+        log.warning(
+            "database available again after %.0f s (%s went through; %d tries waited)",
+            time.monotonic() - self.since,
+            what,
+            self.waiting,
+        )
+        self.since, self.waiting = None, 0
+
+
+OUTAGE = _Outage()
+
+
 async def in_thread_until_up(what: str, fn: Callable[..., T], *args) -> T:
-    """await fn(*args) in a thread, retrying through outages (logged, backing off)."""
+    """await fn(*args) in a thread, retrying through outages (told once, backing off)."""
     pause = FIRST_PAUSE
     while True:
         try:
-            return await asyncio.to_thread(fn, *args)
+            result = await asyncio.to_thread(fn, *args)
         except DBAPIError as exc:
             if not is_outage(exc):
                 raise
-            log.warning(
-                "database unavailable while %s (%s); retrying in %.1fs",
-                what,
-                first_line(exc),
-                pause,
-            )
+            OUTAGE.met(what, exc, pause)
+        else:
+            OUTAGE.through(what)
+            return result
         await asyncio.sleep(pause)
         pause = min(pause * 2, MAX_PAUSE)
