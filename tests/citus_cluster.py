@@ -301,6 +301,24 @@ class CitusCluster:
             raise
         return self
 
+    def add_worker(self) -> Node:
+        """A new worker node, started with the database and the extension, and added to
+        the cluster (it holds no shard until a rebalance moves some to it)."""
+        node = Node(self, f"extra{len(list(self.base.glob('extra*.log'))) + 1}")
+        node.initdb()
+        node.start()
+        self.workers.append(node)
+        node.execute(f"CREATE DATABASE {DATABASE}", database="postgres")
+        node.execute("CREATE EXTENSION IF NOT EXISTS citus")
+        self.coordinator.execute("SELECT citus_add_node('127.0.0.1', %s)", (node.port,))
+        return node
+
+    def remove_worker(self, node: Node) -> None:
+        """A drained worker (no shard left on it) out of the cluster, and stopped."""
+        self.coordinator.execute("SELECT citus_remove_node('127.0.0.1', %s)", (node.port,))
+        node.stop()
+        self.workers.remove(node)
+
     def restart_coordinator(self) -> None:
         """Stop (fast) and start the coordinator only, on its port; the workers stay up."""
         self.coordinator.stop()

@@ -1,4 +1,15 @@
-"""Real `scrapy crawl hosts` processes against fakeweb, on the test database."""
+"""Real `scrapy crawl hosts` processes against fakeweb, on both deployments.
+
+Every test here runs twice from the same code: on one server and on a one-machine Citus
+cluster (the `deployment` fixture, through `db`: the crawlers a test starts use the
+database it was given). A test that truly cannot run on one of them says why with
+`@pytest.mark.one_server(reason)` or `@pytest.mark.cluster_only(reason)`.
+
+Every crawl test also checks, at its end, that no host was asked for the same path
+twice (a page, robots.txt, a probe: any method, any scheme): the crawler's first promise
+is that no server is hammered. A test where a second request is the point says why
+with `@pytest.mark.refetches(reason)`.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +27,52 @@ from crawler.db.engine import PROJECT_ROOT
 from tests.waiting import wait_until  # noqa: F401 (the e2e tests import it from here)
 
 CRAWL_TIMEOUT = 180  # seconds: a bound, not a wait
+ONE_SERVER, CLUSTER = "one_server", "cluster"
+
+
+@pytest.fixture(params=[ONE_SERVER, CLUSTER])
+def deployment(request) -> str:
+    """The deployment a test runs on; a test marked for one of them skips the other."""
+    only = {ONE_SERVER: "cluster_only", CLUSTER: "one_server"}[request.param]
+    marker = request.node.get_closest_marker(only)
+    if marker is not None:
+        pytest.skip(f"{marker.name.replace('_', ' ')}: {marker.args[0]}")
+    return request.param
+
+
+@pytest.fixture
+def db(deployment, request):
+    """The engine of an empty schema on the test's deployment; DATABASE_URL points the
+    crawlers and the CLI it starts at the same database."""
+    if deployment == CLUSTER:
+        return request.getfixturevalue("cluster_db")
+    return request.getfixturevalue("clean_db")
+
+
+def repeated_requests(web) -> dict[tuple[str, str], list[str]]:
+    """(host, path) -> the methods and schemes of each request, where there were two or more."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for request in web.requests():
+        seen.setdefault((request["host"], request["path"]), []).append(
+            f"{request['method']} {request['scheme']}"
+        )
+    return {key: asked for key, asked in seen.items() if len(asked) > 1}
+
+
+@pytest.fixture
+def fakeweb_factory(fakeweb_factory, request):
+    """fakeweb, and at the test's end the check that no host was asked twice."""
+    started = []
+
+    def start(world, **kwargs):
+        web = fakeweb_factory(world, **kwargs)
+        started.append(web)
+        return web
+
+    yield start
+    if request.node.get_closest_marker("refetches") is None:
+        for web in started:
+            assert repeated_requests(web) == {}, "a host was asked for the same path twice"
 
 
 class CrawlerProcess:

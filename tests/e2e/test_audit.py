@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from crawler.db import deny_entries, queue, windows
 from crawler.db.engine import PROJECT_ROOT
-from tests.e2e.conftest import host_facts, wait_until
+from tests.e2e.conftest import CLUSTER, host_facts, wait_until
 from tests.fakeweb import World
 
 AUDIT_TIMEOUT = 120
@@ -273,3 +273,47 @@ def test_resolver_survives_a_dns_server_that_goes_silent(db, fakeweb_factory, tm
     assert all(outcomes[n] in ("DNS_ALIVE", "DNS_TIMEOUT") for n in names)
     assert deny_entries.list_entries(db, "blocked") == []
     assert "audited 3000 hosts" in log_path.read_text()
+
+
+DEAD_ROOTS = [f"dead{i}.test" for i in range(6)]
+LIVE_ROOTS = [f"live{i}.test" for i in range(6)]
+
+
+def test_the_audit_of_many_roots_writes_every_outcome_into_the_windows(
+    db, deployment, fakeweb_factory
+):
+    """On a cluster the audit's claim is routed per shard group: it must reach them all."""
+    world = World()
+    for domain in DEAD_ROOTS:
+        world.zone(domain, "nxdomain", apex=True)
+    for domain in LIVE_ROOTS:
+        world.zone(domain, "ok", apex=True)
+    # Fewer failures per root than a window proves: no block, only outcomes.
+    names = [f"n{i}.{domain}" for domain in DEAD_ROOTS + LIVE_ROOTS for i in range(8)]
+    queue.save_hosts(db, names)
+    if deployment == CLUSTER:
+        with db.connect() as conn:
+            shards = conn.execute(
+                text(
+                    "SELECT count(DISTINCT get_shard_id_for_distribution_column('roots', root))"
+                    " FROM roots"
+                )
+            ).scalar_one()
+        assert shards > 1  # the audit must claim from more than one shard group
+
+    done = run_audit(fakeweb_factory(world), AUDIT_CONCURRENCY=16)
+
+    assert f"audited {len(names)} hosts" in done.stdout
+    outcomes = audit_outcomes(db)
+    assert outcomes == {
+        name: "DNS_NXDOMAIN" if name.split(".", 1)[1] in DEAD_ROOTS else "DNS_ALIVE"
+        for name in names
+    }
+    with db.connect() as conn:
+        window = dict(conn.execute(text("SELECT hostname, outcome FROM trap_window")).all())
+        claimed = conn.execute(text("SELECT count(*) FROM queue WHERE claimed_by IS NOT NULL"))
+        blocked = conn.execute(text("SELECT count(*) FROM queue WHERE status_reason IS NOT NULL"))
+        counted = dict(conn.execute(text("SELECT root, window_failed FROM roots")).all())
+        assert claimed.scalar_one() == 0 and blocked.scalar_one() == 0
+    assert window == outcomes
+    assert counted == {domain: 8 if domain in DEAD_ROOTS else 0 for domain in counted}

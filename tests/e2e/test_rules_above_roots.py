@@ -1,11 +1,5 @@
-"""Every deny rule on a Citus cluster, end to end (a real one-machine cluster of a
-coordinator and two workers; skips with one line without `make citus`).
-
-The one-server e2e tests of the rules run here again, unchanged, on the cluster: this
-module's `db` is the cluster's database, and the crawlers they start use it. Beside them,
-what only a cluster makes hard: an entry above a root (a forced bare suffix, whose rows
-are in every shard). The no_follow test runs once per door (the writer, the CLI, the API).
-"""
+"""A deny entry above every root (a forced bare suffix): on a cluster its rows are in
+every shard, so the entry must reach each one; on one server the same rule holds."""
 
 from __future__ import annotations
 
@@ -18,27 +12,9 @@ from sqlalchemy import text
 from crawler.db import deny_entries, queue
 from tests.conftest import insert_stale_row
 from tests.e2e.conftest import known_hosts
-from tests.e2e.test_crawl import (  # noqa: F401 (collected again, on the cluster)
-    test_no_follow_added_while_crawling_reaches_the_worker,
-    test_no_follow_links_are_never_saved_nor_fetched,
-    test_redirects_to_denied_hosts_are_never_followed,
-    test_start_requests_to_denied_hosts_leave_routing,
-)
-from tests.e2e.test_noproof import (  # noqa: F401 (collected again, on the cluster)
-    test_a_canary_that_answered_then_gets_nxdomain_with_the_rest_blocks_nothing,
-)
-from tests.e2e.test_unblock import (  # noqa: F401 (collected again, on the cluster)
-    test_an_unblocked_trap_is_blocked_again_on_new_failures_only,
-)
 from tests.fakeweb import World
 
 ROOTS = [f"s{i}.test" for i in range(12)]  # spread over the cluster's 8 shards
-
-
-@pytest.fixture
-def db(cluster_db):
-    """The cluster's database: every test here, and every crawler it starts, uses it."""
-    return cluster_db
 
 
 def hostcrawl(*args: str) -> subprocess.CompletedProcess:

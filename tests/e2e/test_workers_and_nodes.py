@@ -1,22 +1,24 @@
-"""Faults on a real Citus cluster (a coordinator and two workers on one machine; skips with
-one line without `make citus`): two crawlers sharing roots, a crawler killed with claims
-in hand, the coordinator restarted mid-crawl. Nothing lost, nothing stranded."""
+"""Crawlers and database nodes that come and go: two crawlers sharing roots, a crawler
+killed with claims in hand, and on a cluster the coordinator restarted, a worker node
+that goes away, and nodes added and drained mid-crawl. Nothing lost, nothing stranded,
+every host fetched once."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 import pytest
 from sqlalchemy import text
 
 from crawler.db import queue
-from tests.e2e.conftest import CrawlerProcess, claims_held, crawl_settings, wait_until
+from tests.e2e.conftest import CLUSTER, claims_held, wait_until
 from tests.fakeweb import World
 
 ROOTS = [f"r{i}.test" for i in range(6)]
 ROOT_CONCURRENCY = 2
-MAX_IN_FLIGHT = 8
 RUN_TIMEOUT = 120  # seconds: a bound, not a wait
+SMALL_CLAIMS = {"MAX_IN_FLIGHT": 8, "CLAIM_BATCH": 4}
 # Every host known, crawled once at least, and none claimed (or due) still: what a crawl
 # that lost nothing and stranded nothing leaves.
 LEFT_OVER = text(
@@ -28,23 +30,14 @@ LEFT_OVER = text(
       FROM hosts h LEFT JOIN queue q ON q.root = h.root AND q.hostname = h.hostname
     """
 )
-
-
-@pytest.fixture
-def start_on_cluster(cluster_db, tmp_path):
-    """Start crawlers on the cluster (DATABASE_URL); any still running at teardown stop."""
-    started: list[CrawlerProcess] = []
-
-    def start(web, **overrides) -> CrawlerProcess:
-        settings = {"MAX_IN_FLIGHT": MAX_IN_FLIGHT, "CLAIM_BATCH": 4, **overrides}
-        log = tmp_path / f"crawler-{len(started)}.log"
-        worker = CrawlerProcess(crawl_settings(web, **settings), log)
-        started.append(worker)
-        return worker
-
-    yield start
-    for worker in started:
-        worker.stop()
+ROWS_PER_WORKER = text(
+    """
+    SELECT p.nodeport, sum(r.result::bigint)
+      FROM run_command_on_shards('hosts', 'SELECT count(*) FROM %s') AS r
+      JOIN pg_dist_shard_placement p USING (shardid)
+     GROUP BY p.nodeport
+    """
+)
 
 
 def left_over(engine) -> tuple[int, int, int, int]:
@@ -64,79 +57,141 @@ def most_in_flight_per_root(web) -> dict[str, int]:
     return most
 
 
-def test_two_crawlers_share_roots_within_their_concurrency_on_the_cluster(
-    cluster_db, fakeweb_factory, start_on_cluster
+def rows_per_worker(db) -> dict[int, int]:
+    with db.connect() as conn:
+        return dict(conn.execute(ROWS_PER_WORKER).all())
+
+
+def test_two_crawlers_share_roots_within_their_concurrency(
+    db, deployment, fakeweb_factory, start_crawler
 ):
     world = World(seed=21, delay=0.05)  # answers overlap: concurrency can be seen
     names = world.graph(80, roots=ROOTS)
     web = fakeweb_factory(world)
-    queue.seed(cluster_db, [names[0]])
+    queue.seed(db, [names[0]])
 
-    workers = [start_on_cluster(web, ROOT_CONCURRENCY=ROOT_CONCURRENCY) for _ in range(2)]
+    settings = {**SMALL_CLAIMS, "ROOT_CONCURRENCY": ROOT_CONCURRENCY}
+    workers = [start_crawler(web, **settings) for _ in range(2)]
     for worker in workers:
         worker.wait(RUN_TIMEOUT)
 
-    assert left_over(cluster_db) == (len(names), 0, 0, 0)
+    assert left_over(db) == (len(names), 0, 0, 0)
     counts = web.fetch_counts(path="/")
     assert set(counts) == set(names) and max(counts.values()) == 1  # each host once
     most = most_in_flight_per_root(web)
     assert max(most.values()) <= ROOT_CONCURRENCY  # held across both crawlers
     assert max(most.values()) == ROOT_CONCURRENCY  # and reached
-    both = [w.log() for w in workers]
-    assert all("'item_scraped_count'" in log for log in both)  # both crawled
+    assert all("'item_scraped_count'" in w.log() for w in workers)  # both crawled
+    if deployment == CLUSTER:
+        per_worker = rows_per_worker(db)
+        assert len(per_worker) == 2 and min(per_worker.values()) > 0  # spread over both
 
 
-def test_a_crawler_killed_with_claims_loses_nothing_on_the_cluster(
-    cluster_db, fakeweb_factory, start_on_cluster
-):
+@pytest.mark.refetches("the killed crawler's hosts in flight are claimed again after its lease")
+def test_a_crawler_killed_with_claims_loses_nothing(db, fakeweb_factory, start_crawler):
     world = World(seed=22, delay=0.2)  # slow answers: the crawler dies with hosts in hand
     names = world.graph(60, roots=ROOTS)
     web = fakeweb_factory(world)
-    queue.seed(cluster_db, [names[0]])
-    lease = {"CLAIM_LEASE": 3}
+    queue.seed(db, [names[0]])
+    lease = {**SMALL_CLAIMS, "CLAIM_LEASE": 3}
 
-    doomed = start_on_cluster(web, **lease, CLOSE_WHEN_DRAINED=0)
+    doomed = start_crawler(web, **lease, CLOSE_WHEN_DRAINED=0)
     wait_until(lambda: crawled_pages(web) >= 10, RUN_TIMEOUT, "10 pages before the kill")
-    wait_until(lambda: claims_held(cluster_db) > 0, RUN_TIMEOUT, "claims held at the kill")
+    wait_until(lambda: claims_held(db) > 0, RUN_TIMEOUT, "claims held at the kill")
     doomed.kill()
-    held = claims_held(cluster_db)
-    assert held > 0
+    assert claims_held(db) > 0
 
-    wait_until(lambda: claims_held(cluster_db) == 0, 30, "the killed crawler's leases to end")
-    start_on_cluster(web, **lease).wait(RUN_TIMEOUT)
+    wait_until(lambda: claims_held(db) == 0, 30, "the killed crawler's leases to end")
+    start_crawler(web, **lease).wait(RUN_TIMEOUT)
 
-    assert left_over(cluster_db) == (len(names), 0, 0, 0)
+    assert left_over(db) == (len(names), 0, 0, 0)
     assert set(web.fetch_counts(path="/")) == set(names)
 
 
+@pytest.mark.cluster_only(
+    "the coordinator is the cluster's; one server's restart is"
+    " test_faults.py::test_database_restart_and_outage_mid_crawl"
+)
+@pytest.mark.refetches("a host in flight when the coordinator went away is fetched again")
 def test_a_coordinator_restart_mid_crawl_loses_nothing(
-    cluster_db, citus_cluster, fakeweb_factory, start_on_cluster
+    db, citus_cluster, fakeweb_factory, start_crawler
 ):
     world = World(seed=23, delay=0.05)
     names = world.graph(100, roots=ROOTS)
     web = fakeweb_factory(world)
-    queue.seed(cluster_db, [names[0]])
-    settings = {"CLAIM_LEASE": 5}
+    queue.seed(db, [names[0]])
+    settings = {**SMALL_CLAIMS, "CLAIM_LEASE": 5}
 
-    workers = [start_on_cluster(web, **settings) for _ in range(2)]
+    workers = [start_crawler(web, **settings) for _ in range(2)]
     wait_until(lambda: crawled_pages(web) >= 25, RUN_TIMEOUT, "25 pages before the restart")
     citus_cluster.restart_coordinator()
-    cluster_db.dispose()  # this process's sessions died with it
-    paused_at = crawled_pages(web)
-    wait_until(
-        lambda: (
-            crawled_pages(web) > paused_at + 10 or all(w.proc.poll() is not None for w in workers)
-        ),
-        RUN_TIMEOUT,
-        "the crawl to carry on (or the crawlers to end)",
-    )
+    db.dispose()  # this process's sessions died with it
     codes = [w.proc.wait(timeout=RUN_TIMEOUT) for w in workers]
-    print(f"after the restart: {crawled_pages(web)} pages, the crawlers exited {codes}")
     if any(codes):  # a worker that gave up exits non-zero: a supervisor's rerun finishes
-        wait_until(lambda: claims_held(cluster_db) == 0, 30, "the leases to end")
-        start_on_cluster(web, **settings).wait(RUN_TIMEOUT)
+        wait_until(lambda: claims_held(db) == 0, 30, "the leases to end")
+        start_crawler(web, **settings).wait(RUN_TIMEOUT)
 
-    assert left_over(cluster_db) == (len(names), 0, 0, 0)
+    assert left_over(db) == (len(names), 0, 0, 0)
     assert set(web.fetch_counts(path="/")) == set(names)
-    logs = "".join(w.log() for w in workers)
-    assert "database unavailable" in logs  # they did meet the restart
+    assert "database unavailable" in "".join(w.log() for w in workers)  # they met it
+
+
+@pytest.mark.cluster_only("a worker node is the cluster's")
+def test_a_worker_node_that_goes_away_is_an_outage(
+    db, citus_cluster, fakeweb_factory, start_crawler
+):
+    world = World(seed=24, delay=0.05)
+    names = world.graph(120, roots=ROOTS)
+    web = fakeweb_factory(world)
+    queue.seed(db, [names[0]])
+    worker = start_crawler(web, **SMALL_CLAIMS)
+    wait_until(lambda: crawled_pages(web) >= 20, RUN_TIMEOUT, "20 pages before the node stops")
+
+    node = citus_cluster.workers[-1]
+    node.stop()
+    try:
+        wait_until(lambda: "database unavailable" in worker.log(), 60, "the crawler to meet it")
+    finally:
+        node.start()
+    db.dispose()
+    worker.wait(RUN_TIMEOUT)
+
+    log = worker.log()
+    assert "Traceback" not in log
+    assert len(re.findall(r"database unavailable while", log)) <= 2  # a line, not a flood
+    assert "database available again" in log
+    assert left_over(db) == (len(names), 0, 0, 0)  # every outcome written
+    counts = web.fetch_counts(path="/")
+    assert set(counts) == set(names) and max(counts.values()) == 1
+
+
+@pytest.mark.cluster_only("nodes are the cluster's")
+def test_a_worker_added_rebalanced_then_drained_mid_crawl(
+    db, citus_cluster, fakeweb_factory, start_crawler
+):
+    """docs/deployment.md's steps, each while a crawl runs."""
+    world = World(seed=25, delay=0.05)
+    names = world.graph(160, roots=[f"g{i}.test" for i in range(16)])
+    web = fakeweb_factory(world)
+    queue.seed(db, [names[0]])
+    worker = start_crawler(web, **SMALL_CLAIMS)
+    wait_until(lambda: crawled_pages(web) >= 20, RUN_TIMEOUT, "20 pages before the new node")
+
+    added = citus_cluster.add_worker()
+    coordinator = citus_cluster.coordinator
+    try:
+        coordinator.execute("SELECT citus_rebalance_start(shard_transfer_mode := 'block_writes')")
+        coordinator.execute("SELECT citus_rebalance_wait()")
+        assert rows_per_worker(db).get(added.port, 0) > 0  # the new node took its share
+        coordinator.execute(
+            "SELECT citus_drain_node('127.0.0.1', %s, shard_transfer_mode := 'block_writes')",
+            (added.port,),
+        )
+    finally:
+        citus_cluster.remove_worker(added)
+    worker.wait(RUN_TIMEOUT)
+
+    assert "Traceback" not in worker.log()
+    assert left_over(db) == (len(names), 0, 0, 0)
+    counts = web.fetch_counts(path="/")
+    assert set(counts) == set(names) and max(counts.values()) == 1

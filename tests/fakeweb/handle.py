@@ -254,9 +254,12 @@ class FakeWeb:
             and (method is None or r["method"] == method)
         ]
 
-    def fetch_counts(self, path: str | None = "/", scheme: str | None = None) -> Counter:
+    def fetch_counts(
+        self, path: str | None = "/", scheme: str | None = None, method: str | None = "GET"
+    ) -> Counter:
         """Counter host -> number of requests (same filters as fetches())."""
-        return Counter(r["host"] for r in self.fetches(path=path, scheme=scheme))
+        fetched = self.fetches(path=path, scheme=scheme, method=method)
+        return Counter(r["host"] for r in fetched)
 
     def connections(self, behaviour: str | None = None) -> list[dict]:
         """Connections accepted by the reset/tls_broken/blackhole endpoints."""
