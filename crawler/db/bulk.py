@@ -234,10 +234,17 @@ def copy_text(value: str | None) -> str:
     return NULL if value is None else value.translate(_COPY_ESCAPES)
 
 
-def insert_staged_hosts(conn: Connection, due_now: bool = False) -> dict[str, str]:
+def insert_staged_hosts(
+    conn: Connection, due_now: bool = False, pending: rollups.Rollups | None = None
+) -> dict[str, str]:
     """The staged names not yet known, as hosts rows (counted in their roots and hour):
-    {hostname: root}. `due_now`: they are about to be queued due now (count_hosts)."""
+    {hostname: root}. `due_now`: they are about to be queued due now (count_hosts).
+    `pending`: counted there, for the caller to write after its row locks."""
     new = dict(conn.execute(INSERT_HOSTS).all())
+    if pending is not None:
+        pending.count_hosts(new=new.values())
+        pending.count_hours(discovered=len(new))
+        return new
     rollups.count_hosts(conn, new=new.values(), due_now=due_now)
     rollups.count_hours(conn, discovered=len(new))
     rollups.count_sources(conn, (None for _ in new))  # a seed or an entry: no source

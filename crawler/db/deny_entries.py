@@ -256,7 +256,11 @@ def _add_batches(
 def _write_entries(engine: Engine, batch: Batch, rule: str, actor: str, note: str | None) -> None:
     with engine.begin() as conn:
         stage(conn, batch)
-        insert_staged_hosts(conn)
+        # The roots' and hours' counters are written last, after the queue rows' locks,
+        # in the crawl's finish order: a block taking a trap's rows out of routing while
+        # a finish wrote their results deadlocked (each held what the other wanted next).
+        pending = rollups.Rollups()
+        new = insert_staged_hosts(conn, pending=pending)
         fresh = set(conn.execute(INSERT_ENTRY[rule]).scalars())
         groups = cluster.by_shard_group(conn, {h: root(h) for h in batch.first})
         previous: dict[str, str | None] = {}
@@ -273,6 +277,8 @@ def _write_entries(engine: Engine, batch: Batch, rule: str, actor: str, note: st
             details = [batch.notes[added[0]]] if len(added) == 1 else STAGED_NOTES
             record_batch(conn, actor, ADD_ACTION[rule], added, details, note)
             announce(conn, "add", added, rule)
+        pending.write(conn)
+        rollups.count_sources(conn, (None for _ in new))  # an entry's own row: no source
     for hostname in batch.first:
         was = previous.get(hostname)
         if was in KEPT[rule]:

@@ -1,0 +1,57 @@
+"""A block and a finish take their locks in one order: queue rows first, the roots'
+counters last. A block that counted its root first, while a finish held one of the
+trap's rows and wanted that root next, deadlocked (seen on the cluster as the trap was
+blocked mid-crawl); on both deployments."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+from sqlalchemy import text
+
+from crawler.db import deny_entries, queue
+from tests.waiting import wait_until
+
+WAITING_ON_A_LOCK = {
+    # On a cluster the wait is on the worker that holds the shard: Citus's view sees it.
+    "cluster_db": "SELECT count(*) FROM citus_lock_waits",
+    "clean_db": "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+}
+
+
+@pytest.mark.parametrize("deployment", sorted(WAITING_ON_A_LOCK))
+def test_a_block_waits_for_a_finish_holding_a_trap_row_without_a_deadlock(
+    deployment, request, caplog
+):
+    engine = request.getfixturevalue(deployment)
+    queue.save_hosts(engine, ["n1.trap.test", "n2.trap.test"])
+    caplog.set_level(logging.INFO, logger="crawler.db.retry")
+    blocked: list = []
+
+    with engine.connect() as finish:
+        finishing = finish.begin()
+        # The finish's first statement: the crawled host's queue row.
+        finish.execute(
+            text(
+                "UPDATE queue SET next_claim_at = now() + interval '1 day'"
+                " WHERE root = 'trap.test' AND hostname = 'n1.trap.test'"
+            )
+        )
+        block = threading.Thread(
+            target=lambda: blocked.append(
+                deny_entries.upsert_blocked(engine, "trap.test", "a trap", "test")
+            )
+        )
+        block.start()
+        with engine.connect() as look:
+            waits = text(WAITING_ON_A_LOCK[deployment])
+            wait_until(lambda: look.execute(waits).scalar() > 0, 30, "the block to wait")
+        # The finish's last statement: its roots' counters.
+        finish.execute(text("UPDATE roots SET hosts = hosts WHERE root = 'trap.test'"))
+        finishing.commit()
+    block.join(60)
+
+    assert blocked == [True]
+    assert not [r for r in caplog.records if "deadlock" in r.getMessage()]
