@@ -10,10 +10,11 @@ import re
 import time
 from collections import Counter
 
+import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
-from tests.e2e.conftest import host_facts, known_hosts, wait_until
+from tests.e2e.conftest import CANARY_CHECKS, OUTAGE_RETRIES, host_facts, known_hosts, wait_until
 from tests.fakeweb import World
 
 OUTAGE_SECONDS = 30
@@ -58,6 +59,7 @@ def test_an_http_only_root_is_crawled_over_http_and_never_blocked(db, fakeweb_fa
     assert len(web.fetches(path="/robots.txt", scheme="http", host=names[1])) == 1
 
 
+@pytest.mark.refetches(CANARY_CHECKS)
 def test_a_root_failing_on_both_schemes_is_still_blocked(db, fakeweb_factory, crawl):
     world = World()
     names = [f"h{i:02}.dead.test" for i in range(60)]
@@ -107,6 +109,7 @@ def crawl_through_an_outage(db, fakeweb_factory, start_crawler, cut, **settings)
     return worker
 
 
+@pytest.mark.refetches(OUTAGE_RETRIES)
 def test_a_resolver_outage_blocks_nothing_and_every_live_host_ends_ok(
     db, fakeweb_factory, start_crawler
 ):
@@ -121,6 +124,7 @@ def test_a_resolver_outage_blocks_nothing_and_every_live_host_ends_ok(
     assert "the world is not answering us" in worker.log()
 
 
+@pytest.mark.refetches(OUTAGE_RETRIES)
 def test_a_network_outage_blocks_nothing(db, fakeweb_factory, start_crawler):
     worker = crawl_through_an_outage(
         db, fakeweb_factory, start_crawler, lambda web, on: web.set_network_down(on), RETRY_TIMES=0

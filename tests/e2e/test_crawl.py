@@ -12,7 +12,16 @@ from sqlalchemy import text
 from crawler.db import deny_entries, queue
 from crawler.db.accounts import create_user, new_api_token
 from tests.conftest import insert_stale_row
-from tests.e2e.conftest import claims_held, host_facts, known_hosts, leases_ran_out, wait_until
+from tests.e2e.conftest import (
+    CANARY_CHECKS,
+    KILLED,
+    REDIRECT_TARGET,
+    claims_held,
+    host_facts,
+    known_hosts,
+    leases_ran_out,
+    wait_until,
+)
 from tests.fakeweb import World
 from tests.unit.test_cli import hostcrawl
 from tests.unit.test_panel_support import panel_config
@@ -176,6 +185,7 @@ def test_a_root_with_live_subdomains_is_never_blocked(db, fakeweb_factory, crawl
     assert outcomes == {"DNS_NXDOMAIN": 195, "OK": 5}
 
 
+@pytest.mark.refetches(CANARY_CHECKS)
 def test_tcp_and_tls_failures_on_both_schemes_count_towards_a_trap(db, fakeweb_factory, crawl):
     world = World()
     kinds = ["refused", "reset", "tls_broken"]
@@ -198,6 +208,7 @@ def test_tcp_and_tls_failures_on_both_schemes_count_towards_a_trap(db, fakeweb_f
     assert tried >= 50 and "'hostcrawl/fallback/answered'" not in worker.log()
 
 
+@pytest.mark.refetches(REDIRECT_TARGET)
 def test_redirects_to_denied_hosts_are_never_followed(db, fakeweb_factory, crawl):
     world = World()
     world.site("hub.test", links=["http://r1.test/", "http://r2.test/", "http://r3.test/"])
@@ -227,6 +238,7 @@ def test_redirects_to_denied_hosts_are_never_followed(db, fakeweb_factory, crawl
         assert stat in worker.log()
 
 
+@pytest.mark.refetches(KILLED)
 def test_kill_9_mid_crawl_then_rerun_gives_the_full_result(db, fakeweb_factory, start_crawler):
     world = World(seed=7, delay=0.02)  # waves long enough to be killed inside one
     names = world.graph(200, roots=["alpha.test", "beta.test"])

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import pytest
 from sqlalchemy import text
 
 from crawler.db import queue
 from tests.conftest import empty_tables
-from tests.e2e.conftest import wait_until
+from tests.e2e.conftest import FARM_CANARIES, wait_until
 from tests.fakeweb.world import World
 
 ORDINARY = [f"site{i}.test" for i in range(10)]
@@ -102,6 +103,7 @@ def farm_fetches(web, since: int) -> int:
     return sum(is_farm(r["host"]) for r in front_pages(web, since))
 
 
+@pytest.mark.refetches(FARM_CANARIES)
 def test_a_live_wildcard_farm_neither_hammered_nor_taking_over(db, fakeweb_factory, start_crawler):
     web = fakeweb_factory(farm_world())
 

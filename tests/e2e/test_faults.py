@@ -6,10 +6,11 @@ import importlib.util
 import random
 import time
 
+import pytest
 from sqlalchemy import text
 
 from crawler.db import accounts, deny_entries, queue
-from tests.e2e.conftest import host_facts, known_hosts, leases_ran_out, wait_until
+from tests.e2e.conftest import KILLED_MANY, host_facts, known_hosts, leases_ran_out, wait_until
 from tests.fakeweb import World
 
 OUTAGE_SECONDS = 30
@@ -84,6 +85,7 @@ def panel_after_outage() -> int:
     )
 
 
+@pytest.mark.refetches(KILLED_MANY)
 def test_kill_storm(db, fakeweb_factory, start_crawler):
     rng = random.Random(20)
     world = World(seed=9, delay=0.01)

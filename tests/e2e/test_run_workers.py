@@ -12,10 +12,11 @@ import subprocess
 import sys
 
 import psutil
+import pytest
 from sqlalchemy import text
 
 from crawler.db.engine import PROJECT_ROOT
-from tests.e2e.conftest import wait_until
+from tests.e2e.conftest import KILLED, wait_until
 from tests.e2e.test_run import STOP_TIMEOUT, unused_port
 from tests.fakeweb import World
 
@@ -66,6 +67,7 @@ def stop(run: subprocess.Popen) -> int:
     return run.wait(timeout=STOP_TIMEOUT)
 
 
+@pytest.mark.refetches(KILLED)
 def test_two_named_workers_claim_and_a_killed_one_comes_back(db, fakeweb_factory, tmp_path):
     world = World(seed=5, delay=0.5)
     names = world.graph(120, roots=[f"r{i}.test" for i in range(8)])

@@ -8,10 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
 from crawler.db.engine import PROJECT_ROOT
+from tests.e2e.conftest import OWN_SPIDER
 from tests.fakeweb import World
 
 ADDON_SPIDER = Path(__file__).with_name("addon_spider.py")
@@ -60,6 +62,7 @@ def run_addon_spider(web, urls: list[str], tmp_path: Path, **settings) -> tuple[
     return items, done.stderr
 
 
+@pytest.mark.refetches(OWN_SPIDER)
 def test_the_addon_brings_no_follow_and_the_trap_rule_to_any_spider(db, fakeweb_factory, tmp_path):
     world = World()
     world.site("ok.test")

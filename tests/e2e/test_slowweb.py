@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from sqlalchemy import text
 
 from crawler.db import queue
+from tests.e2e.conftest import SLOW_CANARIES
 from tests.fakeweb import World
 
 GOOD = ["good.test", *(f"{x}.good.test" for x in "abcdefg")]  # answer after 0.05-0.15 s
@@ -43,6 +45,7 @@ def slow_world() -> World:
     return world
 
 
+@pytest.mark.refetches(SLOW_CANARIES)
 def test_a_slow_web_settles_every_host_and_stays_polite(db, fakeweb_factory, crawl):
     web = fakeweb_factory(slow_world())
     expected = {h: "OK" for h in GOOD} | {h: "HTTP_TIMEOUT" for h in HUNG} | MIXED

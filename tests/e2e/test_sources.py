@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
-from tests.e2e.conftest import known_hosts
+from tests.e2e.conftest import REDIRECT_TARGET, known_hosts
 from tests.fakeweb import World
 
 # (place, source group, HTML naming {h}) for each place in the document; {h} is a host.
@@ -103,6 +104,7 @@ def world_with(under: str, *, cert: str, cname_target: str, sitemap_host: str):
     return world, expected
 
 
+@pytest.mark.refetches(REDIRECT_TARGET)
 def test_every_place_names_a_host_and_each_is_saved_with_its_source(
     db, fakeweb_factory, crawl, tmp_path
 ):
@@ -135,6 +137,7 @@ def test_every_place_names_a_host_and_each_is_saved_with_its_source(
         assert f"'hostcrawl/found/{group}'" in log
 
 
+@pytest.mark.refetches(REDIRECT_TARGET)
 def test_no_place_saves_or_fetches_a_host_under_a_no_follow_entry(db, fakeweb_factory, crawl):
     world, expected = world_with(
         "social.test",

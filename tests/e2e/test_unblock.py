@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
+from tests.e2e.conftest import UNBLOCKED
 from tests.fakeweb import World
 
 
@@ -45,6 +47,7 @@ def release(db, domain: str) -> None:
         )
 
 
+@pytest.mark.refetches(UNBLOCKED)
 def test_an_unblocked_trap_is_blocked_again_on_new_failures_only(db, fakeweb_factory, crawl):
     world = World()
     world.site("hub.test", links=[f"http://n{i:03}.trap.test/" for i in range(200)])
