@@ -35,8 +35,13 @@ from crawler.core.sources import (
 
 # A whole value that is an absolute or scheme-relative http(s) URL (no space inside).
 _ABSOLUTE = re.compile(r"\s*(?:[hH][tT][tT][pP][sS]?:)?//[^\s/]\S*\s*")
+# Linear on any text (bench/hostile.py): every run is possessive, so a failed match gives
+# nothing back to try again, and no run can cross the start of the next match (an
+# unquoted URL stops at `(`, which CSS refuses in one anyway; a string at its own quote),
+# so no character is read by more than a few attempts.
 _CSS_URL = re.compile(
-    r"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)'"\s]*))\s*\)|@import\s+(?:"([^"]*)"|'([^']*)')""",
+    r"""url\(\s*+(?:"([^"]*+)"|'([^']*+)'|([^()'"\s]*+))\s*+\)"""
+    r"""|@import\s++(?:"([^"]*+)"|'([^']*+)')""",
     re.IGNORECASE,
 )
 # An http(s) URL, or a scheme-relative one standing alone (not the `//` inside a path).
