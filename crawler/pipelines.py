@@ -17,6 +17,7 @@ from scrapy.exceptions import DropItem
 
 from crawler.batches import Batcher
 from crawler.core.links import FilteredLinks
+from crawler.core.namecaps import OVER_CAP
 from crawler.core.outcomes import (
     DNS_TIMEOUT,
     HTTP_TIMEOUT,
@@ -106,7 +107,13 @@ class HostWritePipeline:
 
     def _crawled(self, item: HostItem) -> Crawled:
         result = CrawlResult(
-            item.outcome, item.http_status, item.final_url, item.title, item.scheme
+            item.outcome,
+            item.http_status,
+            item.final_url,
+            item.title,
+            item.scheme,
+            item.links_dropped.get(OVER_CAP, 0),
+            item.extract_stopped,
         )
         links = FilteredLinks(set(item.hostnames), item.links_found, via=item.found_via)
         links.dropped["filtered"] = item.links_filtered

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from crawler.core.budget import ExtractBudget
 from crawler.core.sources import (
     CANDIDATE_LISTS,
     INLINE_JSON,
@@ -97,8 +98,9 @@ class PageUrls:
     base: str | None = None
 
 
-def document_urls(root) -> PageUrls:
-    """Every URL of the lxml document `root` (an element; None gives none), in document order."""
+def document_urls(root, budget: ExtractBudget | None = None) -> PageUrls:
+    """Every URL of the lxml document `root` (an element; None gives none), in document
+    order; the walk stops where `budget` is spent."""
     page = PageUrls()
     if root is None:
         return page
@@ -106,6 +108,8 @@ def document_urls(root) -> PageUrls:
     places = _URL_PLACES  # the hot loop: one dict lookup for most attributes
     whole_url = _ABSOLUTE.fullmatch
     for element in root.iter():
+        if budget is not None and budget.spent():
+            break
         tag = element.tag
         if not isinstance(tag, str):  # a comment or processing instruction
             continue
