@@ -15,6 +15,8 @@ from crawler.core.pagelinks import document_urls, parse_document
 from crawler.db import claims, queue, unfinished
 from crawler.db.queue import Crawled, CrawlResult
 
+pytest_plugins = ["tests.unit.test_panel_support"]
+
 PAGE = "page.test"
 
 
@@ -143,3 +145,12 @@ def test_a_finish_starts_the_count_again(db):
         lease_runs_out(db, "host.test")
     queue.finish_many(db, [Crawled("host.test", CrawlResult("OK", 200), recrawl_after=LEASE * 0)])
     assert unfinished.count_claims(db, claims.claim(db, 10, "w1", LEASE)) == []
+
+
+def test_the_host_page_shows_names_over_the_caps_and_a_stopped_reading(client, db):
+    queue.save_hosts(db, ["flood.test"])
+    result = CrawlResult("OK", 200, over_cap=12_345, extract_stopped=BUDGET_SPENT)
+    queue.finish_many(db, [Crawled("flood.test", result)])
+    page = client.get("/hosts/flood.test").get_data(as_text=True)
+    assert "12,345 of them over the names' caps" in page
+    assert "reading stopped" in page and BUDGET_SPENT in page

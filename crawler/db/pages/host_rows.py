@@ -145,6 +145,8 @@ def host_detail(conn, hostname: str):
             Host.links_found,
             Host.links_saved,
             Host.links_filtered,
+            Host.links_over_cap,
+            Host.extract_stopped,
             Host.fail_streak,
             Host.crawl_count,
             Host.audited_at,
