@@ -7,7 +7,9 @@ finish, crawler.db.queue's SCHEDULE; a retry for our own outage; a deny entry)
 sets the count back to 0: the count is the claims in a row whose lease ran out, plus
 the one just made. The claim after MAX_UNFINISHED_LEASES such leases is not fetched:
 the spider settles the host as HTTP_UNFINISHED, and its finish puts it off until
-RECRAWL_AFTER like any crawled host.
+RECRAWL_AFTER like any crawled host. A worker that stops gracefully was not frozen:
+it takes back the counts of the claims it still holds (`forgive`), so restarting
+workers twice while a slow host is in flight does not make it a poison pill.
 
 Kept out of the claim statements themselves (crawler.db.claims): one more statement per
 claim, over the rows just claimed, locked by their keys.
@@ -48,3 +50,20 @@ def count_claims(engine: Engine, hostnames: Sequence[str]) -> list[str]:
             rows = conn.execute(COUNT_CLAIMS, {"names": names, "roots": roots}).all()
             poisoned += [name for name, count in rows if count > MAX_UNFINISHED_LEASES]
     return sorted(poisoned)
+
+
+# A row another worker claimed meanwhile (this one's lease ran out) keeps its count.
+FORGIVE = text(
+    """
+    UPDATE queue SET unfinished_claims = greatest(unfinished_claims - 1, 0)
+     WHERE root = ANY(:roots) AND hostname = ANY(:names) AND claimed_by = :worker
+    """
+).bindparams(*names_param("names", "roots"))
+
+
+@retry_conflicts
+def forgive(engine: Engine, hostnames: Sequence[str], worker: str) -> None:
+    """Take back the count of `worker`'s claims of `hostnames` (it stops, not frozen)."""
+    with engine.begin() as conn:
+        for roots, names in cluster.by_shard_group(conn, {h: root(h) for h in hostnames}):
+            conn.execute(FORGIVE, {"names": names, "roots": roots, "worker": worker})

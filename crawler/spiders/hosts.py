@@ -115,6 +115,7 @@ class HostsSpider(scrapy.Spider):
         for signal in done:
             crawler.signals.connect(self._item_done, signal=signal)
         crawler.signals.connect(self._request_denied, signal=request_denied)
+        crawler.signals.connect(self._forgive_in_flight, signal=scrapy.signals.spider_closed)
 
     async def start(self):
         """Claim due hosts in batches while there is room; poll when none is due.
@@ -169,6 +170,17 @@ class HostsSpider(scrapy.Spider):
             self.in_flight[hostname] = time.monotonic()
             self._to_settle.append(HostItem(hostname, HTTP_UNFINISHED))
         return [h for h in hosts if h not in poisoned]
+
+    async def _forgive_in_flight(self) -> None:
+        """Stopping gracefully, this worker did not freeze on the hosts it still holds:
+        their claims are not counted as unfinished (crawler.db.unfinished)."""
+        if not self.in_flight:
+            return
+        hosts, worker = list(self.in_flight), self.state.worker
+        try:
+            await asyncio.to_thread(unfinished.forgive, self.state.engine, hosts, worker)
+        except Exception as exc:  # their counts stay: a host may be put off once too often
+            log.warning("could not take back the claim counts of %d hosts: %s", len(hosts), exc)
 
     def _count_claim(self, claimed: claims.Claim) -> None:
         stats = self.crawler.stats

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from scrapy.exceptions import DownloadFailedError
 from sqlalchemy import text
+from twisted.python.failure import Failure
+from twisted.web.client import ResponseFailed
 
 from crawler.core.budget import BUDGET_SPENT, ExtractBudget
 from crawler.core.denylist import DenyList
@@ -14,6 +17,8 @@ from crawler.core.namecaps import OVER_CAP, NameCaps
 from crawler.core.pagelinks import document_urls, parse_document
 from crawler.db import claims, queue, unfinished
 from crawler.db.queue import Crawled, CrawlResult
+from crawler.failures import classify
+from crawler.headerbound import HeadersTooLarge
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
@@ -154,3 +159,29 @@ def test_the_host_page_shows_names_over_the_caps_and_a_stopped_reading(client, d
     page = client.get("/hosts/flood.test").get_data(as_text=True)
     assert "12,345 of them over the names' caps" in page
     assert "reading stopped" in page and BUDGET_SPENT in page
+
+
+def test_a_worker_that_stops_gracefully_takes_back_its_claims_counts(db):
+    queue.save_hosts(db, ["slow.test"])
+    for _ in range(2):  # two workers stopped, each with the host in flight
+        unfinished.count_claims(db, claims.claim(db, 10, "w1", LEASE))
+        unfinished.forgive(db, ["slow.test"], "w1")
+        lease_runs_out(db, "slow.test")
+    assert unfinished.count_claims(db, claims.claim(db, 10, "w1", LEASE)) == []
+
+
+def test_a_workers_forgiveness_leaves_another_workers_claim_alone(db):
+    queue.save_hosts(db, ["pill.test"])
+    for worker in ("w1", "w2"):
+        unfinished.count_claims(db, claims.claim(db, 10, worker, LEASE))
+        lease_runs_out(db, "pill.test")
+    unfinished.forgive(db, ["pill.test"], "w1")  # w1 stops late: pill.test is w2's now
+    assert unfinished.count_claims(db, claims.claim(db, 10, "w3", LEASE)) == ["pill.test"]
+
+
+def test_a_head_past_its_bound_is_too_large():
+    failed = ResponseFailed([Failure(HeadersTooLarge("response head past 1024 bytes"))])
+    try:
+        raise DownloadFailedError(str(failed)) from failed
+    except DownloadFailedError as exc:
+        assert classify(exc, "heads.test") == "HTTP_TOO_LARGE"
