@@ -23,13 +23,12 @@ each figure is the best of ROUNDS runs, in CPU seconds of the child.
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import sys
 import time
 from collections.abc import Callable
 
-from _common import machine_line, verdict
+from _common import machine_line, timed, verdict
 
 from crawler.core.pagelinks import document_urls, parse_document, script_urls, srcset_urls
 from crawler.core.sources import csp_hosts, header_urls, refresh_url, robots_sitemaps
@@ -79,25 +78,14 @@ CASES: dict[str, Callable[[int], Callable[[], object]]] = {
 }
 
 
-def cpu_seconds(call: Callable[[], object]) -> float:
-    """The CPU time of one call, the garbage collector held off: on a machine shared with
-    other work, wall time would count their turns on the core too."""
-    gc.disable()
-    try:
-        start = time.thread_time()
-        call()
-        return time.thread_time() - start
-    finally:
-        gc.enable()
-
-
 def _child(name: str, sizes: tuple[int, int], sender) -> None:
     """Times the case at both sizes, alternating, ROUNDS times: a machine busy now and
     then weighs on both alike. Each time is sent as it comes."""
     calls = [CASES[name](size) for size in sizes]
     for _ in range(ROUNDS):
         for which, call in enumerate(calls):
-            sender.send((which, cpu_seconds(call)))
+            # CPU time: on a machine shared with other work, wall time counts their turns too.
+            sender.send((which, timed(call, time.thread_time)))
 
 
 def best_times(name: str, sizes: tuple[int, int]) -> list[float | None]:
