@@ -10,12 +10,14 @@ is lost, the host is simply crawled again.
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import timedelta
 
 from scrapy.exceptions import DropItem
 
 from crawler.batches import Batcher
+from crawler.core.floods import FloodWatch
 from crawler.core.links import FilteredLinks
 from crawler.core.namecaps import OVER_CAP
 from crawler.core.outcomes import (
@@ -33,6 +35,8 @@ from crawler.items import HostItem
 from crawler.state import CrawlState
 from crawler.wildcards import WildcardWatch
 
+log = logging.getLogger(__name__)
+
 # Failures below HTTP: our own outage produces every one of them (a resolver that lies
 # answers NXDOMAIN), so they are the host's own only while the world answers us.
 BELOW_HTTP = NETWORK_FAILURES | {HTTP_TIMEOUT}
@@ -46,6 +50,8 @@ class HostWritePipeline:
         self.state = CrawlState.of(crawler)
         self.wildcards = WildcardWatch(crawler, self.state.engine)
         settings = crawler.settings
+        # The trap rule's window, per page that named new registered domains.
+        self.floods = FloodWatch(settings.getint("TRAP_WINDOW"))
         self.recrawl_after = timedelta(seconds=settings.getint("RECRAWL_AFTER"))
         self.retry = timedelta(seconds=settings.getfloat("OUTAGE_RETRY_AFTER"))
         # A request that failed this long after the world answered again may have
@@ -79,11 +85,21 @@ class HostWritePipeline:
             item.new_hostnames = await self._finishes.submit(self._crawled(item))
             item.new_sources = new_sources(item)
             self.wildcards.saw(item.new_hostnames)
+            self._watch_floods(item)
             self.state.observe_soon(item.hostname, item.outcome)
         stats = self.crawler.stats
         stats.inc_value(f"hostcrawl/hosts/outcome/{item.outcome}")
         stats.inc_value("hostcrawl/hosts/links_saved", len(item.new_hostnames))
         return item
+
+    def _watch_floods(self, item: HostItem) -> None:
+        """A page whose new registered domains all fail at DNS is named to the operator,
+        who may block it; within this worker (its share of those names)."""
+        self.floods.added(item.hostname, item.new_hostnames)
+        flood = self.floods.settled(item.hostname, item.outcome)
+        if flood is not None:
+            self.crawler.stats.inc_value("hostcrawl/floods/pages")
+            log.warning("%s; block %s if it is no site", flood.describe(), flood.page)
 
     async def _unless_ours(self, item: HostItem) -> None:
         """A failure while the world is not proven to answer us says nothing about the

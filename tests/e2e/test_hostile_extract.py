@@ -1,6 +1,7 @@
-"""Hostile responses that cost the crawler to read (issue 45, items 2-4): a page that made a
+"""Hostile responses that cost the crawler to read (issue 45, items 2-5): a page that made a
 pattern backtrack, a flood of names from every source, a page too big to read in its
-budget, headers past their bound, a poison pill. Each crawl holds ordinary hosts beside
+budget, headers past their bound, a poison pill, a page of registered domains that
+do not exist. Each crawl holds ordinary hosts beside
 the hostile ones: all of them are crawled (their front page once), and the hostile
 one gets an outcome within its bounds."""
 
@@ -144,3 +145,16 @@ def test_a_host_whose_leases_ran_out_twice_in_flight_is_put_off_unfetched(
         put_off = "SELECT next_claim_at > now() + interval '1 day' FROM queue WHERE hostname = :h"
         assert conn.execute(text(put_off), {"h": "pill.test"}).scalar()
     assert "'hostcrawl/hosts/unfinished': 1" in worker.log()
+
+
+def test_a_page_whose_new_registered_domains_all_fail_at_dns_is_named(db, fakeweb_factory, crawl):
+    world = world_with_ordinary_hosts()
+    gone = [f"gone{i}.test" for i in range(60)]  # no DNS rule: NXDOMAIN
+    world.site("namer.test", links=[f"http://{name}/" for name in gone])
+    web, worker = crawl_beside_ordinary(db, fakeweb_factory, crawl, world, ["namer.test"])
+    assert_ordinary_hosts_crawled(db, web)
+    assert host_facts(db, "namer.test").outcome == "OK"
+    assert all(host_facts(db, name).outcome == "DNS_NXDOMAIN" for name in gone)
+    log = worker.log()
+    assert "name flood: the last 50 new registered domains that namer.test named" in log
+    assert "'hostcrawl/floods/pages': 1" in log
