@@ -28,7 +28,7 @@ from crawler.core.outcomes import (
     TLS_TIMEOUT,
 )
 from crawler.core.sources import group_of
-from crawler.db import queue, routing
+from crawler.db import floods, queue, routing
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.retry import in_thread_until_up
 from crawler.items import HostItem
@@ -85,21 +85,26 @@ class HostWritePipeline:
             item.new_hostnames = await self._finishes.submit(self._crawled(item))
             item.new_sources = new_sources(item)
             self.wildcards.saw(item.new_hostnames)
-            self._watch_floods(item)
+            await self._watch_floods(item)
             self.state.observe_soon(item.hostname, item.outcome)
         stats = self.crawler.stats
         stats.inc_value(f"hostcrawl/hosts/outcome/{item.outcome}")
         stats.inc_value("hostcrawl/hosts/links_saved", len(item.new_hostnames))
         return item
 
-    def _watch_floods(self, item: HostItem) -> None:
-        """A page whose new registered domains all fail at DNS is named to the operator,
-        who may block it; within this worker (its share of those names)."""
+    async def _watch_floods(self, item: HostItem) -> None:
+        """A page whose new registered domains all fail at DNS is named to the operator
+        (the log, its host page), who may block it; seen within this worker (its share
+        of those names)."""
         self.floods.added(item.hostname, item.new_hostnames)
         flood = self.floods.settled(item.hostname, item.outcome)
-        if flood is not None:
-            self.crawler.stats.inc_value("hostcrawl/floods/pages")
-            log.warning("%s; block %s if it is no site", flood.describe(), flood.page)
+        if flood is None:
+            return
+        why = flood.describe()
+        self.crawler.stats.inc_value("hostcrawl/floods/pages")
+        log.warning("%s; block %s if it is no site", why, flood.page)
+        mark = floods.mark_flood
+        await in_thread_until_up("marking a name flood", mark, self.state.engine, flood.page, why)
 
     async def _unless_ours(self, item: HostItem) -> None:
         """A failure while the world is not proven to answer us says nothing about the

@@ -78,6 +78,8 @@ class Host(Base):
     # reading it stopped early, if it did (crawler.core.namecaps, crawler.core.budget).
     links_over_cap: Mapped[int | None] = mapped_column(Integer)
     extract_stopped: Mapped[str | None] = mapped_column(String(16))
+    # Why its page was seen to name a flood of registered domains that fail at DNS.
+    name_flood: Mapped[str | None] = mapped_column(Text)
     fail_streak: Mapped[int] = mapped_column(Integer, server_default="0")
     crawl_count: Mapped[int] = mapped_column(Integer, server_default="0")
     # The DNS/TLS audit's latest word on the host (docs/design.md, rule 7).

@@ -158,3 +158,4 @@ def test_a_page_whose_new_registered_domains_all_fail_at_dns_is_named(db, fakewe
     log = worker.log()
     assert "name flood: the last 50 new registered domains that namer.test named" in log
     assert "'hostcrawl/floods/pages': 1" in log
+    assert host_facts(db, "namer.test").name_flood.startswith("name flood: the last 50")

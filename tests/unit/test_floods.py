@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from crawler.core.floods import FloodWatch
+from crawler.db import floods, queue
+
+pytest_plugins = ["tests.unit.test_panel_support"]
 
 PAGE = "flood.test"
 
@@ -53,3 +56,11 @@ def test_memory_is_bounded_by_the_names_and_pages_it_keeps():
         watch.added(page, [f"n-{page}"])
         watch.settled(f"n-{page}", "DNS_NXDOMAIN")
     assert len(watch._failed) == 2
+
+
+def test_the_pages_host_page_says_it_named_a_flood(client, db):
+    queue.save_hosts(db, [PAGE])
+    floods.mark_flood(db, PAGE, "name flood: the last 50 new registered domains ...")
+    page = client.get(f"/hosts/{PAGE}").get_data(as_text=True)
+    assert "name flood: the last 50 new registered domains" in page
+    assert "Add flood.test to no_follow" in page

@@ -147,6 +147,7 @@ def host_detail(conn, hostname: str):
             Host.links_filtered,
             Host.links_over_cap,
             Host.extract_stopped,
+            Host.name_flood,
             Host.fail_streak,
             Host.crawl_count,
             Host.audited_at,
