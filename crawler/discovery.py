@@ -5,22 +5,30 @@ certificate the host presented, the CNAME chains the resolver followed and the
 robots.txt `Sitemap:` lines all become (url, place) pairs here; the core's
 `filter_found` then reads every one through the same door. A source group turned
 off by DISCOVERY_SOURCES is not even gathered. A redirect response's own body and
-headers are kept by RedirectHopSources before Scrapy follows the hop, and read
-against the hop's own URL.
+headers are read by RedirectHopSources before Scrapy follows the hop, against the
+hop's own URL, and its names kept for the page's parse.
+
+One host's fetch (every hop and the page) shares its FetchLimits: at most
+MAX_NAMES_PER_PAGE new names, MAX_NAMES_PER_ROOT_PER_PAGE of them under one root
+(crawler.core.namecaps), and MAX_EXTRACT_SECONDS of reading (crawler.core.budget).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from cryptography import x509
 from scrapy.http import Response, TextResponse
 
+from crawler.core.budget import ExtractBudget
 from crawler.core.denylist import DenyList
-from crawler.core.hostnames import normalize_or_none
+from crawler.core.hostnames import local_suffixes, normalize_or_none
 from crawler.core.links import FilteredLinks, filter_found
+from crawler.core.namecaps import NameCaps
 from crawler.core.pagelinks import PageUrls, document_title, document_urls, parse_document
 from crawler.core.sources import (
     CERTIFICATE,
@@ -41,15 +49,53 @@ from crawler.core.sources import (
     parse_groups,
 )
 from crawler.resolver import cname_chain
+from crawler.state import CrawlState
 
 log = logging.getLogger(__name__)
 
 MAX_TITLE = 500
 SITEMAPS = "hostcrawl_sitemaps"  # request meta: robots.txt Sitemap: URLs of the host
-HOPS = "hostcrawl_hops"  # request meta: per redirect hop, (its URL, its urls, its base)
+HOPS = "hostcrawl_hops"  # request meta: per redirect hop, the FilteredLinks it revealed
+LIMITS = "hostcrawl_limits"  # request meta: the FetchLimits of the host's fetch
 SOURCE_HEADERS = (b"Link", b"Content-Security-Policy", b"Content-Security-Policy-Report-Only")
 REFRESH = b"Refresh"
 DOCUMENT_GROUPS = frozenset({LINKS, RESOURCES, METADATA, SCRIPTS})
+
+
+@dataclass
+class FetchLimits:
+    """What one host's fetch may still save and spend, shared by its hops and its page."""
+
+    caps: NameCaps
+    budget: ExtractBudget
+
+
+@dataclass(frozen=True)
+class LimitSettings:
+    """MAX_NAMES_PER_PAGE, MAX_NAMES_PER_ROOT_PER_PAGE and MAX_EXTRACT_SECONDS."""
+
+    names: int
+    names_per_root: int
+    seconds: float
+
+    @classmethod
+    def of(cls, settings) -> LimitSettings:
+        return cls(
+            settings.getint("MAX_NAMES_PER_PAGE"),
+            settings.getint("MAX_NAMES_PER_ROOT_PER_PAGE"),
+            settings.getfloat("MAX_EXTRACT_SECONDS"),
+        )
+
+    def of_fetch(self, meta: dict, hostname: str) -> FetchLimits:
+        """The limits of the fetch whose request `meta` is (made by its first response;
+        a redirect's request carries them on)."""
+        limits = meta.get(LIMITS)
+        if limits is None:
+            # The worker's own CPU time: a busy machine does not spend a response's budget.
+            budget = ExtractBudget(self.seconds, time.thread_time)
+            caps = NameCaps(self.names, self.names_per_root, own=hostname)
+            limits = meta[LIMITS] = FetchLimits(caps, budget)
+        return limits
 
 
 def discover(
@@ -58,59 +104,86 @@ def discover(
     denylist: DenyList,
     groups: frozenset[str],
     local: frozenset[str] | None = None,
+    limits: FetchLimits | None = None,
 ) -> tuple[FilteredLinks, str | None]:
     """The hostnames the fetch of `hostname`'s page revealed (the page, and each redirect
     hop's own response) that can exist (names under `local`, None: LOCAL_SUFFIXES, too),
-    after the deny list, and the page's title."""
-    page, title = response_found(response, groups)
-    links = _filtered(response.url, hostname, page, denylist, groups, local)
-    for url, urls, base in response.meta.get(HOPS) or ():
-        links.merge(_filtered(url, hostname, PageUrls(urls, base), denylist, groups, local))
+    after the deny list and within `limits` (None: none), and the page's title."""
+    links, title = read_response(response, hostname, denylist, groups, local, limits)
+    for hop in response.meta.get(HOPS) or ():
+        links.merge(hop)
     return links, title
 
 
-def _filtered(url: str, hostname: str, page: PageUrls, denylist, groups, local) -> FilteredLinks:
+def read_response(response, hostname, denylist, groups, local, limits):
+    """One response's filtered links and title; its reading counts against `limits`."""
+    budget = limits.budget if limits is not None else None
+    if budget is not None:
+        budget.begin()
+    try:
+        page, title = response_found(response, groups, budget)
+        links = _filtered(response.url, hostname, page, denylist, groups, local, limits)
+    finally:
+        if budget is not None:
+            budget.end()
+    return links, title
+
+
+def _filtered(url: str, hostname: str, page: PageUrls, denylist, groups, local, limits):
     """Relative URLs resolve against the response's own URL (after any redirect)."""
     parts = urlsplit(url)
     host = normalize_or_none(parts.hostname or "") or hostname
-    return filter_found(page.urls, host, denylist, parts.scheme, page.base, groups, local)
+    caps, budget = (limits.caps, limits.budget) if limits is not None else (None, None)
+    return filter_found(
+        page.urls, host, denylist, parts.scheme, page.base, groups, local, caps, budget
+    )
 
 
 class RedirectHopSources:
     """A downloader middleware below RedirectMiddleware: a redirect response's own
-    body and headers are sources too, kept in the request's meta for the page's parse."""
+    body and headers are sources too, read within the fetch's limits; their names are
+    kept in the request's meta for the page's parse."""
 
     HOP_GROUPS = frozenset({LINKS, RESOURCES, METADATA, SCRIPTS, HEADERS, CERTIFICATE})
 
-    def __init__(self, groups: frozenset[str]) -> None:
+    def __init__(self, crawler, groups: frozenset[str]) -> None:
+        self.crawler = crawler
         self.groups = groups & self.HOP_GROUPS
+        self.limits = LimitSettings.of(crawler.settings)
+        self.local = local_suffixes(crawler.settings.get("LOCAL_SUFFIXES"))
 
     @classmethod
     def from_crawler(cls, crawler):
-        return cls(parse_groups(crawler.settings.get("DISCOVERY_SOURCES")))
+        return cls(crawler, parse_groups(crawler.settings.get("DISCOVERY_SOURCES")))
 
     def process_response(self, request, response):
+        hostname = request.meta.get("hostcrawl_hostname")
         if (
             self.groups
             and 300 <= response.status < 400
             and b"Location" in response.headers
-            and request.meta.get("hostcrawl_hostname")
+            and hostname
         ):
-            page, _ = response_found(response, self.groups)
-            if page.urls:
-                request.meta.setdefault(HOPS, []).append((response.url, page.urls, page.base))
+            denylist = CrawlState.of(self.crawler).denylist.loaded
+            limits = self.limits.of_fetch(request.meta, hostname)
+            links, _ = read_response(response, hostname, denylist, self.groups, self.local, limits)
+            if links.found:
+                request.meta.setdefault(HOPS, []).append(links)
         return response
 
 
-def response_found(response: Response, groups: frozenset[str]) -> tuple[PageUrls, str | None]:
-    """Every (url, place) the response offers in `groups`, the page's `<base href>`, its title."""
+def response_found(
+    response: Response, groups: frozenset[str], budget: ExtractBudget | None = None
+) -> tuple[PageUrls, str | None]:
+    """Every (url, place) the response offers in `groups`, the page's `<base href>`, its
+    title; the document's walk stops where `budget` is spent."""
     root = None
     if isinstance(response, TextResponse):
         try:
             root = parse_document(response.text)
         except ValueError:  # a body that does not decode
             root = None
-    page = document_urls(root) if groups & DOCUMENT_GROUPS else PageUrls()
+    page = document_urls(root, budget) if groups & DOCUMENT_GROUPS else PageUrls()
     title = document_title(root)
     urls = page.urls
     if HEADERS in groups:

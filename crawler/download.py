@@ -18,7 +18,6 @@ from __future__ import annotations
 from scrapy.core.downloader.handlers.http11 import (
     HTTP11DownloadHandler,
     _LenientHTTP11ClientFactory,
-    _LenientHTTP11ClientProtocol,
     _ScrapyAgent,
 )
 from scrapy.http import Request, Response
@@ -28,13 +27,15 @@ from twisted.internet.interfaces import IHandshakeListener, ISSLTransport
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from crawler.headerbound import HeaderBoundProtocol
+
 
 class TLSHandshakeTimeout(Exception):
     """The TLS handshake did not finish within CONNECT_TIMEOUT."""
 
 
 @implementer(IHandshakeListener)
-class HandshakeBoundProtocol(_LenientHTTP11ClientProtocol):
+class HandshakeBoundProtocol(HeaderBoundProtocol):
     """Scrapy's HTTP/1.1 client protocol whose TLS handshake has a deadline.
 
     The TLS layer calls handshakeCompleted() once the handshake is done; until
@@ -80,10 +81,12 @@ class HandshakeBoundFactory(_LenientHTTP11ClientFactory):
     """Builds HandshakeBoundProtocols (the connection pool's factory)."""
 
     handshake_timeout = 5.0
+    max_header_bytes = HeaderBoundProtocol.max_header_bytes
 
     def buildProtocol(self, addr):  # noqa: N802 (Twisted API)
         protocol = HandshakeBoundProtocol(self._quiescentCallback)
         protocol.handshake_timeout = self.handshake_timeout
+        protocol.max_header_bytes = self.max_header_bytes
         return protocol
 
 
@@ -107,7 +110,10 @@ class HostcrawlDownloadHandler(HTTP11DownloadHandler):
         factory = type(
             "HandshakeBoundFactory",
             (HandshakeBoundFactory,),
-            {"handshake_timeout": self.connect_timeout},
+            {
+                "handshake_timeout": self.connect_timeout,
+                "max_header_bytes": crawler.settings.getint("MAX_HEADER_BYTES"),
+            },
         )
         self._pool._factory = factory
         self._pool.cachedConnectionTimeout = crawler.settings.getfloat("IDLE_CONNECTION_TIMEOUT")

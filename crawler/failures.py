@@ -31,6 +31,7 @@ from crawler.core.outcomes import (
     TLS_TIMEOUT,
 )
 from crawler.download import TLSHandshakeTimeout
+from crawler.headerbound import HeadersTooLarge
 from crawler.resolver import DNSFailure, last_failure
 
 
@@ -61,8 +62,11 @@ def classify(exc: BaseException, hostname: str) -> str:
 
 
 def _connection_failure(cause: BaseException) -> str:
-    """TLS_TIMEOUT or TLS_HANDSHAKE when the TLS layer is among the reasons, else TCP_RESET."""
+    """TLS_TIMEOUT or TLS_HANDSHAKE when the TLS layer is among the reasons, HTTP_TOO_LARGE
+    for a head past MAX_HEADER_BYTES, else TCP_RESET."""
     reasons = [getattr(r, "value", r) for r in getattr(cause, "reasons", [])] or [cause]
+    if any(isinstance(r, HeadersTooLarge) for r in reasons):
+        return HTTP_TOO_LARGE
     if any(isinstance(r, TLSHandshakeTimeout) for r in reasons):
         return TLS_TIMEOUT
     if any(isinstance(r, SSL.Error) for r in reasons):

@@ -23,9 +23,13 @@ class HostItem:
     hostnames: list[str] = field(default_factory=list)
     links_found: int = 0
     links_filtered: int = 0
-    # links_filtered by reason: no_hostname, single_label, unknown_tld, special_use, or
-    # the deny rule (no_follow, blocked); also counted in the stats hostcrawl/links/dropped/.
+    # links_filtered by reason: no_hostname, single_label, unknown_tld, special_use,
+    # over_cap, or the deny rule (no_follow, blocked); also counted in the stats
+    # hostcrawl/links/dropped/.
     links_dropped: dict[str, int] = field(default_factory=dict)
+    # Why reading the fetch stopped before its end (crawler.core.budget), or None. Links
+    # dropped over the names' caps are links_dropped["over_cap"] (crawler.core.namecaps).
+    extract_stopped: str | None = None
     # Per hostname above, the place it was first seen in (`script src`, `certificate`...).
     found_via: dict[str, str] = field(default_factory=dict)
     # Set by the pipeline: the hostnames this page added to the queue, and for each its

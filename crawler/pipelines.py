@@ -10,13 +10,16 @@ is lost, the host is simply crawled again.
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import timedelta
 
 from scrapy.exceptions import DropItem
 
 from crawler.batches import Batcher
+from crawler.core.floods import FloodWatch
 from crawler.core.links import FilteredLinks
+from crawler.core.namecaps import OVER_CAP
 from crawler.core.outcomes import (
     DNS_TIMEOUT,
     HTTP_TIMEOUT,
@@ -26,13 +29,15 @@ from crawler.core.outcomes import (
     TLS_TIMEOUT,
 )
 from crawler.core.sources import group_of
-from crawler.db import queue, routing
+from crawler.db import floods, queue, routing
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.retry import in_thread_until_up
 from crawler.evidence import failure_layer
 from crawler.items import HostItem
 from crawler.state import CrawlState
 from crawler.wildcards import WildcardWatch
+
+log = logging.getLogger(__name__)
 
 # Failures below HTTP: our own outage produces every one of them (a resolver that lies
 # answers NXDOMAIN), so they are the host's own only while the world answers us.
@@ -47,6 +52,8 @@ class HostWritePipeline:
         self.state = CrawlState.of(crawler)
         self.wildcards = WildcardWatch(crawler, self.state.engine)
         settings = crawler.settings
+        # The trap rule's window, per page that named new registered domains.
+        self.floods = FloodWatch(settings.getint("TRAP_WINDOW"))
         self.recrawl_after = timedelta(seconds=settings.getint("RECRAWL_AFTER"))
         self.retry = timedelta(seconds=settings.getfloat("OUTAGE_RETRY_AFTER"))
         # A request that failed this long after the world answered again may have
@@ -82,11 +89,26 @@ class HostWritePipeline:
             item.new_hostnames = await self._finishes.submit(self._crawled(item))
             item.new_sources = new_sources(item)
             self.wildcards.saw(item.new_hostnames)
+            await self._watch_floods(item)
             self.state.observe_soon(item.hostname, item.outcome)
         stats = self.crawler.stats
         stats.inc_value(f"hostcrawl/hosts/outcome/{item.outcome}")
         stats.inc_value("hostcrawl/hosts/links_saved", len(item.new_hostnames))
         return item
+
+    async def _watch_floods(self, item: HostItem) -> None:
+        """A page whose new registered domains all fail at DNS is named to the operator
+        (the log, its host page), who may block it; seen within this worker (its share
+        of those names)."""
+        self.floods.added(item.hostname, item.new_hostnames)
+        flood = self.floods.settled(item.hostname, item.outcome)
+        if flood is None:
+            return
+        why = flood.describe()
+        self.crawler.stats.inc_value("hostcrawl/floods/pages")
+        log.warning("%s; block %s if it is no site", why, flood.page)
+        mark = floods.mark_flood
+        await in_thread_until_up("marking a name flood", mark, self.state.engine, flood.page, why)
 
     async def _unless_ours(self, item: HostItem) -> None:
         """A failure while the world is not proven to answer us says nothing about the
@@ -111,7 +133,13 @@ class HostWritePipeline:
 
     def _crawled(self, item: HostItem) -> Crawled:
         result = CrawlResult(
-            item.outcome, item.http_status, item.final_url, item.title, item.scheme
+            item.outcome,
+            item.http_status,
+            item.final_url,
+            item.title,
+            item.scheme,
+            item.links_dropped.get(OVER_CAP, 0),
+            item.extract_stopped,
         )
         links = FilteredLinks(set(item.hostnames), item.links_found, via=item.found_via)
         links.dropped["filtered"] = item.links_filtered

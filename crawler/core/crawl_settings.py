@@ -39,6 +39,35 @@ CRAWL_SETTINGS: tuple[Setting, ...] = (
         "seconds an idle connection waits for its host's next request (robots.txt, then the page)",
         minimum=0,
     ),
+    # --- what one response may cost: names saved, reading time, header bytes ---
+    Setting(
+        "MAX_NAMES_PER_PAGE",
+        6000,
+        int,
+        "new names one host's fetch may save, every source and redirect hop together",
+        minimum=1,
+    ),
+    Setting(
+        "MAX_NAMES_PER_ROOT_PER_PAGE",
+        1000,
+        int,
+        "of MAX_NAMES_PER_PAGE, names under any one root",
+        minimum=1,
+    ),
+    Setting(
+        "MAX_EXTRACT_SECONDS",
+        1.0,
+        float,
+        "seconds of reading one host's fetch may take (the worker waits meanwhile)",
+        minimum=0,
+    ),
+    Setting(
+        "MAX_HEADER_BYTES",
+        256 * 1024,
+        int,
+        "bytes of status line and headers a response may send (HTTP_TOO_LARGE past it)",
+        minimum=1024,
+    ),
     # --- the trap rule ---
     Setting(
         "TRAP_WINDOW",

@@ -11,12 +11,18 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from crawler.core.budget import ExtractBudget
 from crawler.core.denylist import DenyList
 from crawler.core.hostnames import local_suffixes, name_refusal
+from crawler.core.namecaps import OVER_CAP, NameCaps
 from crawler.core.sources import group_of
 from crawler.core.urls import link_hostname, link_origin
 
 NO_HOSTNAME = "no_hostname"
+# Names whose verdict one filter_found call remembers: past it a name is judged each time
+# it comes, so a page of a million distinct names holds no million-entry cache.
+REMEMBERED_NAMES = 20_000
+_UNSEEN = object()
 
 
 @dataclass
@@ -65,6 +71,8 @@ def filter_found(
     base: str | None = None,
     groups: frozenset[str] | None = None,
     local: frozenset[str] | None = None,
+    caps: NameCaps | None = None,
+    budget: ExtractBudget | None = None,
 ) -> FilteredLinks:
     """filter_links for (url, place) pairs from any source, with the page's `<base href>`.
 
@@ -72,7 +80,8 @@ def filter_found(
     against the page), else against the page. Places whose group is not in `groups`
     (None: every group) are skipped unread. A name that cannot exist (a single label,
     an unknown TLD, a special-use name; not under `local`, None: LOCAL_SUFFIXES) is
-    dropped by its reason before the deny list is asked.
+    dropped by its reason before the deny list is asked. A name over `caps` is dropped
+    as OVER_CAP; reading stops once `budget` is spent (it says so in `budget.stopped`).
     """
     if local is None:
         local = local_suffixes()
@@ -82,10 +91,12 @@ def filter_found(
             page_host,
         )
     result = FilteredLinks()
-    seen: dict[str, str | None] = {}
+    seen: dict[str, object] = {}
     place_groups: dict[str, str] = {}
     counted: set[tuple[str, str]] = set()
     for href, place in found:
+        if budget is not None and budget.spent():
+            break
         group = place_groups.get(place)
         if group is None:
             group = place_groups[place] = group_of(place)
@@ -96,13 +107,13 @@ def filter_found(
         if hostname is None:
             result.dropped[NO_HOSTNAME] += 1
             continue
-        if hostname not in seen:
-            refusal = name_refusal(hostname, local)
-            if refusal is None:
-                denial = denylist.denial(hostname)
-                refusal = denial.rule if denial else None
-            seen[hostname] = refusal
-        rule = seen[hostname]
+        rule = seen.get(hostname, _UNSEEN)
+        if rule is _UNSEEN:
+            rule = _refusal(hostname, local, denylist)
+            if len(seen) < REMEMBERED_NAMES:
+                seen[hostname] = rule
+        if rule is None and caps is not None and not caps.admits(hostname):
+            rule = OVER_CAP
         if rule is not None:
             result.dropped[rule] += 1
             continue
@@ -112,3 +123,12 @@ def filter_found(
             counted.add((hostname, group))
             result.by_group[group] += 1
     return result
+
+
+def _refusal(hostname: str, local: frozenset[str], denylist: DenyList) -> str | None:
+    """The rule that drops a name: one that cannot exist, then the deny list; or None."""
+    refusal = name_refusal(hostname, local)
+    if refusal is None:
+        denial = denylist.denial(hostname)
+        refusal = denial.rule if denial else None
+    return refusal

@@ -21,6 +21,9 @@ TLS_TIMEOUT = "TLS_TIMEOUT"
 HTTP_TIMEOUT = "HTTP_TIMEOUT"
 HTTP_ERROR = "HTTP_ERROR"
 HTTP_TOO_LARGE = "HTTP_TOO_LARGE"
+# Claimed again after two leases ran out with the host in flight: it froze or killed its
+# workers (crawler.db.unfinished), and is put off rather than handed on.
+HTTP_UNFINISHED = "HTTP_UNFINISHED"
 DNS_ERROR = "DNS_ERROR"
 IGNORED = "IGNORED"
 
@@ -41,7 +44,9 @@ NETWORK_FAILURES = frozenset(
     }
 )
 ALIVE = frozenset({OK, DNS_ALIVE})
-ALL = NETWORK_FAILURES | ALIVE | {HTTP_TIMEOUT, HTTP_ERROR, HTTP_TOO_LARGE, IGNORED}
+ALL = (
+    NETWORK_FAILURES | ALIVE | {HTTP_TIMEOUT, HTTP_ERROR, HTTP_TOO_LARGE, HTTP_UNFINISHED, IGNORED}
+)
 
 
 def is_network_failure(outcome: str) -> bool:

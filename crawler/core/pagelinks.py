@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from crawler.core.budget import ExtractBudget
 from crawler.core.sources import (
     CANDIDATE_LISTS,
     INLINE_JSON,
@@ -35,8 +36,13 @@ from crawler.core.sources import (
 
 # A whole value that is an absolute or scheme-relative http(s) URL (no space inside).
 _ABSOLUTE = re.compile(r"\s*(?:[hH][tT][tT][pP][sS]?:)?//[^\s/]\S*\s*")
+# Linear on any text (bench/hostile.py): every run is possessive, so a failed match gives
+# nothing back to try again, and no run can cross the start of the next match (an
+# unquoted URL stops at `(`, which CSS refuses in one anyway; a string at its own quote),
+# so no character is read by more than a few attempts.
 _CSS_URL = re.compile(
-    r"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)'"\s]*))\s*\)|@import\s+(?:"([^"]*)"|'([^']*)')""",
+    r"""url\(\s*+(?:"([^"]*+)"|'([^']*+)'|([^()'"\s]*+))\s*+\)"""
+    r"""|@import\s++(?:"([^"]*+)"|'([^']*+)')""",
     re.IGNORECASE,
 )
 # An http(s) URL, or a scheme-relative one standing alone (not the `//` inside a path).
@@ -92,8 +98,9 @@ class PageUrls:
     base: str | None = None
 
 
-def document_urls(root) -> PageUrls:
-    """Every URL of the lxml document `root` (an element; None gives none), in document order."""
+def document_urls(root, budget: ExtractBudget | None = None) -> PageUrls:
+    """Every URL of the lxml document `root` (an element; None gives none), in document
+    order; the walk stops where `budget` is spent."""
     page = PageUrls()
     if root is None:
         return page
@@ -101,6 +108,8 @@ def document_urls(root) -> PageUrls:
     places = _URL_PLACES  # the hot loop: one dict lookup for most attributes
     whole_url = _ABSOLUTE.fullmatch
     for element in root.iter():
+        if budget is not None and budget.spent():
+            break
         tag = element.tag
         if not isinstance(tag, str):  # a comment or processing instruction
             continue

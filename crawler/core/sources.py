@@ -151,7 +151,9 @@ def attribute_group(tag: str, attribute: str) -> str | None:
 
 # --- headers -------------------------------------------------------------------------
 
-_LINK_TARGET = re.compile(r"<([^>]*)>")
+# A target runs to the next `<` at most, possessively: `<<<<...` without a `>` is read
+# once, not once per `<` (linear; bench/hostile.py).
+_LINK_TARGET = re.compile(r"<([^<>]*+)>")
 # A refresh: seconds, then `;` or `,`, then optional `url=`, then the URL, maybe quoted.
 _REFRESH = re.compile(
     r"\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?(?P<q>['\"]?)(?P<url>[^'\"]*)(?P=q)?", re.IGNORECASE

@@ -74,6 +74,12 @@ class Host(Base):
     links_found: Mapped[int | None] = mapped_column(Integer)
     links_saved: Mapped[int | None] = mapped_column(Integer)
     links_filtered: Mapped[int | None] = mapped_column(Integer)
+    # Links of the last fetch dropped over MAX_NAMES_PER_PAGE / _PER_ROOT_PER_PAGE, and why
+    # reading it stopped early, if it did (crawler.core.namecaps, crawler.core.budget).
+    links_over_cap: Mapped[int | None] = mapped_column(Integer)
+    extract_stopped: Mapped[str | None] = mapped_column(String(16))
+    # Why its page was seen to name a flood of registered domains that fail at DNS.
+    name_flood: Mapped[str | None] = mapped_column(Text)
     fail_streak: Mapped[int] = mapped_column(Integer, server_default="0")
     crawl_count: Mapped[int] = mapped_column(Integer, server_default="0")
     # The DNS/TLS audit's latest word on the host (docs/design.md, rule 7).
@@ -108,6 +114,8 @@ class QueueRow(Base):
     denied_by: Mapped[str | None] = mapped_column(HOSTNAME)
     claimed_by: Mapped[str | None] = mapped_column(String(128))
     claimed_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # Claims in a row that no finish released (crawler.db.unfinished): a poison pill's.
+    unfinished_claims: Mapped[int] = mapped_column(SmallInteger, server_default="0")
     # hosts.root, for per-root claims; every writer gives it. In the key, as in hosts'.
     root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
 

@@ -36,6 +36,9 @@ class CrawlResult:
     final_url: str | None = None
     title: str | None = None
     scheme: str | None = None  # the scheme that answered (https, or http by the fallback)
+    # Links dropped over the names' caps, and why reading stopped early (None: it did not).
+    over_cap: int = 0
+    extract_stopped: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,8 +73,11 @@ QUEUE_HOSTS = text(
     """
 ).bindparams(*names_param("names", "roots"))
 RESULT_PARAMS = (
-    *names_param("names", "roots", "outcomes", "urls", "titles", "schemes"),
-    *(bindparam(name, type_=INTS) for name in ("statuses", "found", "saved", "filtered")),
+    *names_param("names", "roots", "outcomes", "urls", "titles", "schemes", "stopped"),
+    *(
+        bindparam(name, type_=INTS)
+        for name in ("statuses", "found", "saved", "filtered", "over_cap")
+    ),
     bindparam("failed", type_=ARRAY(Boolean)),
 )
 # The outcome before is read with the row locked (FOR UPDATE: no writer changes it before
@@ -84,13 +90,14 @@ WRITE_RESULTS = cluster.routed(
     UPDATE hosts h SET last_crawled_at = now(), outcome = t.outcome, http_status = t.status,
            final_url = t.url, title = t.title, scheme = t.scheme,
            links_found = t.found, links_saved = t.saved,
-           links_filtered = t.filtered, crawl_count = h.crawl_count + 1,
+           links_filtered = t.filtered, links_over_cap = t.over_cap,
+           extract_stopped = t.stopped, crawl_count = h.crawl_count + 1,
            fail_streak = CASE WHEN t.failed THEN h.fail_streak + 1 ELSE 0 END
       FROM (SELECT u.*, o.outcome AS before
               FROM unnest(:names, :roots, :outcomes, :statuses, :urls, :titles, :schemes,
-                          :found, :saved, :filtered, :failed)
+                          :found, :saved, :filtered, :over_cap, :stopped, :failed)
                 AS u(hostname, root, outcome, status, url, title, scheme, found, saved,
-                     filtered, failed)
+                     filtered, over_cap, stopped, failed)
               JOIN hosts o USING (hostname, root)
              WHERE o.root = ANY(:roots)
              ORDER BY hostname FOR UPDATE OF o) AS t
@@ -110,7 +117,7 @@ SCHEDULE = cluster.routed(
     WITH t AS MATERIALIZED (
         SELECT hostname, host_root, now() + after AS at
           FROM unnest(:names, :host_roots, :afters) AS u(hostname, host_root, after))
-    UPDATE queue q SET claimed_by = NULL, claimed_at = NULL,
+    UPDATE queue q SET claimed_by = NULL, claimed_at = NULL, unfinished_claims = 0,
            next_claim_at = CASE WHEN q.status_reason IS NULL THEN t.at ELSE q.next_claim_at END
       FROM t
      WHERE q.root = ANY(:roots) AND q.hostname = t.hostname AND q.root = t.host_root
@@ -240,6 +247,8 @@ def results_params(crawled: Sequence[Crawled]) -> dict:
         "found": [host.links.found for host in crawled],
         "saved": [len(host.links.hostnames - {host.hostname}) for host in crawled],
         "filtered": [host.links.filtered for host in crawled],
+        "over_cap": [r.over_cap for r in results],
+        "stopped": [r.extract_stopped for r in results],
         "failed": [is_network_failure(r.outcome) for r in results],
     }
 
@@ -264,7 +273,8 @@ def schedule(
 
 # Once per shard group: `root = ANY(:roots)` of one group routes it to one worker.
 RETRY_SOON = text(
-    "UPDATE queue SET next_claim_at = now() + :after WHERE root = ANY(:roots)"
+    "UPDATE queue SET next_claim_at = now() + :after, unfinished_claims = 0"
+    " WHERE root = ANY(:roots)"
     f" AND hostname = ANY(:names) AND status_reason IS NULL RETURNING {DATED}"
 ).bindparams(*names_param("names", "roots"))
 

@@ -99,7 +99,7 @@ DENY_ONE = text(
                         WHERE hostname = :entry AND root = :entry_root
                           AND status_reason IS NOT NULL)
                AS stands, now() AS now)
-    UPDATE queue q SET claimed_by = NULL, claimed_at = NULL,
+    UPDATE queue q SET claimed_by = NULL, claimed_at = NULL, unfinished_claims = 0,
            denied_by = CASE WHEN q.status_reason IS NULL AND entry.stands
                             THEN :entry ELSE q.denied_by END,
            next_claim_at = CASE WHEN q.status_reason IS NULL

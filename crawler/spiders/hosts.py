@@ -31,6 +31,7 @@ from crawler.concurrency import InFlightControl
 from crawler.core.denylist import Denial
 from crawler.core.hostnames import local_suffixes, root
 from crawler.core.outcomes import (
+    HTTP_UNFINISHED,
     IGNORED,
     OK,
     TCP_REFUSED,
@@ -40,9 +41,9 @@ from crawler.core.outcomes import (
     TLS_TIMEOUT,
 )
 from crawler.core.sources import parse_groups
-from crawler.db import claims
+from crawler.db import claims, unfinished
 from crawler.db.retry import in_thread_until_up
-from crawler.discovery import discover
+from crawler.discovery import LimitSettings, discover
 from crawler.failures import classify
 from crawler.items import HostItem
 from crawler.middlewares import OUTCOME_BY_ITEM, request_denied, request_hostname
@@ -50,6 +51,10 @@ from crawler.state import CrawlState
 
 # Stats: links a page offered that were not saved, by reason (crawler.core.links).
 DROPPED_PREFIX = "hostcrawl/links/dropped/"
+# Stats: fetches whose reading stopped before its end, by why (crawler.core.budget).
+STOPPED_PREFIX = "hostcrawl/extract/stopped/"
+# Stats: hosts claimed after their leases ran out twice in flight (crawler.db.unfinished).
+UNFINISHED_STAT = "hostcrawl/hosts/unfinished"
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +96,7 @@ class HostsSpider(scrapy.Spider):
         self.close_when_drained = settings.getbool("CLOSE_WHEN_DRAINED")
         self.sources = parse_groups(settings.get("DISCOVERY_SOURCES"))
         self.local = local_suffixes(settings.get("LOCAL_SUFFIXES"))
+        self.limits = LimitSettings.of(settings)
         # One bound method per callback for every request: Scrapy remembers its check of a
         # callback's source under a weak reference to the callback object, so a new one per
         # request was read again (inspect, ast: ~5 ms) whenever the remembered one died.
@@ -98,7 +104,8 @@ class HostsSpider(scrapy.Spider):
         # Each host in flight, since when (monotonic): the in-flight control counts the
         # hosts stalled on the web apart (crawler/concurrency.py).
         self.in_flight: dict[str, float] = {}
-        self._denied: list[HostItem] = []
+        # Claimed hosts settled without a fetch (refused as scheduled, or poison pills).
+        self._to_settle: list[HostItem] = []
         self._room = asyncio.Event()
         # The last claim came back short: fewer hosts are due (or free of their roots'
         # limits) than a claim step, and waiting for that many free slots would hold back
@@ -108,15 +115,17 @@ class HostsSpider(scrapy.Spider):
         for signal in done:
             crawler.signals.connect(self._item_done, signal=signal)
         crawler.signals.connect(self._request_denied, signal=request_denied)
+        crawler.signals.connect(self._forgive_in_flight, signal=scrapy.signals.spider_closed)
 
     async def start(self):
         """Claim due hosts in batches while there is room; poll when none is due.
 
-        Hosts refused as their request was scheduled settle here, as items.
+        Hosts refused as their request was scheduled, and poison pills, settle here, as
+        items.
         """
         while True:
-            while self._denied:
-                yield self._denied.pop()
+            while self._to_settle:
+                yield self._to_settle.pop()
             await self._wait_for_room()
             # Cleared before the claim: a host settling meanwhile (new links) wakes the poll.
             self._room.clear()
@@ -130,7 +139,7 @@ class HostsSpider(scrapy.Spider):
                 self.lease,
                 self.root_limits,
             )
-            hosts = claimed.hosts
+            hosts = await self._unless_unfinished(claimed.hosts)
             self._count_claim(claimed)
             if not hosts and self.close_when_drained and await self._drained():
                 log.info("nothing due and nothing in flight: drained")
@@ -146,6 +155,32 @@ class HostsSpider(scrapy.Spider):
                 # claiming again before a host settles (or a poll interval passes) would come
                 # back empty, at the database's cost. A refused host wakes the loop at once.
                 await self._wait_for_room(poll=True)
+
+    async def _unless_unfinished(self, hosts: list[str]) -> list[str]:
+        """The claimed hosts to fetch; the ones whose leases ran out twice in flight (a
+        poison pill) settle as HTTP_UNFINISHED instead, from start()."""
+        if not hosts:
+            return hosts
+        poisoned = set(
+            await self._ask("counting claims", unfinished.count_claims, self.state.engine, hosts)
+        )
+        for hostname in sorted(poisoned):
+            log.warning("%s: claimed after two leases ran out in flight; put off", hostname)
+            self.crawler.stats.inc_value(UNFINISHED_STAT)
+            self.in_flight[hostname] = time.monotonic()
+            self._to_settle.append(HostItem(hostname, HTTP_UNFINISHED))
+        return [h for h in hosts if h not in poisoned]
+
+    async def _forgive_in_flight(self) -> None:
+        """Stopping gracefully, this worker did not freeze on the hosts it still holds:
+        their claims are not counted as unfinished (crawler.db.unfinished)."""
+        if not self.in_flight:
+            return
+        hosts, worker = list(self.in_flight), self.state.worker
+        try:
+            await asyncio.to_thread(unfinished.forgive, self.state.engine, hosts, worker)
+        except Exception as exc:  # their counts stay: a host may be put off once too often
+            log.warning("could not take back the claim counts of %d hosts: %s", len(hosts), exc)
 
     def _count_claim(self, claimed: claims.Claim) -> None:
         stats = self.crawler.stats
@@ -189,7 +224,7 @@ class HostsSpider(scrapy.Spider):
 
     async def _wait_for_room(self, poll: bool = False) -> None:
         """Wait until a claim's worth fits under the in-flight limit (or, polling, a while)."""
-        while not self._denied and (
+        while not self._to_settle and (
             self._free_slots() < self._claim_step() or self.crawler.engine.needs_backout() or poll
         ):
             if not poll:
@@ -224,9 +259,13 @@ class HostsSpider(scrapy.Spider):
     def parse(self, response: Response):
         hostname = response.meta["hostcrawl_hostname"]
         denylist = self.state.denylist.loaded
-        links, title = discover(response, hostname, denylist, self.sources, self.local)
+        limits = self.limits.of_fetch(response.meta, hostname)
+        links, title = discover(response, hostname, denylist, self.sources, self.local, limits)
         links.hostnames.discard(hostname)
         stats = self.crawler.stats
+        stopped = limits.budget.stopped
+        if stopped is not None:
+            stats.inc_value(f"{STOPPED_PREFIX}{stopped}")
         for group, count in links.by_group.items():
             stats.inc_value(f"hostcrawl/found/{group}", count)
         for reason, count in links.dropped.items():
@@ -244,6 +283,7 @@ class HostsSpider(scrapy.Spider):
             links_found=links.found,
             links_filtered=links.filtered,
             links_dropped=dict(links.dropped),
+            extract_stopped=stopped,
             found_via={name: links.via[name] for name in links.hostnames},
         )
 
@@ -274,7 +314,7 @@ class HostsSpider(scrapy.Spider):
     def _request_denied(self, request: scrapy.Request, denial: Denial) -> None:
         """A request was refused as it was scheduled: its claimed host settles from start()."""
         if request.meta.get("hostcrawl_hostname") in self.in_flight:
-            self._denied.append(denied_item(request, denial))
+            self._to_settle.append(denied_item(request, denial))
             self._room.set()
 
     def _item_done(self, item, **kwargs) -> None:

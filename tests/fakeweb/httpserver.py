@@ -38,6 +38,15 @@ def render_page(page: dict) -> str:
     )
 
 
+def header_lines(headers: dict[str, str | list[str]]) -> str:
+    """Header lines of a page's extra headers: a list of values is one line each."""
+    return "".join(
+        f"{name}: {value}\r\n"
+        for name, values in headers.items()
+        for value in ([values] if isinstance(values, str) else values)
+    )
+
+
 def build_response(
     status: int, body: str | bytes, content_type: str, extra: str = "", length: int | None = None
 ) -> tuple[int, bytes, bytes]:
@@ -93,7 +102,7 @@ class Responses:
         """Response for one page dict (a redirect, raw bytes, a huge body or an HTML page)."""
         if "raw" in page:
             body = base64.b64decode(page["raw"])
-            extra = "".join(f"{k}: {v}\r\n" for k, v in page.get("headers", {}).items())
+            extra = header_lines(page.get("headers", {}))
             return build_response(page["status"], body, page["type"], extra)
         if "size" in page:  # the body is streamed by the protocol: HUGE marks it
             return build_response(page["status"], b"", page["type"], length=page["size"])
@@ -101,7 +110,7 @@ class Responses:
             location = page["location"].format_map(self.ports) if self.ports else page["location"]
             body = page.get("body", f'<a href="{html.escape(location)}">moved</a>\n')
             extra = f"Location: {location}\r\n"
-            extra += "".join(f"{k}: {v}\r\n" for k, v in page.get("headers", {}).items())
+            extra += header_lines(page.get("headers", {}))
             return build_response(page["status"], body, "text/html", extra)
         body = render_page(page)
         return build_response(page["status"], body, "text/html; charset=utf-8")

@@ -155,10 +155,11 @@ class World:
         content_type: str = "text/html",
         status: int = 200,
         path: str = "/",
-        headers: dict[str, str] | None = None,
+        headers: dict[str, str | list[str]] | None = None,
     ) -> str:
         """Serve `body` byte for byte (hostile pages: bad encodings, binary, huge link lists),
-        with response `headers` besides Content-Type and Content-Length."""
+        with response `headers` besides Content-Type and Content-Length (a list of values:
+        one header line each)."""
         name = normalize_host(name)
         page = {"status": status, "raw": base64.b64encode(body).decode(), "type": content_type}
         if headers:
@@ -179,7 +180,7 @@ class World:
         *,
         status: int = 301,
         path: str = "/",
-        headers: dict[str, str] | None = None,
+        headers: dict[str, str | list[str]] | None = None,
         body: str | None = None,
     ) -> str:
         """Make name/path answer with a redirect (Location: location), with more
