@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
@@ -24,6 +25,7 @@ def snapshot(engine) -> tuple:
     return hosts, routing, window
 
 
+@pytest.mark.one_server("`make demo` runs its own embedded database")
 def test_make_demo_leaves_the_operators_database_untouched(db, database_url, tmp_path):
     queue.seed(db, ["alpha.test", "python.org"])  # the operator's own queue, due now
     before = snapshot(db)

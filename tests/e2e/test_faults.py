@@ -25,6 +25,10 @@ def outage_logged(worker) -> bool:
     return "database unavailable" in worker.log() or "listener lost the database" in worker.log()
 
 
+@pytest.mark.one_server(
+    "stops the embedded server; the cluster's coordinator restart and worker node outage"
+    " are test_workers_and_nodes.py's"
+)
 def test_database_restart_and_outage_mid_crawl(db, fakeweb_factory, start_crawler, postgres):
     world = World(seed=5, delay=0.02)
     names = world.graph(400, roots=["alpha.test", "beta.test", "gamma.test"])
@@ -85,6 +89,9 @@ def panel_after_outage() -> int:
     )
 
 
+@pytest.mark.one_server(
+    "the suite's time: test_workers_and_nodes.py kills a crawler with claims on the cluster"
+)
 @pytest.mark.refetches(KILLED_MANY)
 def test_kill_storm(db, fakeweb_factory, start_crawler):
     rng = random.Random(20)

@@ -18,6 +18,9 @@ from tests.fakeweb import World
 SEEDS = 20_000
 
 
+@pytest.mark.one_server(
+    "the suite's time: bench/citus.py crawls a world of many roots on the cluster"
+)
 @pytest.mark.slow
 def test_twenty_thousand_seeded_domains_are_each_fetched_once(db, fakeweb_factory, crawl):
     world = World()

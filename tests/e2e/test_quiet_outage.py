@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from crawler.db import queue
 from tests.e2e.conftest import wait_until
 from tests.fakeweb import World
@@ -37,6 +39,9 @@ def outage_lasted(log: str) -> int:
     return int(said[-1]) if said else 0
 
 
+@pytest.mark.one_server(
+    "the suite's time: the cluster's outages are told in a line each in test_workers_and_nodes.py"
+)
 def test_an_outage_with_100000_hosts_queued_writes_a_few_lines(db, fakeweb_factory, start_crawler):
     world = World()
     world.site("canary.test")

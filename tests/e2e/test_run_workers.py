@@ -67,6 +67,7 @@ def stop(run: subprocess.Popen) -> int:
     return run.wait(timeout=STOP_TIMEOUT)
 
 
+@pytest.mark.one_server("`make run` supervises its workers on the embedded database")
 @pytest.mark.refetches(KILLED)
 def test_two_named_workers_claim_and_a_killed_one_comes_back(db, fakeweb_factory, tmp_path):
     world = World(seed=5, delay=0.5)
@@ -119,6 +120,7 @@ def test_two_named_workers_claim_and_a_killed_one_comes_back(db, fakeweb_factory
     assert worker_rows(db) == {}  # a clean stop: no worker left counted
 
 
+@pytest.mark.one_server("`make run` supervises its workers on the embedded database")
 def test_a_worker_that_drains_is_not_restarted(db, fakeweb_factory, tmp_path):
     world = World(seed=6)
     names = world.graph(10, roots=["alpha.test"])
