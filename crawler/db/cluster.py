@@ -197,11 +197,9 @@ def distribute(engine: Engine) -> Deployment:
 
 
 # Functions Citus delegates to the worker holding the shard of their distribution
-# argument (migrations 0020, 0021), co-located with `roots`. force_delegation: the claim calls
+# argument (migration 0022), co-located with `roots`. force_delegation: the claim calls
 # them inside its transaction, where Citus would otherwise run them on the coordinator.
-SHARD_FUNCTIONS = {
-    "claim_in_shard(varchar,text,text,text,int,int,int,int,int,int,interval,varchar)": "anchor"
-}
+SHARD_FUNCTIONS = {"claim_in_shard(varchar,int,int,int,int,int,int,interval,varchar)": "anchor"}
 FUNCTION_DISTRIBUTED = text(
     "SELECT EXISTS (SELECT 1 FROM pg_dist_object WHERE objid = to_regprocedure(:function)::oid"
     " AND distribution_argument_index IS NOT NULL)"
