@@ -15,8 +15,14 @@ out in that migration, with the rules of one server's.
 Filling: most due roots have a host or two, spread over every group, so one group's due
 roots rarely fill a batch (with 32 groups, a thirty-second of the due roots). A claim
 goes on to the next group with what is left of its batch, each group at most once a
-claim, until the batch is full or it has been round every group. The locks it takes in
-each group (row locks with SKIP LOCKED, advisory try-locks) never wait on another claim.
+claim, until the batch is full or it has been round every group. Claims never wait on
+each other (rows with SKIP LOCKED, roots with try-locks, a group whose shards are locked
+passed over); the roots rows a claim settles can wait on a finish's rollups, and a claim
+that wraps round the ring takes groups out of shard order, the one lock order of every
+writer (crawler.db.cluster.shard_groups): a deadlock with a finish is then possible,
+broken by Postgres or Citus (deadlock detected, either way) and the claim run again
+(retry_conflicts). Stopping at the ring's end instead would leave a claim short once a
+turn, and a short claim makes the spider wait for a poll.
 
 Fairness: each process starts at its own offset in the groups (from its worker name),
 and the next claim starts at the group after the last one that gave it hosts, so every
