@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Engine, text
 from crawler.db import cluster, rollups
 from crawler.db.claims_cluster import Cluster
 from crawler.db.claims_one_server import OneServer
-from crawler.db.hostsql import names_below, under_params
+from crawler.db.hostsql import DUE, UNDER_ROOT, under_params
 from crawler.db.retry import retry_conflicts
 
 DEFAULT_LEASE = timedelta(minutes=10)
@@ -44,24 +44,7 @@ WALK_MOST_PER_ROOT = 64
 # skips a root.
 LOCK_SPACE = 1212
 
-# Routable and due, under no deny entry above the row (its own row is routable, so only
-# its parents can be one) at or under its root: a join on root, which Citus runs within a
-# shard. An entry above a root (a forced bare suffix) lives in another shard: a host
-# saved under one by a worker that had not heard of it yet is refused by the blacklist
-# middleware before download, and its row leaves routing there. {under} narrows it.
-DUE = """
-    SELECT q.hostname FROM queue q
-     WHERE q.status_reason IS NULL AND q.denied_by IS NULL
-       AND q.next_claim_at <= now() {under}
-       AND NOT EXISTS (
-           SELECT 1 FROM queue d
-            WHERE d.root = q.root
-              AND d.hostname = ANY((host_parents(q.hostname))[2:])
-              AND d.status_reason IS NOT NULL)
-     ORDER BY q.next_claim_at
-     LIMIT :n
-"""
-UNDER_ROOT = f"AND (q.hostname = :root OR ({names_below('q.hostname')}))"
+# What a bare claim would take (hostsql.DUE), for count_due and due_hosts.
 DUE_UNDER = text(DUE.format(under=UNDER_ROOT))
 DUE_ALL = text(DUE.format(under=""))
 # A root held over its budget has nothing claimable until then: not pending.

@@ -44,7 +44,7 @@ import zlib
 
 from sqlalchemy import Connection, text
 
-from crawler.db.hostsql import names_below, names_param
+from crawler.db.hostsql import UNDER_ROOT, names_param, under_an_entry
 
 # Seconds before the anchors are found again (a change of shard count shows by then).
 ANCHOR_TTL = 60.0
@@ -75,29 +75,20 @@ CLAIM_IN_SHARD = (
 # The bare claim (the DNS audit's): the roots of the n oldest due hosts and their shard
 # groups, read on every shard with no lock; then the claim within one group's roots
 # (`:group`, which routes it), group after group.
-UNDER_ROOT = f"AND (q.hostname = :root OR ({names_below('q.hostname')}))"
-DUE_ROOTS = """
+DUE_ROOTS = f"""
     SELECT q.root, get_shard_id_for_distribution_column('roots', q.root) FROM queue q
      WHERE q.status_reason IS NULL AND q.denied_by IS NULL
-       AND q.next_claim_at <= now() {under}
-       AND NOT EXISTS (
-           SELECT 1 FROM queue d
-            WHERE d.root = q.root
-              AND d.hostname = ANY((host_parents(q.hostname))[2:])
-              AND d.status_reason IS NOT NULL)
+       AND q.next_claim_at <= now() {{under}}
+       AND NOT {under_an_entry("q")}
      ORDER BY q.next_claim_at
      LIMIT :n
 """
-CLAIM_IN_GROUP = """
+CLAIM_IN_GROUP = f"""
     WITH due AS (
         SELECT q.hostname FROM queue q
          WHERE q.status_reason IS NULL AND q.denied_by IS NULL
-           AND q.next_claim_at <= now() AND q.root = ANY(:group) {under}
-           AND NOT EXISTS (
-               SELECT 1 FROM queue d
-                WHERE d.root = q.root AND d.root = ANY(:group)
-                  AND d.hostname = ANY((host_parents(q.hostname))[2:])
-                  AND d.status_reason IS NOT NULL)
+           AND q.next_claim_at <= now() AND q.root = ANY(:group) {{under}}
+           AND NOT {under_an_entry("q", scope="AND d.root = ANY(:group)")}
          ORDER BY q.next_claim_at
          LIMIT :n
            FOR UPDATE OF q SKIP LOCKED)

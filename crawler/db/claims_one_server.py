@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
-from crawler.db.hostsql import names_below, names_param
+from crawler.db.hostsql import DUE, UNDER_ROOT, names_param, under_an_entry
 
 # One page of the walk and its lock (walk_and_lock runs a page after another). `filling`:
 # of the locked roots (their room: at most their hosts and the concurrency, less their
@@ -66,7 +66,7 @@ WALK_AND_LOCK = text(
 # gets them marked (`healed`: denied_by, the nearest entry), so its walk moves on. An
 # entry above a root (a forced bare suffix) is the blacklist middleware's to refuse.
 CLAIM_FROM_ROOTS = text(
-    """
+    f"""
     WITH busy AS (
         SELECT root, count(*) AS n FROM queue
          WHERE root = ANY(:locked) AND claimed_by IS NOT NULL AND next_claim_at > now()
@@ -87,12 +87,7 @@ CLAIM_FROM_ROOTS = text(
                SELECT q.hostname, q.next_claim_at FROM queue q
                 WHERE q.root = r.root
                   AND q.status_reason IS NULL AND q.denied_by IS NULL
-                  AND q.next_claim_at <= now()
-                  AND NOT EXISTS (
-                      SELECT 1 FROM queue d
-                       WHERE d.root = q.root
-                         AND d.hostname = ANY((host_parents(q.hostname))[2:])
-                         AND d.status_reason IS NOT NULL)
+                  AND q.next_claim_at <= now() AND NOT {under_an_entry("q")}
                 ORDER BY q.next_claim_at LIMIT :concurrency
                   FOR UPDATE OF q SKIP LOCKED) p
          WHERE r.room > 0),
@@ -109,12 +104,7 @@ CLAIM_FROM_ROOTS = text(
                     SELECT c.hostname FROM queue c
                      WHERE c.root = r.root
                        AND c.status_reason IS NULL AND c.denied_by IS NULL
-                       AND c.next_claim_at <= now()
-                       AND EXISTS (
-                           SELECT 1 FROM queue d
-                            WHERE d.root = c.root
-                              AND d.hostname = ANY((host_parents(c.hostname))[2:])
-                              AND d.status_reason IS NOT NULL)
+                       AND c.next_claim_at <= now() AND {under_an_entry("c")}
                      ORDER BY c.next_claim_at LIMIT :n
                        FOR UPDATE OF c SKIP LOCKED) c
                  WHERE r.room > 0 AND r.root NOT IN (SELECT root FROM found)) AS covered
@@ -155,48 +145,16 @@ CLAIM_FROM_ROOTS = text(
 ).bindparams(*names_param("locked"))
 
 # The bare claim (no per-root limits, the DNS audit's): the oldest due rows under no deny
-# entry of their root, all of them or those of one root and below.
-CLAIM_ALL = text(
-    """
-    WITH due AS (
-        SELECT q.hostname FROM queue q
-         WHERE q.status_reason IS NULL AND q.denied_by IS NULL
-           AND q.next_claim_at <= now()
-           AND NOT EXISTS (
-               SELECT 1 FROM queue d
-                WHERE d.root = q.root
-                  AND d.hostname = ANY((host_parents(q.hostname))[2:])
-                  AND d.status_reason IS NOT NULL)
-         ORDER BY q.next_claim_at
-         LIMIT :n
-           FOR UPDATE OF q SKIP LOCKED)
+# entry of their root, all of them or (UNDER_ROOT) those of one root and below.
+BARE_CLAIM = f"""
+    WITH due AS ({DUE} FOR UPDATE OF q SKIP LOCKED)
     UPDATE queue q
        SET next_claim_at = now() + :lease, claimed_by = :worker, claimed_at = now()
       FROM due WHERE q.hostname = due.hostname
     RETURNING q.hostname
-    """
-)
-CLAIM_UNDER = text(
-    f"""
-    WITH due AS (
-        SELECT q.hostname FROM queue q
-         WHERE q.status_reason IS NULL AND q.denied_by IS NULL
-           AND q.next_claim_at <= now()
-           AND (q.hostname = :root OR ({names_below("q.hostname")}))
-           AND NOT EXISTS (
-               SELECT 1 FROM queue d
-                WHERE d.root = q.root
-                  AND d.hostname = ANY((host_parents(q.hostname))[2:])
-                  AND d.status_reason IS NOT NULL)
-         ORDER BY q.next_claim_at
-         LIMIT :n
-           FOR UPDATE OF q SKIP LOCKED)
-    UPDATE queue q
-       SET next_claim_at = now() + :lease, claimed_by = :worker, claimed_at = now()
-      FROM due WHERE q.hostname = due.hostname
-    RETURNING q.hostname
-    """
-)
+"""
+CLAIM_ALL = text(BARE_CLAIM.format(under=""))
+CLAIM_UNDER = text(BARE_CLAIM.format(under=UNDER_ROOT))
 
 
 class OneServer:
