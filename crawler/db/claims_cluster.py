@@ -6,7 +6,7 @@ crawler.db.claims picks one per database and holds what both share.
 Citus runs a statement that locks rows within one shard group, and routes it by a value
 of `root`, so a claim "in one group" needs a value that hashes into the group's shard:
 an anchor. `anchors` finds one per shard of `roots` (a made-up name, never a real root),
-and the polite claim calls `claim_in_shard` (migration 0022), a distributed function
+and the polite claim calls `claim_in_shard` (migration 0023), a distributed function
 co-located with `roots` by its anchor: Citus delegates the call to the worker holding
 the anchor's shard, whose body walks the group's due roots, locks them and claims there
 on the group's shards, as plain Postgres, in one round trip. Its statements are written

@@ -1,7 +1,7 @@
 """claim_in_shard written out: the cluster's walk, lock and claim in the function itself
 
-Revision ID: 0022
-Revises: 0021
+Revision ID: 0023
+Revises: 0022
 Create Date: 2026-12-04 13:00:00
 
 Until now the function took its three statements as text from the caller, with
@@ -29,8 +29,8 @@ from pathlib import Path
 
 from alembic import op
 
-revision: str = "0022"
-down_revision: str | None = "0021"
+revision: str = "0023"
+down_revision: str | None = "0022"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
