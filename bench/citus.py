@@ -23,12 +23,18 @@ the same code measuring them. Each crawl prints the CPU seconds each server spen
 3. Pages/s of that crawl (no counting), one server then the cluster, interleaved, best
    of 2 each, the tables emptied and the first host seeded before each round. Target:
    the cluster >= 0.7 x one server.
-4. The polite claim at 1M hosts: 4 spawned processes, 25 claims of 100 each
+4. Many roots (issue 42, item 4): MANY_ROOTS roots of HOSTS_PER_ROOT hosts each (a root
+   and its subdomains), every host seeded, ROOT_CONCURRENCY=1, so the roots due at once
+   are spread over every shard group and each gives one host at a time: a claim that
+   drew from one group returned a thirty-second of them. Pages/s, one server then the
+   cluster, interleaved, best of 2 each. Target: the cluster >= 0.7 x one server.
+5. The polite claim at 1M hosts: 4 spawned processes, 25 claims of 100 each
    (bench/_citus_claims.py), every host made due before each round (bench/claims.py's
    reset), interleaved, 3 rounds each; the lowest p95 of each. Target: the cluster's
    <= 1.5 x one server's.
 
---quick: 600 hosts crawled, 100,000 loaded, one round of each: figures, NO VERDICT.
+--quick: 600 hosts crawled, 100 roots of many, 100,000 loaded, one round of each:
+figures, NO VERDICT.
 --keep: keep the crawlers' logs (the folder is printed).
 """
 
@@ -66,6 +72,7 @@ SINGLE_SHARD_TARGET = 0.99
 BALANCE_TARGET = 1.2
 PAGES_TARGET = 0.7
 CLAIM_P95_TARGET = 1.5
+MANY_ROOTS, HOSTS_PER_ROOT = (100, 2) if QUICK else (300, 10)
 SHOWN = 12  # multi-shard statements printed, by plans
 MODES = ("one server", "cluster")
 
@@ -87,15 +94,33 @@ def crawl_world(work: Path):
     return names, web
 
 
-def crawl(engine, url, nodes, args, log: Path, names, counting=None, **env) -> dict:
-    """Tables emptied, the first host seeded, one crawler process to its end; its figures,
-    with the CPU seconds each server of the deployment spent meanwhile (and what
+def many_roots_world(work: Path):
+    """MANY_ROOTS sites of distinct domains, each with HOSTS_PER_ROOT - 1 subdomains, no
+    links: every host is a seed."""
+    from tests.fakeweb import FakeWeb, World
+
+    world = World(seed=SEED)
+    roots = [f"many{r:04}.test" for r in range(MANY_ROOTS)]
+    names = [*roots, *(f"h{i}.{r}" for r in roots for i in range(1, HOSTS_PER_ROOT))]
+    for name in names:
+        world.site(name, title=f"Page of {name}")
+    web = FakeWeb(world, workdir=work / "fakeweb-many").start()
+    print(
+        f"# world: {MANY_ROOTS} roots of {HOSTS_PER_ROOT} hosts ({len(names):,} hosts, all"
+        " seeded), no links, ROOT_CONCURRENCY=1, fakeweb on loopback (https)"
+    )
+    return names, web
+
+
+def crawl(engine, url, nodes, args, log: Path, names, counting=None, seeds=1, **env) -> dict:
+    """Tables emptied, the first `seeds` hosts seeded, one crawler process to its end; its
+    figures, with the CPU seconds each server of the deployment spent meanwhile (and what
     `counting` counted of the crawler's statements, if given)."""
     from crawler.db import queue
 
     empty_tables(engine)
-    [seeded] = queue.seed(engine, [names[0]])
-    assert seeded.status != "refused", seeded
+    seeded = queue.seed(engine, names[:seeds])
+    assert all(change.status != "refused" for change in seeded), seeded
     before = [cpu_seconds(node) for node in nodes]
     if counting:
         counting.start()
@@ -120,14 +145,31 @@ def cpu_line(r: dict) -> str:
 
 def measure_crawls(engines, urls, nodes, names, web, work: Path, cluster) -> None:
     args = scrapy_args(["crawl", "hosts"], web.scrapy_settings("https"), CLOSE_WHEN_DRAINED=1)
+    compare_crawls(engines, urls, nodes, names, args, work, "crawl")
+    measure_statements(engines["cluster"], cluster, args, names, work)
+
+
+def measure_many_roots(engines, urls, nodes, work: Path) -> None:
+    names, web = many_roots_world(work)
+    try:
+        settings = web.scrapy_settings("https")
+        args = scrapy_args(["crawl", "hosts"], settings, CLOSE_WHEN_DRAINED=1, ROOT_CONCURRENCY=1)
+        compare_crawls(engines, urls, nodes, names, args, work, "many roots", seeds=len(names))
+    finally:
+        web.stop()
+
+
+def compare_crawls(engines, urls, nodes, names, args, work: Path, what: str, seeds=1) -> None:
+    """CRAWL_ROUNDS crawls of `names` on each deployment, interleaved; the best pages/s of
+    each, and the cluster's against one server's (PAGES_TARGET)."""
     rates: dict[str, list[float]] = {mode: [] for mode in MODES}
     for i in range(CRAWL_ROUNDS):
         for mode in MODES:
-            log = work / f"{mode}-{i}.log"
-            r = crawl(engines[mode], urls[mode], nodes[mode], args, log, names)
+            log = work / f"{what.replace(' ', '-')}-{mode.replace(' ', '-')}-{i}.log"
+            r = crawl(engines[mode], urls[mode], nodes[mode], args, log, names, seeds=seeds)
             rates[mode].append(r["rate"])
             print(
-                f"# round {mode}: {r['pages']:,} pages in {r['elapsed']:.2f} s spider"
+                f"# round {what}, {mode}: {r['pages']:,} pages in {r['elapsed']:.2f} s spider"
                 f" open->close (process {r['wall']:.1f} s, crawler CPU {r['cpu']:.1f} s;"
                 f" {cpu_line(r)})"
             )
@@ -136,21 +178,20 @@ def measure_crawls(engines, urls, nodes, names, web, work: Path, cluster) -> Non
     best = {mode: max(rs) for mode, rs in rates.items()}
     ratio = best["cluster"] / best["one server"]
     print(
-        f"one server: {best['one server']:,.0f} pages/s"
+        f"{what}, one server: {best['one server']:,.0f} pages/s"
         f" [median {statistics.median(rates['one server']):,.0f}] (baseline)"
     )
     word = verdict(
         judged(ratio >= PAGES_TARGET),
-        "crawl pages/s vs one server",
+        f"{what} pages/s vs one server",
         f"x{ratio:.2f}",
         f">= x{PAGES_TARGET}",
     )
     print(
-        f"cluster: {best['cluster']:,.0f} pages/s"
+        f"{what}, cluster: {best['cluster']:,.0f} pages/s"
         f" [median {statistics.median(rates['cluster']):,.0f}]"
         f" (ratio vs one server: {ratio:.2f}, target >= {PAGES_TARGET}) {word}"
     )
-    measure_statements(engines["cluster"], cluster, args, names, work)
 
 
 def measure_statements(engine, cluster, args, names, work: Path) -> None:
@@ -253,6 +294,7 @@ def main() -> None:
         measure_crawls(engines, urls, nodes, names, web, work, cluster)
     finally:
         web.stop()
+    measure_many_roots(engines, urls, nodes, work)
 
     hosts = LOADED_ROOTS * (SUBS_PER_ROOT + 1)
     for mode in MODES:

@@ -1,31 +1,39 @@
-"""The polite claim on a Citus cluster: one shard group at a time, each claim one call
-that Citus delegates to the group's worker (docs/design.md, rule 6; docs/scaling.md).
+"""The claim on a Citus cluster (docs/design.md, rule 6; docs/scaling.md): shard group
+after shard group, each group's part one call that Citus delegates to the group's worker,
+until the batch is full. One server's claim is crawler.db.claims_one_server;
+crawler.db.claims picks one per database and holds what both share.
 
-Citus routes a statement by a value of `root`, so a claim "in one shard" needs a value
-that hashes into that shard: an anchor. `anchors` finds one per shard of `roots` (a
-made-up name, never a real root), and the claim calls `claim_in_shard` (migrations 0020
-and 0021), a distributed function co-located with `roots` by its anchor: Citus delegates
-the call to the worker holding the anchor's shard, whose body runs the walk, the lock and
-the claim there on that shard group's relations, as plain Postgres. Sent to the coordinator
-as routed statements instead, the claim (modifying CTEs) was planned as eight
-distributed subplans, a round trip each.
+Citus runs a statement that locks rows within one shard group, and routes it by a value
+of `root`, so a claim "in one group" needs a value that hashes into the group's shard:
+an anchor. `anchors` finds one per shard of `roots` (a made-up name, never a real root),
+and the polite claim calls `claim_in_shard` (migration 0023), a distributed function
+co-located with `roots` by its anchor: Citus delegates the call to the worker holding
+the anchor's shard, whose body walks the group's due roots, locks them and claims there
+on the group's shards, as plain Postgres, in one round trip. Its statements are written
+out in that migration, with the rules of one server's.
 
-The statements are written here (WALK_IN_SHARD, LOCK_IN_SHARD) and, for the claim, in
-crawler.db.claims, shared with one server: `in_shard` turns its text into the
-function's form (`{queue}` for the relation, `$1` for `:locked`...).
+Filling: most due roots have a host or two, spread over every group, so one group's due
+roots rarely fill a batch (with 32 groups, a thirty-second of the due roots). A claim
+goes on to the next group with what is left of its batch, each group at most once a
+claim, until the batch is full or it has been round every group. Claims never wait on
+each other (rows with SKIP LOCKED, roots with try-locks, a group whose shards are locked
+passed over); the roots rows a claim settles can wait on a finish's rollups, and a claim
+that wraps round the ring takes groups out of shard order, the one lock order of every
+writer (crawler.db.cluster.shard_groups): a deadlock with a finish is then possible,
+broken by Postgres or Citus (deadlock detected, either way) and the claim run again
+(retry_conflicts). Stopping at the ring's end instead would leave a claim short once a
+turn, and a short claim makes the spider wait for a poll.
 
-Fairness: each process starts at its own offset in the shard groups (from its worker
-name) and the next claim starts at the group after the one the last claim served, so
-every group is served in turn whatever is due elsewhere; a group with nothing due (or
-every due root held) costs one delegated call and the claim tries the next, at most
-every group once per call. Due order is oldest-due-first within a group, round robin
-across groups: a group's old due roots wait at most one turn of the groups.
+Fairness: each process starts at its own offset in the groups (from its worker name),
+and the next claim starts at the group after the last one that gave it hosts, so every
+group is served in turn whatever is due elsewhere. Due order is oldest due first within
+a group, round robin across groups: a group's old due roots wait at most one turn.
 
-The anchors are found once per process and database and found again after
-ANCHOR_TTL: a shard move (citus_rebalance) changes nothing for them (Citus delegates to
-wherever the shard is now), and after a change of shard count the function still works
-on the shard its anchor hashes into now; until the anchors are found again, some shards
-may be served twice a turn and others not at all.
+The anchors are found once per process and database and found again after ANCHOR_TTL: a
+shard move (citus_rebalance) changes nothing for them (Citus delegates to wherever the
+shard is now), and after a change of shard count the function still works on the shard
+its anchor hashes into now; until the anchors are found again, some shards may be served
+twice a turn and others not at all.
 """
 
 from __future__ import annotations
@@ -33,9 +41,10 @@ from __future__ import annotations
 import re
 import time
 import zlib
-from functools import cache
 
 from sqlalchemy import Connection, text
+
+from crawler.db.hostsql import UNDER_ROOT, names_param, under_an_entry
 
 # Seconds before the anchors are found again (a change of shard count shows by then).
 ANCHOR_TTL = 60.0
@@ -55,61 +64,49 @@ ANCHORS = text(
       FROM shards s ORDER BY s.shardid
     """
 )
-# Literal anchor (made up here, letters, digits and a dash): Citus delegates a call in a
-# transaction only when its distribution argument is a constant.
+ANCHOR = re.compile(r"anchor-\d+")
+# Citus delegates a call in a transaction only when its distribution argument is a
+# constant, so the anchor is a literal (one of ANCHORS', checked against ANCHOR).
 CLAIM_IN_SHARD = (
-    "SELECT kind, name FROM claim_in_shard('{anchor}', :walk_sql, :lock_sql, :claim_sql,"
-    " :n, :walk, :walk_most, :concurrency, :budget, :lock_space, :lease, :worker)"
+    "SELECT kind, name FROM claim_in_shard('{anchor}', :n, :walk, :walk_most,"
+    " :concurrency, :budget, :lock_space, :lease, :worker)"
 )
-# The function's statements: `{roots}`, `{queue}`, `{root_claims}` are the shard group's
-# relations. The walk: a page of the group's due roots, oldest due first ($1 concurrency,
-# $2 the page's roots, $3 the roots before it: the function walks on until the locked
-# roots have room for the batch, each page twice the last, as crawler.db.claims does).
-WALK_IN_SHARD = """
-    SELECT array_agg(w.root ORDER BY w.next_due_at), array_agg(w.most ORDER BY w.next_due_at)
-      FROM (SELECT r.root, least(r.hosts, $1)::int AS most, r.next_due_at FROM {roots} r
-             WHERE r.next_due_at <= now() AND (r.held_until IS NULL OR r.held_until <= now())
-             ORDER BY r.next_due_at LIMIT $2 OFFSET $3) w
+
+# The bare claim (the DNS audit's): the roots of the n oldest due hosts and their shard
+# groups, read on every shard with no lock; then the claim within one group's roots
+# (`:group`, which routes it), group after group.
+DUE_ROOTS = f"""
+    SELECT q.root, get_shard_id_for_distribution_column('roots', q.root) FROM queue q
+     WHERE q.status_reason IS NULL AND q.denied_by IS NULL
+       AND q.next_claim_at <= now() {{under}}
+       AND NOT {under_an_entry("q")}
+     ORDER BY q.next_claim_at
+     LIMIT :n
 """
-# Of the locked roots (a CTE `locked`: root, its room — at most its hosts and the
-# concurrency, less its claims running — and walk order i), the first whose room fills
-# the claim ({wanted}) with a quarter to spare, as a root may have fewer hosts due than
-# room (rows dated later): the claim's work grows with the roots it looks into. The rest
-# stay locked, unused, until it ends. Counted without the running claims, a batch among
-# roots with a claim running came back half full.
-FILLING = """filling AS (
-        SELECT root, most, i FROM (
-            SELECT root, most, i, sum(most) OVER (ORDER BY i) - most AS before
-              FROM locked) f
-         WHERE before < {wanted} + {wanted} / 4)"""
-# The lock: of the walked roots ($1, in walk order, $2 the most hosts each can give: its
-# hosts, at most the concurrency, $3), up to $5 locked, skipping roots whose running
-# claims leave no room and roots another claim holds (advisory locks in $4's space); of
-# those, FILLING's, and their room. The fences and the CASE as in
-# crawler.db.claims.WALK_AND_LOCK: a lock only on a root that is then returned.
-LOCK_IN_SHARD = f"""
-    WITH busy AS MATERIALIZED (
-        SELECT q.root, count(*) AS n FROM {{queue}} q
-         WHERE q.root = ANY($1) AND q.claimed_by IS NOT NULL AND q.next_claim_at > now()
-         GROUP BY q.root),
-    due AS MATERIALIZED (
-        SELECT c.root, c.most, c.i, coalesce(b.n, 0) AS busy
-          FROM unnest($1, $2) WITH ORDINALITY AS c(root, most, i)
-          LEFT JOIN busy b ON b.root = c.root
-         ORDER BY c.i),
-    locked AS MATERIALIZED (
-        SELECT due.root, due.most - due.busy AS most, due.i FROM due
-         WHERE CASE WHEN due.busy < due.most
-                    THEN pg_try_advisory_xact_lock($4, hashtext(due.root))
-                    ELSE false END
-         LIMIT $5),
-    {FILLING.format(wanted="$5")}
-    SELECT array_agg(root ORDER BY i), sum(most)::int FROM filling
+CLAIM_IN_GROUP = f"""
+    WITH due AS (
+        SELECT q.hostname FROM queue q
+         WHERE q.status_reason IS NULL AND q.denied_by IS NULL
+           AND q.next_claim_at <= now() AND q.root = ANY(:group) {{under}}
+           AND NOT {under_an_entry("q", scope="AND d.root = ANY(:group)")}
+         ORDER BY q.next_claim_at
+         LIMIT :n
+           FOR UPDATE OF q SKIP LOCKED)
+    UPDATE queue q
+       SET next_claim_at = now() + :lease, claimed_by = :worker, claimed_at = now()
+      FROM due WHERE q.root = ANY(:group) AND q.hostname = due.hostname
+    RETURNING q.hostname
 """
-# The claim's parameters, in the order the function passes them ($1...).
-CLAIM_PARAMETERS = ("locked", "concurrency", "budget", "n", "lease", "worker")
-_BIND = re.compile(r"(?<![:\w]):(\w+)")
-_RELATION = re.compile(r"\b(FROM|UPDATE|INTO|JOIN)\s+(queue|roots|root_claims)\b")
+# {under: the statement}: every due host, or one root's and below.
+BARE_DUE_ROOTS = {
+    under: text(DUE_ROOTS.format(under=UNDER_ROOT if under else "")) for under in (False, True)
+}
+BARE_CLAIM_IN_GROUP = {
+    under: text(CLAIM_IN_GROUP.format(under=UNDER_ROOT if under else "")).bindparams(
+        *names_param("group")
+    )
+    for under in (False, True)
+}
 
 # Per database URL: (when found, the anchors in shard order).
 _ANCHORS: dict[str, tuple[float, list[str]]] = {}
@@ -141,30 +138,61 @@ def first_group(worker: str, groups: int) -> int:
     return zlib.crc32(worker.encode()) % groups
 
 
-@cache
-def in_shard(statement: str) -> str:
-    """A claim statement's text in claim_in_shard's form: its relations as `{queue}`...,
-    its bind parameters as $1... in CLAIM_PARAMETERS' order (once per text)."""
-    positional = _BIND.sub(lambda m: f"${CLAIM_PARAMETERS.index(m[1]) + 1}", statement)
-    return _RELATION.sub(lambda m: f"{m[1]} {{{m[2]}}}", positional)
+def claim_in_shard(anchor: str):
+    """The delegated call of claim_in_shard for the group of `anchor` (one of ANCHORS')."""
+    if not ANCHOR.fullmatch(anchor):
+        raise ValueError(f"{anchor!r} is not an anchor: it would go into the SQL as it is")
+    return text(CLAIM_IN_SHARD.format(anchor=anchor))
 
 
-def claim_by_group(conn: Connection, worker: str, claim_sql: str, params: dict) -> list:
-    """The first shard group in this worker's turn that yields a claim: its rows (kind,
-    name), or none when no group had a root to claim from; the group after the one that
-    yielded is where the next claim starts."""
-    shard_anchors = anchors(conn)
-    url = conn.engine.url.render_as_string(hide_password=False)
-    key = (url, worker)
-    start = _NEXT_GROUP.get(key, first_group(worker, len(shard_anchors)))
-    statements = {"walk_sql": WALK_IN_SHARD, "lock_sql": LOCK_IN_SHARD, "claim_sql": claim_sql}
-    for step in range(len(shard_anchors)):
-        group = (start + step) % len(shard_anchors)
-        claimed = conn.execute(
-            text(CLAIM_IN_SHARD.format(anchor=shard_anchors[group])),
-            {**params, **statements, "worker": worker},
-        ).all()
-        if claimed:
-            _NEXT_GROUP[key] = group + 1
-            return claimed
-    return []
+class Cluster:
+    """The claim strategy of a Citus cluster (crawler.db.claims.ClaimStrategy)."""
+
+    def polite(self, conn: Connection, params: dict) -> list:
+        """The groups in this worker's turn, each asked for what the batch still lacks,
+        until it is full or every group was asked once: the rows (kind, name). The group
+        after the last one that gave hosts is where the next claim starts."""
+        shard_anchors = anchors(conn)
+        key = (conn.engine.url.render_as_string(hide_password=False), params["worker"])
+        start = _NEXT_GROUP.get(key, first_group(params["worker"], len(shard_anchors)))
+        rows: list = []
+        wanted = params["n"]
+        for step in range(len(shard_anchors)):
+            group = (start + step) % len(shard_anchors)
+            call = claim_in_shard(shard_anchors[group])
+            claimed = conn.execute(call, {**params, **walk_for(params, wanted)}).all()
+            rows += claimed
+            hosts = sum(kind == "host" for kind, _ in claimed)
+            if hosts:
+                _NEXT_GROUP[key] = group + 1
+            wanted -= hosts
+            if wanted <= 0:
+                break
+        return rows
+
+    def bare(self, conn: Connection, params: dict) -> list[str]:
+        """The groups of the n oldest due hosts' roots, the oldest host's first, each
+        asked for what the batch still lacks, until it is full."""
+        under = "root" in params
+        due = conn.execute(BARE_DUE_ROOTS[under], params).all()
+        taken: list[str] = []
+        for group in groups_in_due_order(due):
+            wanted = {**params, "n": params["n"] - len(taken), "group": group}
+            taken += conn.execute(BARE_CLAIM_IN_GROUP[under], wanted).scalars()
+            if len(taken) >= params["n"]:
+                break
+        return taken
+
+
+def walk_for(params: dict, wanted: int) -> dict:
+    """A group's part of the claim: `wanted` hosts, and the walk scaled to them."""
+    walk, most = params["walk_per_root"], params["walk_most_per_root"]
+    return {"n": wanted, "walk": wanted * walk, "walk_most": wanted * most}
+
+
+def groups_in_due_order(due: list) -> list[list[str]]:
+    """Due rows (root, shard) as each shard's roots, the shard of the first row first."""
+    groups: dict[int, dict[str, None]] = {}
+    for root, shard in due:
+        groups.setdefault(shard, {})[root] = None
+    return [list(roots) for roots in groups.values()]

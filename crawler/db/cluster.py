@@ -80,16 +80,22 @@ def deployment(conn: Connection) -> Deployment:
     return Deployment(version, workers, tuple(sorted(done, key=order.__getitem__)))
 
 
-# Whether the database behind a URL is a cluster: asked once per URL and process.
-_CLUSTERS: dict[str, bool] = {}
+# Per database URL: what it is, asked once per process. Every choice between the two
+# deployments' statements goes through it (Routed.on, crawler.db.claims.strategy).
+_DEPLOYMENTS: dict[str, Deployment] = {}
+
+
+def deployment_of(conn: Connection) -> Deployment:
+    """What the database behind `conn` is (asked of the database once per URL)."""
+    url = conn.engine.url.render_as_string(hide_password=False)
+    if url not in _DEPLOYMENTS:
+        _DEPLOYMENTS[url] = deployment(conn)
+    return _DEPLOYMENTS[url]
 
 
 def is_cluster(conn: Connection) -> bool:
-    """Whether `conn` is to a Citus cluster (asked of the database once per URL)."""
-    url = conn.engine.url.render_as_string(hide_password=False)
-    if url not in _CLUSTERS:
-        _CLUSTERS[url] = deployment(conn).is_cluster
-    return _CLUSTERS[url]
+    """Whether `conn` is to a Citus cluster (deployment_of)."""
+    return deployment_of(conn).is_cluster
 
 
 @dataclass(frozen=True)
@@ -109,14 +115,6 @@ def routed(sql: str, pins: Iterable[str], *binds) -> Routed:
     it is for), and for one server without them; `binds`: its typed parameters."""
     statement = text(sql).bindparams(*binds)
     return Routed(statement, unpinned(statement, pins, *binds))
-
-
-def shard_of_root(conn: Connection, column: str) -> str:
-    """SQL for the shard group of the root in `column`: Citus's shard id on a cluster, the
-    same constant for every root on one server."""
-    if is_cluster(conn):
-        return f"get_shard_id_for_distribution_column('roots', {column})"
-    return "0"
 
 
 SHARDS_OF = text(
@@ -197,11 +195,9 @@ def distribute(engine: Engine) -> Deployment:
 
 
 # Functions Citus delegates to the worker holding the shard of their distribution
-# argument (migrations 0020, 0021), co-located with `roots`. force_delegation: the claim calls
+# argument (migration 0023), co-located with `roots`. force_delegation: the claim calls
 # them inside its transaction, where Citus would otherwise run them on the coordinator.
-SHARD_FUNCTIONS = {
-    "claim_in_shard(varchar,text,text,text,int,int,int,int,int,int,interval,varchar)": "anchor"
-}
+SHARD_FUNCTIONS = {"claim_in_shard(varchar,int,int,int,int,int,int,interval,varchar)": "anchor"}
 FUNCTION_DISTRIBUTED = text(
     "SELECT EXISTS (SELECT 1 FROM pg_dist_object WHERE objid = to_regprocedure(:function)::oid"
     " AND distribution_argument_index IS NOT NULL)"

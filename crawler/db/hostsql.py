@@ -37,6 +37,35 @@ def names_below(column: str) -> str:
     return f"reverse({column}::text) >= :lo AND reverse({column}::text) < :hi"
 
 
+def under_an_entry(row: str, scope: str = "") -> str:
+    """SQL: a deny entry stands above `row` (its own row is routable, so only its parents
+    can be one) at or under its root: a join on root, which Citus runs within a shard.
+    An entry above a root (a forced bare suffix) lives in another shard: the blacklist
+    middleware refuses a host under one before download. `scope`: more filters on the
+    entry `d` (a cluster's routing pin)."""
+    return f"""EXISTS (
+               SELECT 1 FROM queue d
+                WHERE d.root = {row}.root {scope}
+                  AND d.hostname = ANY((host_parents({row}.hostname))[2:])
+                  AND d.status_reason IS NOT NULL)"""
+
+
+# SQL: `q.hostname` is :root or below it (with under_params).
+UNDER_ROOT = f"AND (q.hostname = :root OR ({names_below('q.hostname')}))"
+
+
+# Routable and due, under no deny entry, oldest first: what a claim takes. {under}
+# narrows it (UNDER_ROOT).
+DUE = f"""
+    SELECT q.hostname FROM queue q
+     WHERE q.status_reason IS NULL AND q.denied_by IS NULL
+       AND q.next_claim_at <= now() {{under}}
+       AND NOT {under_an_entry("q")}
+     ORDER BY q.next_claim_at
+     LIMIT :n
+"""
+
+
 def under_params(root: str | None) -> dict:
     """Parameters for a query narrowed to `root` and every name under it."""
     if root is None:

@@ -1,7 +1,7 @@
-"""The polite claim on a Citus cluster is one call to one shard group's worker (a
-function Citus delegates there, which walks, locks and claims in that group:
-crawler.db.claims_cluster), the groups served in turn, and a lock held in one group
-never holds up a claim in another. Skips without `make citus`."""
+"""The polite claim on a Citus cluster is one call per shard group it visits, to that
+group's worker (a function Citus delegates there, which walks, locks and claims in that
+group: crawler.db.claims_cluster), the groups served in turn, and a group whose shards
+are locked is passed over, never waited on. Skips without `make citus`."""
 
 from __future__ import annotations
 
@@ -109,7 +109,9 @@ def test_every_shard_group_is_served_in_turn_whatever_is_due_elsewhere(cluster_d
         assert set().union(*served) == set(groups)  # each group once in a turn
 
 
-def test_a_claim_never_waits_on_a_lock_held_in_another_shard_group(cluster_db, citus_cluster):
+def test_a_claim_passes_over_a_shard_group_whose_shards_are_locked(cluster_db, citus_cluster):
+    """The claim wants more than its first group has, and the next group's shard of roots
+    is locked (as a shard move locks it): it takes what the first has and goes on."""
     groups = roots_by_shard(cluster_db, 2)
     order = list(groups)
     worker = "w1"

@@ -1,5 +1,6 @@
-"""The polite claim on a Citus cluster: within one shard group, every statement routed
-to one worker, with the same rules as on one server. Skips without `make citus`."""
+"""The polite claim on a Citus cluster: shard group after shard group until the batch is
+full, each group's part on its worker, with the same rules as on one server. Skips
+without `make citus`."""
 
 from __future__ import annotations
 
@@ -37,15 +38,34 @@ def roots_of_one_shard(engine, count: int) -> list[str]:
     return roots
 
 
-def test_a_claim_on_the_cluster_takes_one_shard_group_within_the_rules(cluster_db):
+def test_a_claim_on_the_cluster_fills_its_batch_within_the_rules(cluster_db):
     names = [f"h{i}.site{r}.test" for r in range(40) for i in range(5)]
     queue.save_hosts(cluster_db, names)
     taken: list[str] = []
     while batch := claims.claim_polite(cluster_db, 16, "w1").hosts:
-        assert len(shard_of(cluster_db, {root(h) for h in batch})) == 1
-        assert max(Counter(root(h) for h in batch).values()) <= 2
+        assert len(batch) == min(16, 40 * 2 - len(taken))
         taken += batch
+        assert max(Counter(root(h) for h in taken).values()) <= 2
     assert len(taken) == len(set(taken)) == 40 * 2  # two of each root, until they finish
+
+
+def test_a_claim_fills_from_due_roots_spread_over_every_shard_group(cluster_db):
+    """300 roots with one due host each, spread over every group (about 9 a group), one
+    host a root at a time: a claim of 100 takes 100 (it goes from group to group, each
+    at most once, until its batch is full), and the next one takes the next 100."""
+    names = [f"site{r}.test" for r in range(300)]
+    queue.save_hosts(cluster_db, names)
+    with cluster_db.connect() as conn:
+        groups = conn.execute(
+            text("SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'roots'::regclass")
+        ).scalar_one()
+    assert len(shard_of(cluster_db, set(names))) == groups
+    one_at_a_time = RootLimits(concurrency=1)
+    first = claims.claim_polite(cluster_db, 100, "w1", limits=one_at_a_time).hosts
+    second = claims.claim_polite(cluster_db, 100, "w2", limits=one_at_a_time).hosts
+    assert len(first) == len(second) == 100
+    assert not set(first) & set(second)
+    assert len(shard_of(cluster_db, {root(h) for h in first})) > 1
 
 
 def test_on_the_cluster_roots_with_a_claim_running_still_fill_a_whole_batch(cluster_db):

@@ -1,52 +1,63 @@
-"""The claim's statement in claim_in_shard's form (crawler.db.claims_cluster.in_shard): the
-one text both deployments run, its relations and parameters renamed for the function."""
+"""The claim written out twice, once per deployment: one server's
+(crawler.db.claims_one_server.CLAIM_FROM_ROOTS) and the cluster's, in claim_in_shard
+(migration 0023). The two texts must state the same rules: read back in one server's
+names, the cluster's claim is one server's, word for word. And the one piece of SQL the
+cluster's claim still builds, the anchor of its call, is refused when it is no anchor."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+from pathlib import Path
 
 import pytest
 
-from crawler.db import claims, claims_cluster
+from crawler.db import claims_cluster, claims_one_server
+
+MIGRATION = Path(__file__).parents[2] / "migrations/versions/0023_claim_in_shard_written_out.py"
+# In the function: format()'s arguments for the group's shards, and the prepared
+# statement's parameters in the order it passes them.
+SHARDS = {"%1$s": "roots", "%2$s": "queue", "%3$s": "root_claims"}
+PARAMETERS = (":locked", ":concurrency", ":budget", ":n", ":lease", ":worker")
 
 
-def test_every_parameter_of_the_claim_becomes_its_place_in_the_functions_order():
-    translated = claims_cluster.in_shard(claims.CLAIM_FROM_ROOTS.text)
-    assert not re.search(r"(?<![:\w]):\w", translated)  # no named parameter left
-    places = {int(p) for p in re.findall(r"\$(\d+)", translated)}
-    assert places == set(range(1, len(claims_cluster.CLAIM_PARAMETERS) + 1))
+def function_statement(name: str) -> str:
+    spec = importlib.util.spec_from_file_location("revision_0023", MIGRATION)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found = re.search(rf"{name} := format\(\$sql\$(.*?)\$sql\$", module.CLAIM_IN_SHARD, re.S)
+    assert found, f"no {name} in claim_in_shard"
+    return found[1]
 
 
-def test_every_table_the_claim_reads_or_writes_is_named_for_the_shard():
-    translated = claims_cluster.in_shard(claims.CLAIM_FROM_ROOTS.text)
-    for table in ("queue", "roots", "root_claims"):
-        assert f"{{{table}}}" in translated
-    bare = r"\b(FROM|UPDATE|INTO|JOIN)\s+(queue|roots|root_claims)\b"
-    assert not re.search(bare, translated)
+def in_one_servers_names(statement: str) -> str:
+    for argument, table in SHARDS.items():
+        statement = statement.replace(argument, table)
+    return re.sub(r"\$(\d)", lambda m: PARAMETERS[int(m[1]) - 1], statement)
 
 
-@pytest.mark.parametrize(
-    ("statement", "expected"),
-    [
-        (
-            "SELECT root FROM queue q WHERE q.root = ANY(:locked) LIMIT :n",
-            "SELECT root FROM {queue} q WHERE q.root = ANY($1) LIMIT $4",
-        ),
-        (
-            "UPDATE roots t SET x = now() + :lease WHERE t.root = ANY(:locked)",
-            "UPDATE {roots} t SET x = now() + $5 WHERE t.root = ANY($1)",
-        ),
-        (  # a cast and an array slice are not parameters; a column named like a table stays
-            "INSERT INTO root_claims AS c SELECT (a::text)[2:], queue_id FROM x",
-            "INSERT INTO {root_claims} AS c SELECT (a::text)[2:], queue_id FROM x",
-        ),
-    ],
-    ids=["select", "update", "insert"],
-)
-def test_a_statement_in_the_functions_form(statement, expected):
-    assert claims_cluster.in_shard(statement) == expected
+def words(sql: str) -> list[str]:
+    return re.sub(r"([(),])", r" \1 ", sql).split()
 
 
-def test_a_parameter_the_function_does_not_pass_is_refused():
-    with pytest.raises(ValueError):
-        claims_cluster.in_shard("SELECT 1 FROM queue WHERE root = :nobody")
+def test_the_clusters_claim_is_one_servers_claim_on_the_groups_shards():
+    cluster_claim = in_one_servers_names(function_statement("claim_sql"))
+    assert words(cluster_claim) == words(claims_one_server.CLAIM_FROM_ROOTS.text)
+
+
+def test_the_clusters_statements_name_only_the_groups_shards():
+    for name in ("walk_sql", "lock_sql", "claim_sql"):
+        statement = function_statement(name)
+        bare = r"\b(FROM|UPDATE|INTO|JOIN)\s+(queue|roots|root_claims)\b"
+        assert not re.search(bare, statement), name
+
+
+@pytest.mark.parametrize("anchor", ["anchor-7", "anchor-123"])
+def test_an_anchor_goes_into_the_call(anchor):
+    assert f"claim_in_shard('{anchor}'," in claims_cluster.claim_in_shard(anchor).text
+
+
+@pytest.mark.parametrize("anchor", ["site.test", "anchor-1'); DROP TABLE queue; --", ""])
+def test_anything_but_an_anchor_is_refused(anchor):
+    with pytest.raises(ValueError, match="is not an anchor"):
+        claims_cluster.claim_in_shard(anchor)

@@ -68,7 +68,7 @@ def visible(hostname: ColumnElement, root: ColumnElement | None = None) -> Colum
     root, in the name's own shard, as one EXISTS Citus pushes down to it (it runs no
     LATERAL into a shard). An entry above a root (a forced bare suffix) lives in another
     shard: the hosts it took out of routing carry denied_by, as the claim's rule says
-    (crawler.db.claims.UNDER_AN_ENTRY).
+    (crawler.db.hostsql.under_an_entry).
     """
     if root is not None:
         in_root = (
