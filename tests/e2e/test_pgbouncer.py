@@ -140,6 +140,7 @@ def bouncer(database_url, tmp_path, monkeypatch):
     shutil.rmtree(workdir, ignore_errors=True)
 
 
+@pytest.mark.one_server("the PgBouncer fixture pools the one server's test database")
 def test_the_crawl_works_through_pgbouncer(db, bouncer, fakeweb_factory, crawl):
     world = World(seed=15)
     names = world.graph(80, roots=["pool-a.test", "pool-b.test"], links_per_page=4)
@@ -157,6 +158,7 @@ def test_the_crawl_works_through_pgbouncer(db, bouncer, fakeweb_factory, crawl):
     assert bouncer.transactions() - before > len(names) // 4
 
 
+@pytest.mark.one_server("the PgBouncer fixture pools the one server's test database")
 def test_the_panel_works_through_pgbouncer(db, bouncer, operators):
     from webpanel import create_app
 

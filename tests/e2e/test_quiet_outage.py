@@ -18,7 +18,7 @@ import re
 import pytest
 
 from crawler.db import queue
-from tests.e2e.conftest import wait_until
+from tests.e2e.conftest import OUTAGE_RETRIES, wait_until
 from tests.fakeweb import World
 
 HOSTS = 100_000
@@ -42,6 +42,7 @@ def outage_lasted(log: str) -> int:
 @pytest.mark.one_server(
     "the suite's time: the cluster's outages are told in a line each in test_workers_and_nodes.py"
 )
+@pytest.mark.refetches(OUTAGE_RETRIES)
 def test_an_outage_with_100000_hosts_queued_writes_a_few_lines(db, fakeweb_factory, start_crawler):
     world = World()
     world.site("canary.test")
