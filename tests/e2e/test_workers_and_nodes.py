@@ -57,6 +57,16 @@ def most_in_flight_per_root(web) -> dict[str, int]:
     return most
 
 
+def slow_graph(db, fakeweb_factory, seed: int, hosts: int, roots=ROOTS):
+    """A graph of `hosts` over `roots` answering in 50 ms (a crawl long enough to act
+    in), served and seeded from its first name: (names, web)."""
+    world = World(seed=seed, delay=0.05)
+    names = world.graph(hosts, roots=roots)
+    web = fakeweb_factory(world)
+    queue.seed(db, [names[0]])
+    return names, web
+
+
 def rows_per_worker(db) -> dict[int, int]:
     with db.connect() as conn:
         return dict(conn.execute(ROWS_PER_WORKER).all())
@@ -116,10 +126,7 @@ def test_a_crawler_killed_with_claims_loses_nothing(db, fakeweb_factory, start_c
 def test_a_coordinator_restart_mid_crawl_loses_nothing(
     db, citus_cluster, fakeweb_factory, start_crawler
 ):
-    world = World(seed=23, delay=0.05)
-    names = world.graph(100, roots=ROOTS)
-    web = fakeweb_factory(world)
-    queue.seed(db, [names[0]])
+    names, web = slow_graph(db, fakeweb_factory, 23, 100)
     settings = {**SMALL_CLAIMS, "CLAIM_LEASE": 5}
 
     workers = [start_crawler(web, **settings) for _ in range(2)]
@@ -140,10 +147,7 @@ def test_a_coordinator_restart_mid_crawl_loses_nothing(
 def test_a_worker_node_that_goes_away_is_an_outage(
     db, citus_cluster, fakeweb_factory, start_crawler
 ):
-    world = World(seed=24, delay=0.05)
-    names = world.graph(120, roots=ROOTS)
-    web = fakeweb_factory(world)
-    queue.seed(db, [names[0]])
+    names, web = slow_graph(db, fakeweb_factory, 24, 120)
     worker = start_crawler(web, **SMALL_CLAIMS)
     wait_until(lambda: crawled_pages(web) >= 20, RUN_TIMEOUT, "20 pages before the node stops")
 
@@ -170,10 +174,7 @@ def test_a_worker_added_rebalanced_then_drained_mid_crawl(
     db, citus_cluster, fakeweb_factory, start_crawler
 ):
     """docs/deployment.md's steps, each while a crawl runs."""
-    world = World(seed=25, delay=0.05)
-    names = world.graph(160, roots=[f"g{i}.test" for i in range(16)])
-    web = fakeweb_factory(world)
-    queue.seed(db, [names[0]])
+    names, web = slow_graph(db, fakeweb_factory, 25, 160, roots=[f"g{i}.test" for i in range(16)])
     worker = start_crawler(web, **SMALL_CLAIMS)
     wait_until(lambda: crawled_pages(web) >= 20, RUN_TIMEOUT, "20 pages before the new node")
 
