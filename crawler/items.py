@@ -23,8 +23,9 @@ class HostItem:
     hostnames: list[str] = field(default_factory=list)
     links_found: int = 0
     links_filtered: int = 0
-    # links_filtered by reason: no_hostname, single_label, unknown_tld, special_use, or
-    # the deny rule (no_follow, blocked); also counted in the stats hostcrawl/links/dropped/.
+    # links_filtered by reason: no_hostname, single_label, unknown_tld, special_use,
+    # private_address, or the deny rule (no_follow, blocked); also counted in the stats
+    # hostcrawl/links/dropped/.
     links_dropped: dict[str, int] = field(default_factory=dict)
     # Per hostname above, the place it was first seen in (`script src`, `certificate`...).
     found_via: dict[str, str] = field(default_factory=dict)

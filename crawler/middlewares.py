@@ -23,6 +23,7 @@ from twisted.internet.defer import Deferred
 
 from crawler.core.hostnames import normalize_or_none
 from crawler.core.outcomes import (
+    ADDRESS_REFUSED,
     DNS_NOANSWER,
     DNS_NXDOMAIN,
     DNS_TIMEOUT,
@@ -123,12 +124,12 @@ class BlacklistMiddleware:
             self.state.observe_soon(hostname, outcome)
 
 
-# Not retried in the same claim. NXDOMAIN and NOANSWER are answers, not glitches:
+# Not retried in the same claim. NXDOMAIN, NOANSWER and a refused address are answers, not glitches:
 # retrying them makes a trap cost three lookups per junk name. A DNS timeout was
 # already asked twice by the resolver. A host that accepted the connection and then
 # kept silent for the whole download timeout would hold its slot as long again: it
 # comes back through the queue later, like any failure.
-NOT_RETRIED = frozenset({DNS_NXDOMAIN, DNS_NOANSWER, DNS_TIMEOUT, HTTP_TIMEOUT})
+NOT_RETRIED = frozenset({DNS_NXDOMAIN, DNS_NOANSWER, DNS_TIMEOUT, HTTP_TIMEOUT, ADDRESS_REFUSED})
 # A robots.txt fetch that failed so says how the page request to the same host will:
 # the page request settles at once with the same failure instead of waiting again.
 CARRIED_TO_THE_PAGE = NETWORK_FAILURES | {HTTP_TIMEOUT}

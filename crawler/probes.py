@@ -71,10 +71,11 @@ async def _status_line(reader, writer, hostname: str, timeout: float) -> str:
 async def front_page(resolver, hostname: str, templates: list[str], timeout: float) -> str:
     """What asking for the host's front page now comes to, through the templates in turn.
 
-    A fresh lookup (never the cache), then each template's scheme and port
-    until one answers; the last failure otherwise.
+    A fresh lookup (never the cache), refused as the crawl refuses an address that is
+    not public (ADDRESS_REFUSED), then each template's scheme and port until one
+    answers; the last failure otherwise.
     """
-    resolution = await deferred_to_future(resolver.resolve(hostname, fresh=True))
+    resolution = resolver.public(await deferred_to_future(resolver.resolve(hostname, fresh=True)))
     if resolution.outcome != DNS_ALIVE:
         return resolution.outcome
     outcome = TCP_REFUSED

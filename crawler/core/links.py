@@ -11,12 +11,15 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from crawler.core.addresses import Network, address_refusal
 from crawler.core.denylist import DenyList
-from crawler.core.hostnames import local_suffixes, name_refusal
+from crawler.core.hostnames import allowed_private_networks, is_ip, local_suffixes, name_refusal
 from crawler.core.sources import group_of
 from crawler.core.urls import link_hostname, link_origin
 
 NO_HOSTNAME = "no_hostname"
+# An IP literal the crawl would refuse to connect to (crawler.core.addresses).
+PRIVATE_ADDRESS = "private_address"
 
 
 @dataclass
@@ -65,6 +68,7 @@ def filter_found(
     base: str | None = None,
     groups: frozenset[str] | None = None,
     local: frozenset[str] | None = None,
+    allowed: tuple[Network, ...] | None = None,
 ) -> FilteredLinks:
     """filter_links for (url, place) pairs from any source, with the page's `<base href>`.
 
@@ -72,10 +76,13 @@ def filter_found(
     against the page), else against the page. Places whose group is not in `groups`
     (None: every group) are skipped unread. A name that cannot exist (a single label,
     an unknown TLD, a special-use name; not under `local`, None: LOCAL_SUFFIXES) is
-    dropped by its reason before the deny list is asked.
+    dropped by its reason before the deny list is asked, and so is an IP literal outside
+    the public web and the `allowed` networks (None: ALLOWED_PRIVATE_NETWORKS).
     """
     if local is None:
         local = local_suffixes()
+    if allowed is None:
+        allowed = allowed_private_networks()
     if base is not None:
         page_scheme, page_host = link_origin(base, page_host, page_scheme) or (
             page_scheme,
@@ -97,7 +104,7 @@ def filter_found(
             result.dropped[NO_HOSTNAME] += 1
             continue
         if hostname not in seen:
-            refusal = name_refusal(hostname, local)
+            refusal = name_refusal(hostname, local) or _address_rule(hostname, allowed)
             if refusal is None:
                 denial = denylist.denial(hostname)
                 refusal = denial.rule if denial else None
@@ -112,3 +119,9 @@ def filter_found(
             counted.add((hostname, group))
             result.by_group[group] += 1
     return result
+
+
+def _address_rule(hostname: str, allowed: tuple[Network, ...]) -> str | None:
+    if is_ip(hostname) and address_refusal(hostname, allowed) is not None:
+        return PRIVATE_ADDRESS
+    return None

@@ -25,7 +25,14 @@ ADDRESSES = {
     # Plain HTTP answers; the https port breaks TLS (tls) or refuses (refused).
     "http_only": "127.0.0.6",
     "http_only_refused": "127.0.0.7",
+    # Not the test internet: a service inside our own network, which the crawler must
+    # never reach (ALLOWED_PRIVATE_NETWORKS lets only the addresses above through).
+    "internal": "127.0.0.9",
 }
+# ALLOWED_PRIVATE_NETWORKS for a crawl of fakeweb: its web, not its internal service.
+ALLOWED_NETWORKS = ",".join(
+    f"{address}/32" for behaviour, address in ADDRESSES.items() if behaviour != "internal"
+)
 
 # Behaviour name -> (DNS answer kind, address for kind "a").
 BEHAVIOURS = {
@@ -37,6 +44,7 @@ BEHAVIOURS = {
     "blackhole": ("a", ADDRESSES["blackhole"]),
     "http_only": ("a", ADDRESSES["http_only"]),
     "http_only_refused": ("a", ADDRESSES["http_only_refused"]),
+    "internal": ("a", ADDRESSES["internal"]),
     "nxdomain": ("nxdomain", None),
     "servfail": ("servfail", None),
     "refused_dns": ("refused", None),
