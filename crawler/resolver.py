@@ -8,6 +8,7 @@ zone's SOA minimum, so a trap costs one lookup per junk name.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import time
 from collections import OrderedDict
@@ -204,7 +205,9 @@ class OutcomeResolver:
         Every connection the crawl makes asks here (each redirect hop, robots.txt), so
         an address that is not public (ADDRESS_REFUSED) is refused here, after DNS."""
         if isIPAddress(name) or isIPv6Address(name):
-            literal = Resolution(name, DNS_ALIVE, name)
+            # Named as the crawl names it (crawler.core.hostnames), so that the failure is
+            # found again by last_failure() once Twisted has wrapped it.
+            literal = Resolution(ipaddress.ip_address(name).compressed, DNS_ALIVE, name)
             return defer.maybeDeferred(_address_or_failure, self.public(literal))
         return self.resolve(name).addCallback(self.public).addCallback(_address_or_failure)
 
