@@ -17,6 +17,7 @@ from scrapy.exceptions import (
     IgnoreRequest,
 )
 from twisted.internet import error as tx
+from twisted.web._newclient import ParseError
 
 from crawler.core.outcomes import (
     DNS_ERROR,
@@ -61,8 +62,12 @@ def classify(exc: BaseException, hostname: str) -> str:
 
 
 def _connection_failure(cause: BaseException) -> str:
-    """TLS_TIMEOUT or TLS_HANDSHAKE when the TLS layer is among the reasons, else TCP_RESET."""
+    """TLS_TIMEOUT or TLS_HANDSHAKE when the TLS layer is among the reasons, HTTP_ERROR
+    when the server answered what is no HTTP (it answered: no failure below HTTP), else
+    TCP_RESET."""
     reasons = [getattr(r, "value", r) for r in getattr(cause, "reasons", [])] or [cause]
+    if any(isinstance(r, ParseError) for r in reasons):
+        return HTTP_ERROR
     if any(isinstance(r, TLSHandshakeTimeout) for r in reasons):
         return TLS_TIMEOUT
     if any(isinstance(r, SSL.Error) for r in reasons):

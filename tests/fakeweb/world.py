@@ -346,6 +346,14 @@ class World:
         self.timing[name] = {"trickle": [chunk, every]}
         return name
 
+    def garble(self, name: str, kind: str) -> str:
+        """Host `name` answers a request with what no HTTP client can read (a kind of
+        tests/fakeweb/garbled.py: bad_status, long_line, endless_status)."""
+        name = normalize_host(name)
+        self._ensure_served(name)
+        self.timing[name] = {"garbled": kind}
+        return name
+
     def slow_dns(self, low: float, high: float) -> None:
         """Every DNS reply waits uniform(low, high) seconds (silent names stay silent)."""
         self.dns_delay = [low, high]
