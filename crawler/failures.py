@@ -16,6 +16,7 @@ from scrapy.exceptions import (
     DownloadTimeoutError,
     IgnoreRequest,
 )
+from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from twisted.internet import error as tx
 from twisted.web._newclient import ParseError
 
@@ -39,7 +40,9 @@ def classify(exc: BaseException, hostname: str) -> str:
     """The outcome type of a failed request to `hostname`."""
     cause = exc.__cause__ or exc
     if isinstance(exc, IgnoreRequest):
-        return IGNORED
+        # A body that inflates past DOWNLOAD_MAXSIZE (a decompression bomb): the host
+        # answered, too much, as a body too large to download is.
+        return HTTP_TOO_LARGE if isinstance(cause, _DecompressionMaxSizeExceeded) else IGNORED
     if isinstance(cause, DNSFailure):
         return cause.resolution.outcome
     if isinstance(exc, CannotResolveHostError | tx.DNSLookupError):

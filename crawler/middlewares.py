@@ -42,6 +42,9 @@ request_denied = object()
 # A request with this meta key set settles its host through an item, whose final
 # outcome the pipeline feeds to the trap window (so a fallback's first try does not).
 OUTCOME_BY_ITEM = "hostcrawl_outcome_by_item"
+# The URL whose failure a request failed with, when it is not the request's own (its
+# host's robots.txt, carried to the page).
+FAILED_AT = "hostcrawl_failed_at"
 
 
 def request_hostname(request: Request) -> str | None:
@@ -188,6 +191,8 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
         failure = self._unreachable.pop(robots_key(request), None)
         if failure is not None:
             self._stats.inc_value("hostcrawl/robotstxt/failure_carried")
+            # The host's record says whose failure it is: its page was never asked for.
+            request.meta[FAILED_AT] = f"{robots_key(request)}/robots.txt"
             raise failure
 
     async def robot_parser(self, request: Request):

@@ -25,6 +25,7 @@ from crawler.core.outcomes import (
     TLS_TIMEOUT,
 )
 from crawler.core.sources import group_of
+from crawler.core.urls import stored_url
 from crawler.db import queue, routing
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.retry import in_thread_until_up
@@ -106,7 +107,7 @@ class HostWritePipeline:
 
     def _crawled(self, item: HostItem) -> Crawled:
         result = CrawlResult(
-            item.outcome, item.http_status, item.final_url, item.title, item.scheme
+            item.outcome, item.http_status, stored_url(item.final_url), item.title, item.scheme
         )
         links = FilteredLinks(set(item.hostnames), item.links_found, via=item.found_via)
         links.dropped["filtered"] = item.links_filtered

@@ -261,7 +261,7 @@ class HttpProtocol(asyncio.Protocol):
         reply = (head if method == "HEAD" else head + body, size, close)
         self.pending.append(site_root(host))
         timing = self.responses.timing.get(host, {})
-        if timing.get("hang"):
+        if timing.get("hang") and timing.get("path", path) == path:
             return  # in flight until the client gives up
         if timing.get("garbled"):
             garbled.send(self.transport, timing["garbled"])

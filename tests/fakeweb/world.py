@@ -332,11 +332,12 @@ class World:
         self.timing[name] = {"delay": seconds}
         return name
 
-    def hang(self, name: str) -> str:
-        """Host `name` resolves, accepts TCP and TLS, reads the request and never answers."""
+    def hang(self, name: str, path: str | None = None) -> str:
+        """Host `name` resolves, accepts TCP and TLS, reads the request and never answers
+        (only a request for `path`, if given: a robots.txt that hangs)."""
         name = normalize_host(name)
         self._ensure_served(name)
-        self.timing[name] = {"hang": True}
+        self.timing[name] = {"hang": True} if path is None else {"hang": True, "path": path}
         return name
 
     def trickle(self, name: str, chunk: int = 64, every: float = 0.5) -> str:
