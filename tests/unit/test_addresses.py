@@ -81,3 +81,19 @@ def test_seeds_and_links_share_the_rule(monkeypatch):
     assert seed_refusal("10.1.1.1") is None
     assert seed_refusal("100.64.0.1").startswith("a shared (carrier-grade NAT) address")
     assert seed_refusal("127.0.0.9", allow_private=True) is None
+
+
+def test_the_resolver_refuses_an_internal_literal_under_the_crawls_name_for_it():
+    """Every connection asks getHostByName, IP literals included (a redirect to one)."""
+    from twisted.internet import reactor
+
+    from crawler.resolver import OutcomeResolver, last_failure
+
+    allowed = parse_networks("127.0.0.1/32")
+    resolver = OutcomeResolver(reactor, [("127.0.0.1", 53)], allowed=allowed)
+    refused, answered = [], []
+    resolver.getHostByName("::ffff:127.0.0.9").addErrback(refused.append)
+    resolver.getHostByName("127.0.0.1").addCallback(answered.append)
+    assert refused[0].value.resolution.outcome == "ADDRESS_REFUSED"
+    assert last_failure("::ffff:7f00:9") == "ADDRESS_REFUSED"
+    assert answered == ["127.0.0.1"]
