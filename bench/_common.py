@@ -19,6 +19,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+# fakeweb's web lives on loopback (tests/fakeweb/world.py ADDRESSES), which the crawler
+# refuses to connect to unless told: every bench's crawler, audit and seeds inherit it.
+os.environ.setdefault("ALLOWED_PRIVATE_NETWORKS", "127.0.0.0/29")
+
 
 def words(text: str) -> list[str]:
     """Whitespace-separated words as a list (keeps long word lists compact)."""

@@ -25,6 +25,7 @@ asyncioreactor.install()
 
 from _common import machine_line, start_database, verdict  # noqa: E402
 
+from crawler.core.hostnames import allowed_private_networks  # noqa: E402
 from crawler.db import deny_entries, windows  # noqa: E402
 from crawler.db.engine import PROJECT_ROOT, get_engine  # noqa: E402
 from crawler.resolver import OutcomeResolver, parse_nameservers  # noqa: E402
@@ -49,7 +50,10 @@ def world() -> World:
 async def measure(engine, web: FakeWeb) -> dict[str, list[float]]:
     from twisted.internet import reactor
 
-    resolver = OutcomeResolver(reactor, parse_nameservers(web.nameservers), timeout=2)
+    servers = parse_nameservers(web.nameservers)
+    # fakeweb's loopback web, let through as a crawl lets it (ALLOWED_PRIVATE_NETWORKS).
+    allowed = allowed_private_networks()
+    resolver = OutcomeResolver(reactor, servers, timeout=2, allowed=allowed)
     # keep_healthy=0: every self-check asks its canaries, as the first one after a while.
     world_check = WorldCheck(
         engine, lambda: resolver, [web.url_template()], ["a.test", "b.test", "c.test"],

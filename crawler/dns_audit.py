@@ -169,7 +169,8 @@ class Audit:
 
     async def check(self, hostname: str) -> str:
         """The host's DNS (and, optionally, TLS) outcome."""
-        resolution = await deferred_to_future(self.resolver.resolve(hostname))
+        # Judged as the crawl judges it: an address that is not public is ADDRESS_REFUSED.
+        resolution = self.resolver.public(await deferred_to_future(self.resolver.resolve(hostname)))
         outcome = resolution.outcome
         if outcome == DNS_ALIVE and self.options.tls:
             o = self.options

@@ -7,6 +7,10 @@ take longer. Here the TCP connect and the TLS handshake are each bounded by
 CONNECT_TIMEOUT (a TCP_TIMEOUT or a TLS_TIMEOUT); DOWNLOAD_TIMEOUT still
 bounds the whole download, a trickling body included (an HTTP_TIMEOUT).
 
+An answer that is no HTTP (a malformed status line, a line past 16 KB) fails at once
+with a ParseError (HTTP_ERROR) and its connection is aborted; a status line or header
+that never ends is bounded by DOWNLOAD_TIMEOUT like a trickling body.
+
 An idle connection is closed after IDLE_CONNECTION_TIMEOUT, not Twisted's 240 s:
 a host gets robots.txt and its front page, then nothing for days, and each idle
 TLS connection kept a socket and about 60 kB (10,000 hosts crawled in two
@@ -25,6 +29,7 @@ from scrapy.utils._download_handlers import wrap_twisted_exceptions
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.interfaces import IHandshakeListener, ISSLTransport
 from twisted.python.failure import Failure
+from twisted.web._newclient import ParseError
 from zope.interface import implementer
 
 from crawler.headerbound import HeaderBoundProtocol
@@ -44,6 +49,18 @@ class HandshakeBoundProtocol(HeaderBoundProtocol):
     """
 
     handshake_timeout = 5.0
+
+    def request(self, request):
+        finished = super().request(request)
+        if self._parser is not None:
+            self._parser.lineLengthExceeded = _line_too_long
+        return finished
+
+    def _giveUp(self, reason: Failure) -> None:  # noqa: N802 (Twisted's name)
+        # An answer we cannot read: drop the connection now. loseConnection() waits for
+        # the server's TLS close_notify, which a hostile server never sends.
+        self.transport.abortConnection()
+        self._disconnectParser(reason)
 
     def connectionMade(self) -> None:  # noqa: N802 (Twisted API)
         super().connectionMade()
@@ -75,6 +92,13 @@ class HandshakeBoundProtocol(HeaderBoundProtocol):
             seconds = self.handshake_timeout
             reason = Failure(TLSHandshakeTimeout(f"TLS handshake took longer than {seconds} s"))
         super().connectionLost(reason)
+
+
+def _line_too_long(line: bytes) -> None:
+    """A status or header line past Twisted's limit (16 KB) is a broken answer, at once:
+    Twisted's own way (loseConnection) waited out the whole download timeout over TLS,
+    then said HTTP_TIMEOUT of a server that had answered."""
+    raise ParseError("status or header line too long", line[:80])
 
 
 class HandshakeBoundFactory(_LenientHTTP11ClientFactory):

@@ -16,7 +16,9 @@ from scrapy.exceptions import (
     DownloadTimeoutError,
     IgnoreRequest,
 )
+from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from twisted.internet import error as tx
+from twisted.web._newclient import ParseError
 
 from crawler.core.outcomes import (
     DNS_ERROR,
@@ -39,7 +41,9 @@ def classify(exc: BaseException, hostname: str) -> str:
     """The outcome type of a failed request to `hostname`."""
     cause = exc.__cause__ or exc
     if isinstance(exc, IgnoreRequest):
-        return IGNORED
+        # A body that inflates past DOWNLOAD_MAXSIZE (a decompression bomb): the host
+        # answered, too much, as a body too large to download is.
+        return HTTP_TOO_LARGE if isinstance(cause, _DecompressionMaxSizeExceeded) else IGNORED
     if isinstance(cause, DNSFailure):
         return cause.resolution.outcome
     if isinstance(exc, CannotResolveHostError | tx.DNSLookupError):
@@ -63,10 +67,13 @@ def classify(exc: BaseException, hostname: str) -> str:
 
 def _connection_failure(cause: BaseException) -> str:
     """TLS_TIMEOUT or TLS_HANDSHAKE when the TLS layer is among the reasons, HTTP_TOO_LARGE
-    for a head past MAX_HEADER_BYTES, else TCP_RESET."""
+    for a head past MAX_HEADER_BYTES, HTTP_ERROR when the server answered what is no HTTP
+    (it answered: no failure below HTTP), else TCP_RESET."""
     reasons = [getattr(r, "value", r) for r in getattr(cause, "reasons", [])] or [cause]
     if any(isinstance(r, HeadersTooLarge) for r in reasons):
         return HTTP_TOO_LARGE
+    if any(isinstance(r, ParseError) for r in reasons):
+        return HTTP_ERROR
     if any(isinstance(r, TLSHandshakeTimeout) for r in reasons):
         return TLS_TIMEOUT
     if any(isinstance(r, SSL.Error) for r in reasons):

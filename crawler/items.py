@@ -24,7 +24,7 @@ class HostItem:
     links_found: int = 0
     links_filtered: int = 0
     # links_filtered by reason: no_hostname, single_label, unknown_tld, special_use,
-    # over_cap, or the deny rule (no_follow, blocked); also counted in the stats
+    # over_cap, private_address, or the deny rule (no_follow, blocked); also counted in the stats
     # hostcrawl/links/dropped/.
     links_dropped: dict[str, int] = field(default_factory=dict)
     # Why reading the fetch stopped before its end (crawler.core.budget), or None. Links

@@ -23,6 +23,7 @@ from twisted.internet.defer import Deferred
 
 from crawler.core.hostnames import normalize_or_none
 from crawler.core.outcomes import (
+    ADDRESS_REFUSED,
     DNS_NOANSWER,
     DNS_NXDOMAIN,
     DNS_TIMEOUT,
@@ -41,6 +42,9 @@ request_denied = object()
 # A request with this meta key set settles its host through an item, whose final
 # outcome the pipeline feeds to the trap window (so a fallback's first try does not).
 OUTCOME_BY_ITEM = "hostcrawl_outcome_by_item"
+# The URL whose failure a request failed with, when it is not the request's own (its
+# host's robots.txt, carried to the page).
+FAILED_AT = "hostcrawl_failed_at"
 
 
 def request_hostname(request: Request) -> str | None:
@@ -123,12 +127,12 @@ class BlacklistMiddleware:
             self.state.observe_soon(hostname, outcome)
 
 
-# Not retried in the same claim. NXDOMAIN and NOANSWER are answers, not glitches:
+# Not retried in the same claim. NXDOMAIN, NOANSWER and a refused address are answers, not glitches:
 # retrying them makes a trap cost three lookups per junk name. A DNS timeout was
 # already asked twice by the resolver. A host that accepted the connection and then
 # kept silent for the whole download timeout would hold its slot as long again: it
 # comes back through the queue later, like any failure.
-NOT_RETRIED = frozenset({DNS_NXDOMAIN, DNS_NOANSWER, DNS_TIMEOUT, HTTP_TIMEOUT})
+NOT_RETRIED = frozenset({DNS_NXDOMAIN, DNS_NOANSWER, DNS_TIMEOUT, HTTP_TIMEOUT, ADDRESS_REFUSED})
 # A robots.txt fetch that failed so says how the page request to the same host will:
 # the page request settles at once with the same failure instead of waiting again.
 CARRIED_TO_THE_PAGE = NETWORK_FAILURES | {HTTP_TIMEOUT}
@@ -187,6 +191,8 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
         failure = self._unreachable.pop(robots_key(request), None)
         if failure is not None:
             self._stats.inc_value("hostcrawl/robotstxt/failure_carried")
+            # The host's record says whose failure it is: its page was never asked for.
+            request.meta[FAILED_AT] = f"{robots_key(request)}/robots.txt"
             raise failure
 
     async def robot_parser(self, request: Request):

@@ -29,6 +29,7 @@ from crawler.core.outcomes import (
     TLS_TIMEOUT,
 )
 from crawler.core.sources import group_of
+from crawler.core.urls import stored_url
 from crawler.db import floods, queue, routing
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.retry import in_thread_until_up
@@ -135,7 +136,7 @@ class HostWritePipeline:
         result = CrawlResult(
             item.outcome,
             item.http_status,
-            item.final_url,
+            stored_url(item.final_url),
             item.title,
             item.scheme,
             item.links_dropped.get(OVER_CAP, 0),

@@ -85,10 +85,11 @@ async def front_page(
 ) -> str:
     """What asking for the host's front page now comes to, through the templates in turn.
 
-    A fresh lookup (never the cache), then each template's scheme and port
-    until one answers; the last failure otherwise.
+    A fresh lookup (never the cache), refused as the crawl refuses an address that is
+    not public (ADDRESS_REFUSED), then each template's scheme and port until one
+    answers; the last failure otherwise.
     """
-    resolution = await deferred_to_future(resolver.resolve(hostname, fresh=True))
+    resolution = resolver.public(await deferred_to_future(resolver.resolve(hostname, fresh=True)))
     if resolution.outcome != DNS_ALIVE:
         return resolution.outcome
     outcome = TCP_REFUSED

@@ -8,10 +8,12 @@ zone's SOA minimum, so a trap costs one lookup per junk name.
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from twisted.internet import defer
 from twisted.internet.abstract import isIPAddress, isIPv6Address
@@ -21,14 +23,19 @@ from twisted.names import client, dns
 from twisted.names import error as dns_error
 from zope.interface import implementer
 
+from crawler.core.addresses import Network, address_refusal, parse_networks
 from crawler.core.outcomes import (
+    ADDRESS_REFUSED,
     DNS_ALIVE,
+    DNS_ERROR,
     DNS_NOANSWER,
     DNS_NXDOMAIN,
     DNS_REFUSED,
     DNS_SERVFAIL,
     DNS_TIMEOUT,
 )
+
+log = logging.getLogger(__name__)
 
 MAX_CNAME_HOPS = 8
 NEGATIVE_TTL_CAP = 3600
@@ -160,8 +167,11 @@ class OutcomeResolver:
         nameservers: list[tuple[str, int]] | None = None,
         timeout: float = 5.0,
         cache_size: int = 100_000,
+        allowed: tuple[Network, ...] = (),
     ) -> None:
         self.reactor = reactor
+        # Private networks the crawl may connect to (ALLOWED_PRIVATE_NETWORKS).
+        self.allowed = allowed
         self.nameservers = nameservers or []
         self.timeout = timeout
         self.attempts = (timeout, timeout)
@@ -182,6 +192,7 @@ class OutcomeResolver:
             parse_nameservers(settings.get("DNS_NAMESERVERS")),
             settings.getfloat("DNS_TIMEOUT"),
             settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0,
+            parse_networks(settings.get("ALLOWED_PRIVATE_NETWORKS") or ""),
         )
 
     def cached(self) -> int:
@@ -189,17 +200,32 @@ class OutcomeResolver:
         return len(self._cache)
 
     def same_as(self, other: OutcomeResolver) -> bool:
-        """Asks the same servers with the same timeout."""
-        return (self.nameservers, self.timeout) == (other.nameservers, other.timeout)
+        """Asks the same servers with the same timeout, and lets the same networks through."""
+        mine = (self.nameservers, self.timeout, self.allowed)
+        return mine == (other.nameservers, other.timeout, other.allowed)
 
     def install_on_reactor(self) -> None:
         self.reactor.installResolver(self)
 
     def getHostByName(self, name: str, timeout=()) -> defer.Deferred:  # noqa: N802 (Twisted API)
-        """IResolverSimple: an address, or a DNSFailure carrying the kind."""
+        """IResolverSimple: a public address, or a DNSFailure carrying the kind.
+
+        Every connection the crawl makes asks here (each redirect hop, robots.txt), so
+        an address that is not public (ADDRESS_REFUSED) is refused here, after DNS."""
         if isIPAddress(name) or isIPv6Address(name):
-            return defer.succeed(name)
-        return self.resolve(name).addCallback(_address_or_failure)
+            # Named as the crawl names it (crawler.core.hostnames), so that the failure is
+            # found again by last_failure() once Twisted has wrapped it.
+            literal = Resolution(ipaddress.ip_address(name).compressed, DNS_ALIVE, name)
+            return defer.maybeDeferred(_address_or_failure, self.public(literal))
+        return self.resolve(name).addCallback(self.public).addCallback(_address_or_failure)
+
+    def public(self, resolution: Resolution) -> Resolution:
+        """`resolution`, or ADDRESS_REFUSED when its address is not a public one."""
+        if resolution.address is None or not address_refusal(resolution.address, self.allowed):
+            return resolution
+        refused = replace(resolution, outcome=ADDRESS_REFUSED, address=None)
+        _remember(refused)
+        return refused
 
     def resolve(self, name: str, fresh: bool = False) -> defer.Deferred:
         """Deferred[Resolution]; never fails. `fresh` asks the server, not the cache."""
@@ -210,7 +236,14 @@ class OutcomeResolver:
         return defer.Deferred.fromCoroutine(self._resolve(name))
 
     async def _resolve(self, name: str) -> Resolution:
-        resolution = await self._lookup(name, name, MAX_CNAME_HOPS)
+        try:
+            resolution = await self._lookup(name, name, MAX_CNAME_HOPS)
+        except (UnicodeError, ValueError) as exc:
+            # An answer twisted.names cannot read (a CNAME label of bytes that are no
+            # ASCII): the name leads nowhere we can go, and one hostile zone must not
+            # print a traceback a lookup.
+            log.debug("DNS answer for %s unreadable: %s", name, exc)
+            resolution = Resolution(name, DNS_ERROR)
         self._cache.put(resolution)
         _remember(resolution)
         _remember_chain(resolution)

@@ -11,12 +11,16 @@ from sqlalchemy import create_engine, text
 
 from crawler.db import rollups
 from crawler.db.models import Base
+from tests.fakeweb.world import ALLOWED_NETWORKS
 
 pytest_plugins = ["tests.fakeweb.fixtures", "tests.citus_fixtures"]
 
 # The tests' names are under .test, which the crawler saves only as a local suffix: set
 # for this process (the core reads os.environ when asked) and every crawler it starts.
 os.environ["LOCAL_SUFFIXES"] = "test"
+# fakeweb serves on loopback addresses, which the crawler refuses unless told: its web's
+# are let through, its internal service's (127.0.0.9) is not.
+os.environ["ALLOWED_PRIVATE_NETWORKS"] = ALLOWED_NETWORKS
 
 # Every table of the schema: a test starts from nothing, whatever the last one left.
 TABLES = ", ".join(table.name for table in Base.metadata.sorted_tables)

@@ -142,6 +142,15 @@ CRAWL_SETTINGS: tuple[Setting, ...] = (
         " names are taken though the Public Suffix List does not know them",
         readers=(CRAWL, PANEL, CLI),
     ),
+    # --- the public-address rule (crawler/core/addresses.py) ---
+    Setting(
+        "ALLOWED_PRIVATE_NETWORKS",
+        "",
+        str,
+        "comma list of CIDRs of a private or test network (127.0.0.1/32) the crawl may"
+        " connect to and save; every other non-public address is refused (ADDRESS_REFUSED)",
+        readers=(CRAWL, PANEL, CLI),
+    ),
     Setting(
         "CLOSE_WHEN_DRAINED",
         False,

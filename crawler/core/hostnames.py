@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import can_ada
 import idna
 
+from crawler.core.addresses import Network, address_refusal, parse_networks
 from crawler.core.config import SettingError, from_environment
 
 # Re-exported: most callers take a name and its root from this one door.
@@ -235,17 +236,6 @@ def normalize_entry(value: str, *, force: bool = False) -> str:
     return hostname
 
 
-# The kinds of IP literal that are no host on the public web, most telling first.
-_PRIVATE_KINDS = (
-    ("is_unspecified", "an unspecified address"),
-    ("is_loopback", "a loopback address"),
-    ("is_link_local", "a link-local address"),
-    ("is_multicast", "a multicast address"),
-    ("is_reserved", "a reserved address"),
-    ("is_private", "a private address"),
-)
-
-
 def seed_refusal(
     hostname: str,
     *,
@@ -265,7 +255,7 @@ def seed_refusal(
             return None
         return "localhost: this machine, not a host on the web (allow private hosts to seed it)"
     if is_ip(hostname):
-        kind = None if allow_private else _private_kind(ipaddress.ip_address(hostname))
+        kind = None if allow_private else address_refusal(hostname, allowed_private_networks())
         return f"{kind}, not a host on the web (allow private hosts to seed it)" if kind else None
     if not force and is_public_suffix(hostname):
         if "." not in hostname and not public_suffix(hostname):
@@ -275,17 +265,6 @@ def seed_refusal(
         return "a bare public suffix: no site of its own to crawl (force to seed it)"
     if (words := entry_name_refusal(hostname, local)) is not None:
         return f"{words}: no host on the web has such a name"
-    return None
-
-
-def _private_kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """What kind of non-public address this is (an IPv4-mapped one as its IPv4), or None."""
-    address = getattr(address, "ipv4_mapped", None) or address
-    for attribute, kind in _PRIVATE_KINDS:
-        if getattr(address, attribute):
-            return kind
-    if not address.is_global:
-        return "an address that is not globally reachable"
     return None
 
 
@@ -324,6 +303,13 @@ def _local_suffixes(value: str) -> frozenset[str]:
             except HostnameError as exc:
                 raise SettingError(f"LOCAL_SUFFIXES={value!r}: {exc}") from None
     return frozenset(names)
+
+
+def allowed_private_networks(value: str | None = None) -> tuple[Network, ...]:
+    """ALLOWED_PRIVATE_NETWORKS as networks; None: this process's."""
+    if value is None:
+        value = from_environment("ALLOWED_PRIVATE_NETWORKS", _environ)
+    return parse_networks(value)
 
 
 def name_refusal(hostname: str, local: frozenset[str] | None = None) -> str | None:

@@ -11,9 +11,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from crawler.core.addresses import Network, address_refusal
 from crawler.core.budget import ExtractBudget
 from crawler.core.denylist import DenyList
-from crawler.core.hostnames import local_suffixes, name_refusal
+from crawler.core.hostnames import allowed_private_networks, is_ip, local_suffixes, name_refusal
 from crawler.core.namecaps import OVER_CAP, NameCaps
 from crawler.core.sources import group_of
 from crawler.core.urls import link_hostname, link_origin
@@ -23,6 +24,8 @@ NO_HOSTNAME = "no_hostname"
 # it comes, so a page of a million distinct names holds no million-entry cache.
 REMEMBERED_NAMES = 20_000
 _UNSEEN = object()
+# An IP literal the crawl would refuse to connect to (crawler.core.addresses).
+PRIVATE_ADDRESS = "private_address"
 
 
 @dataclass
@@ -73,6 +76,7 @@ def filter_found(
     local: frozenset[str] | None = None,
     caps: NameCaps | None = None,
     budget: ExtractBudget | None = None,
+    allowed: tuple[Network, ...] | None = None,
 ) -> FilteredLinks:
     """filter_links for (url, place) pairs from any source, with the page's `<base href>`.
 
@@ -80,11 +84,15 @@ def filter_found(
     against the page), else against the page. Places whose group is not in `groups`
     (None: every group) are skipped unread. A name that cannot exist (a single label,
     an unknown TLD, a special-use name; not under `local`, None: LOCAL_SUFFIXES) is
-    dropped by its reason before the deny list is asked. A name over `caps` is dropped
-    as OVER_CAP; reading stops once `budget` is spent (it says so in `budget.stopped`).
+    dropped by its reason before the deny list is asked, and so is an IP literal outside
+    the public web and the `allowed` networks (None: ALLOWED_PRIVATE_NETWORKS). A name
+    over `caps` is dropped as OVER_CAP; reading stops once `budget` is spent (it says so
+    in `budget.stopped`).
     """
     if local is None:
         local = local_suffixes()
+    if allowed is None:
+        allowed = allowed_private_networks()
     if base is not None:
         page_scheme, page_host = link_origin(base, page_host, page_scheme) or (
             page_scheme,
@@ -109,7 +117,7 @@ def filter_found(
             continue
         rule = seen.get(hostname, _UNSEEN)
         if rule is _UNSEEN:
-            rule = _refusal(hostname, local, denylist)
+            rule = _refusal(hostname, local, denylist, allowed)
             if len(seen) < REMEMBERED_NAMES:
                 seen[hostname] = rule
         if rule is None and caps is not None and not caps.admits(hostname):
@@ -125,10 +133,19 @@ def filter_found(
     return result
 
 
-def _refusal(hostname: str, local: frozenset[str], denylist: DenyList) -> str | None:
-    """The rule that drops a name: one that cannot exist, then the deny list; or None."""
-    refusal = name_refusal(hostname, local)
+def _refusal(
+    hostname: str, local: frozenset[str], denylist: DenyList, allowed: tuple[Network, ...]
+) -> str | None:
+    """The rule that drops a name: one that cannot exist, an address off the public web,
+    then the deny list; or None."""
+    refusal = name_refusal(hostname, local) or _address_rule(hostname, allowed)
     if refusal is None:
         denial = denylist.denial(hostname)
         refusal = denial.rule if denial else None
     return refusal
+
+
+def _address_rule(hostname: str, allowed: tuple[Network, ...]) -> str | None:
+    if is_ip(hostname) and address_refusal(hostname, allowed) is not None:
+        return PRIVATE_ADDRESS
+    return None

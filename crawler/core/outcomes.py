@@ -26,6 +26,8 @@ HTTP_TOO_LARGE = "HTTP_TOO_LARGE"
 HTTP_UNFINISHED = "HTTP_UNFINISHED"
 DNS_ERROR = "DNS_ERROR"
 IGNORED = "IGNORED"
+# The name resolved (or a URL named) an address that is not public (crawler.core.addresses).
+ADDRESS_REFUSED = "ADDRESS_REFUSED"
 
 # Failures below HTTP: the host name leads nowhere. Only these count towards a trap.
 NETWORK_FAILURES = frozenset(
@@ -41,6 +43,9 @@ NETWORK_FAILURES = frozenset(
         TCP_RESET,
         TLS_HANDSHAKE,
         TLS_TIMEOUT,
+        # Decided by the name's DNS data, as NXDOMAIN is: a root whose every name points
+        # inside (a wildcard to 127.0.0.1) leads nowhere on the web, a trap like any other.
+        ADDRESS_REFUSED,
     }
 )
 ALIVE = frozenset({OK, DNS_ALIVE})

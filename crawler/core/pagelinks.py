@@ -75,7 +75,8 @@ _TITLE = etree.XPath("normalize-space(//title)")
 
 def parse_document(text: str):
     """The lxml root element of an HTML page's text, or None where nothing parses."""
-    body = text.strip().replace("\x00", "").encode("utf8")
+    # A NUL is what HTML parsing makes it (U+FFFD), not dropped: `a\0b` names no `ab`.
+    body = text.strip().strip("\x00").replace("\x00", "\ufffd").encode("utf8")
     if not body:
         return None
     try:

@@ -16,6 +16,9 @@ import can_ada
 
 from crawler.core.hostnames import HostnameError, normalize_parsed_host
 
+# The longest final URL kept of a host, as its title is cut: a redirect to a 1 MB URL
+# must not store 1 MB (browsers and servers give up on URLs long before this).
+MAX_STORED_URL = 2048
 _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
 _WEB_SCHEMES = frozenset({"http", "https"})
 _WEB_PROTOCOLS = frozenset({"http:", "https:"})
@@ -118,3 +121,8 @@ def _link_host(host: str) -> str | None:
         return normalize_parsed_host(host)
     except HostnameError:
         return None
+
+
+def stored_url(url: str | None) -> str | None:
+    """A host's final URL as it is stored: cut at MAX_STORED_URL characters."""
+    return url[:MAX_STORED_URL] if url else url

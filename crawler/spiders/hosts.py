@@ -46,7 +46,7 @@ from crawler.db.retry import in_thread_until_up
 from crawler.discovery import LimitSettings, discover
 from crawler.failures import classify
 from crawler.items import HostItem
-from crawler.middlewares import OUTCOME_BY_ITEM, request_denied, request_hostname
+from crawler.middlewares import FAILED_AT, OUTCOME_BY_ITEM, request_denied, request_hostname
 from crawler.state import CrawlState
 
 # Stats: links a page offered that were not saved, by reason (crawler.core.links).
@@ -299,7 +299,7 @@ class HostsSpider(scrapy.Spider):
             self.crawler.stats.inc_value("hostcrawl/fallback/tried")
             yield self.host_request(hostname, fallback=True)
             return
-        yield HostItem(hostname, outcome, final_url=request.url)
+        yield HostItem(hostname, outcome, final_url=request.meta.get(FAILED_AT, request.url))
 
     def _falls_back(self, request: scrapy.Request, outcome: str) -> bool:
         """Try plain HTTP once when https failed below HTTP at the host itself."""

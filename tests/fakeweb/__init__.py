@@ -11,10 +11,11 @@ Pytest fixtures live in :mod:`tests.fakeweb.fixtures`.
 """
 
 from .handle import FakeWeb, FakeWebError
-from .world import ADDRESSES, BEHAVIOURS, World, link_host, normalize_host
+from .world import ADDRESSES, ALLOWED_NETWORKS, BEHAVIOURS, World, link_host, normalize_host
 
 __all__ = [
     "ADDRESSES",
+    "ALLOWED_NETWORKS",
     "BEHAVIOURS",
     "FakeWeb",
     "FakeWebError",

@@ -49,7 +49,7 @@ from crawler.db import deny_entries, queue
 
 from .handle import PROJECT_ROOT, FakeWeb
 from .slow import slow_web
-from .world import World, link_host
+from .world import ALLOWED_NETWORKS, World, link_host
 
 ROOTS = ["alpha.test", "beta.test", "gamma.test"]
 SITES = 60
@@ -300,6 +300,7 @@ def main() -> int:
     workdir = demo_dir()
     os.environ["DATABASE_URL"] = url = demo_database_url()  # the crawler and the panel's
     os.environ["LOCAL_SUFFIXES"] = "test"  # fakeweb's names: seeds, crawl and panel take them
+    os.environ["ALLOWED_PRIVATE_NETWORKS"] = ALLOWED_NETWORKS  # fakeweb's loopback addresses
     upgrade_to_head()
     engine = get_engine(url)
     print("hostcrawl demo")

@@ -12,6 +12,7 @@ from collections import Counter
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
+from . import garbled
 from .eventlog import EventLog
 from .world import World, normalize_host
 
@@ -269,8 +270,11 @@ class HttpProtocol(asyncio.Protocol):
         reply = (head if method == "HEAD" else head + body, size, close)
         self.pending.append(site_root(host))
         timing = self.responses.timing.get(host, {})
-        if timing.get("hang"):
+        if timing.get("hang") and timing.get("path", path) == path:
             return  # in flight until the client gives up
+        if timing.get("garbled"):
+            garbled.send(self.transport, timing["garbled"])
+            return
         delay = self.responses.delay + timing.get("delay", 0)
         trickle = timing.get("trickle") if method != "HEAD" else None
         if trickle:

@@ -228,7 +228,9 @@ class FakeWebServer:
         """Serve pages on the ok socket and a misbehaviour on each other one."""
         context = tls if scheme == "https" else None
         log = self.http_log
-        serving = ["ok"] if scheme == "https" else ["ok", "http_only", "http_only_refused"]
+        serving = ["ok", "internal"]
+        if scheme == "http":
+            serving += ["http_only", "http_only_refused"]
         for behaviour in serving:
             await loop.create_server(
                 lambda: HttpProtocol(responses, scheme, log),

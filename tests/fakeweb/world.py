@@ -25,7 +25,14 @@ ADDRESSES = {
     # Plain HTTP answers; the https port breaks TLS (tls) or refuses (refused).
     "http_only": "127.0.0.6",
     "http_only_refused": "127.0.0.7",
+    # Not the test internet: a service inside our own network, which the crawler must
+    # never reach (ALLOWED_PRIVATE_NETWORKS lets only the addresses above through).
+    "internal": "127.0.0.9",
 }
+# ALLOWED_PRIVATE_NETWORKS for a crawl of fakeweb: its web, not its internal service.
+ALLOWED_NETWORKS = ",".join(
+    f"{address}/32" for behaviour, address in ADDRESSES.items() if behaviour != "internal"
+)
 
 # Behaviour name -> (DNS answer kind, address for kind "a").
 BEHAVIOURS = {
@@ -37,6 +44,7 @@ BEHAVIOURS = {
     "blackhole": ("a", ADDRESSES["blackhole"]),
     "http_only": ("a", ADDRESSES["http_only"]),
     "http_only_refused": ("a", ADDRESSES["http_only_refused"]),
+    "internal": ("a", ADDRESSES["internal"]),
     "nxdomain": ("nxdomain", None),
     "servfail": ("servfail", None),
     "refused_dns": ("refused", None),
@@ -325,11 +333,12 @@ class World:
         self.timing[name] = {"delay": seconds}
         return name
 
-    def hang(self, name: str) -> str:
-        """Host `name` resolves, accepts TCP and TLS, reads the request and never answers."""
+    def hang(self, name: str, path: str | None = None) -> str:
+        """Host `name` resolves, accepts TCP and TLS, reads the request and never answers
+        (only a request for `path`, if given: a robots.txt that hangs)."""
         name = normalize_host(name)
         self._ensure_served(name)
-        self.timing[name] = {"hang": True}
+        self.timing[name] = {"hang": True} if path is None else {"hang": True, "path": path}
         return name
 
     def trickle(self, name: str, chunk: int = 64, every: float = 0.5) -> str:
@@ -337,6 +346,14 @@ class World:
         every `every` seconds."""
         name = normalize_host(name)
         self.timing[name] = {"trickle": [chunk, every]}
+        return name
+
+    def garble(self, name: str, kind: str) -> str:
+        """Host `name` answers a request with what no HTTP client can read (a kind of
+        tests/fakeweb/garbled.py: bad_status, long_line, endless_status)."""
+        name = normalize_host(name)
+        self._ensure_served(name)
+        self.timing[name] = {"garbled": kind}
         return name
 
     def slow_dns(self, low: float, high: float) -> None:

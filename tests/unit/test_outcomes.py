@@ -19,7 +19,7 @@ from scrapy.exceptions import (
 )
 from twisted.internet import error as tx
 from twisted.python.failure import Failure
-from twisted.web._newclient import ResponseNeverReceived
+from twisted.web._newclient import ParseError, ResponseFailed, ResponseNeverReceived
 
 from crawler.core.outcomes import is_network_failure
 from crawler.download import TLSHandshakeTimeout
@@ -62,6 +62,18 @@ CASES = [
     (never_received(TLSHandshakeTimeout("took longer than 5 s")), "TLS_TIMEOUT"),
     (never_received(tx.ConnectionLost()), "TCP_RESET"),
     (wrapped(DownloadFailedError("lost"), tx.ConnectionLost()), "TCP_RESET"),
+    # A status line that is none, or a line past 16 KB: the server answered, broken.
+    (never_received(ParseError("non-integer status code", b"HTTP/1.1 two")), "HTTP_ERROR"),
+    (
+        wrapped(DownloadFailedError("x"), ResponseFailed([Failure(ParseError("too long", b""))])),
+        "HTTP_ERROR",
+    ),
+    (
+        wrapped(
+            CannotResolveHostError("x"), DNSFailure(Resolution("127.0.0.9", "ADDRESS_REFUSED"))
+        ),
+        "ADDRESS_REFUSED",
+    ),
     (ValueError("something else"), "HTTP_ERROR"),
 ]
 
