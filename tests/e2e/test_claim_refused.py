@@ -38,6 +38,9 @@ def refuse_claims(db):
         conn.exec_driver_sql(ALLOW)
 
 
+@pytest.mark.one_server(
+    "refuses the claim with a trigger, which Citus refuses on a distributed table"
+)
 def test_a_refused_claim_closes_the_crawl_with_a_reason_and_exit_1(
     db, fakeweb_factory, start_crawler, refuse_claims
 ):
