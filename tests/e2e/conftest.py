@@ -34,6 +34,10 @@ CANARY_CHECKS = (
     "with no other host left to answer, the checks before the block ask the one canary,"
     " hub.test, once a CANARY_INTERVAL"
 )
+EARLY_FAILURE = (
+    "a host refused before any other answered: with nothing heard yet, the check asks"
+    " a canary the crawl fetched a CANARY_INTERVAL ago"
+)
 REDIRECT_TARGET = "a redirect's target is fetched as the hop, then crawled as a host of its own"
 KILLED = "the killed worker's hosts in flight are crawled again after their lease"
 OUTAGE_RETRIES = (

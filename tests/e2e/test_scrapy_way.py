@@ -13,12 +13,13 @@ from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
 from crawler.db.engine import PROJECT_ROOT
-from tests.e2e.conftest import OWN_SPIDER
+from tests.e2e.conftest import EARLY_FAILURE, OWN_SPIDER
 from tests.fakeweb import World
 
 ADDON_SPIDER = Path(__file__).with_name("addon_spider.py")
 
 
+@pytest.mark.refetches(EARLY_FAILURE)
 def test_a_feed_gets_one_line_per_settled_host(db, fakeweb_factory, crawl, tmp_path):
     world = World(seed=5)
     names = world.graph(40, roots=["alpha.test", "beta.test"])
