@@ -21,10 +21,11 @@ BIND ?= 127.0.0.1:8000
 run: install
 	$(BIN)/python -m crawler.run --seeds seeds.txt --bind $(BIND)
 
-## test: the whole suite on a throwaway embedded Postgres (or TEST_DATABASE_URL), in
-## TEST_WORKERS processes (pytest-xdist; each its own database): most tests wait on crawls
-## and servers, so two share two cores well (make test TEST_WORKERS=0: one process)
-TEST_WORKERS ?= 2
+## test: the whole suite on a throwaway embedded Postgres (or TEST_DATABASE_URL) and a
+## one-machine Citus cluster, in TEST_WORKERS processes (pytest-xdist; each its own
+## databases): most tests wait on crawls and servers, so three share two cores well
+## (make test TEST_WORKERS=0: one process)
+TEST_WORKERS ?= 3
 test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 
