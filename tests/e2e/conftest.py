@@ -35,8 +35,8 @@ CANARY_CHECKS = (
     " hub.test, once a CANARY_INTERVAL"
 )
 EARLY_FAILURE = (
-    "a host refused before any other answered: with nothing heard yet, the check asks"
-    " a canary the crawl fetched a CANARY_INTERVAL ago"
+    "a host failed below HTTP before any other answered: with nothing heard yet, the check"
+    " asks a canary the crawl fetched a CANARY_INTERVAL ago"
 )
 REDIRECT_TARGET = "a redirect's target is fetched as the hop, then crawled as a host of its own"
 KILLED = "the killed worker's hosts in flight are crawled again after their lease"

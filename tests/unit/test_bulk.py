@@ -33,7 +33,7 @@ def test_seed_results_come_in_input_order_with_every_refusal_named(db):
         "co.uk",  # a bare public suffix
         "localhost",
         "192.168.1.1",
-        "127.0.0.1",
+        "127.0.0.9",
         "8.8.8.8",  # a public address is a host like any other
         "b.test",
     ]
@@ -47,7 +47,7 @@ def test_seed_results_come_in_input_order_with_every_refusal_named(db):
         ("co.uk", "refused"),
         ("localhost", "refused"),
         ("192.168.1.1", "refused"),
-        ("127.0.0.1", "refused"),
+        ("127.0.0.9", "refused"),
         ("8.8.8.8", "queued"),
         ("b.test", "queued"),
     ]
@@ -57,7 +57,7 @@ def test_seed_results_come_in_input_order_with_every_refusal_named(db):
     assert "bare public suffix" in messages["co.uk"]
     assert "localhost" in messages["localhost"]
     assert "private address" in messages["192.168.1.1"]
-    assert "loopback address" in messages["127.0.0.1"]
+    assert "loopback address" in messages["127.0.0.9"]
     queued = rows(db, "SELECT hostname FROM queue WHERE next_claim_at IS NOT NULL ORDER BY 1")
     assert [h for (h,) in queued] == ["8.8.8.8", "a.test", "b.test"]
     assert rows(db, "SELECT root FROM queue WHERE hostname = 'a.test'") == [("a.test",)]
