@@ -23,9 +23,9 @@ run: install
 
 ## test: the whole suite on a throwaway embedded Postgres (or TEST_DATABASE_URL) and a
 ## one-machine Citus cluster, in TEST_WORKERS processes (pytest-xdist; each its own
-## databases): most tests wait on crawls and servers, so three share two cores well
+## databases): most tests wait on crawls and servers, so two share two cores well
 ## (make test TEST_WORKERS=0: one process)
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 2
 test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 
