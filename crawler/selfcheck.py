@@ -95,6 +95,7 @@ class WorldCheck:
         self.held: set[str] = set()  # hosts whose failure was ours, this unproven spell
         self.tries_held = 0  # failures held back this spell (a host may fail many times)
         self._summed_up = (0.0, 0)  # when the spell was last told (monotonic), tries then
+        self._why = ""  # why the world is unproven, as the last check said
         self._asking: set[str] = set()  # hosts whose failure waits for the verdict
         self._last: dict[str, tuple[float, bool | None, str]] = {}  # by layer
         self._running: dict[tuple[str, str], asyncio.Task] = {}
@@ -277,9 +278,16 @@ class WorldCheck:
                 why,
                 len(self.held),
             )
-        elif now - self._summed_up[0] >= self.summary_every:
-            self._sum_up(why, now)
+        self._why = why
+        self.sum_up_if_due()
         self.on_change(self.unproven_since, why == NO_CANARY, len(self.held))
+
+    def sum_up_if_due(self) -> None:
+        """An unproven spell is told every `summary_every` seconds: at a check, or by the
+        crawl's clock (`CrawlState`) when failures come in bursts with no check between."""
+        now = time.monotonic()
+        if self.unproven_since is not None and now - self._summed_up[0] >= self.summary_every:
+            self._sum_up(self._why, now)
 
     def _sum_up(self, why: str, now: float) -> None:
         """One line for the spell so far: how long, why, and what was held back."""

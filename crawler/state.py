@@ -113,6 +113,7 @@ class CrawlState:
         self._resolver: OutcomeResolver | None = None
         self._background: set[asyncio.Task] = set()
         self._rechecks: asyncio.Task | None = None
+        self._summaries: asyncio.Task | None = None
         self._silence: tuple[datetime | None, bool, int] = (None, False, 0)
         self._told, self._told_at = self._silence, float("-inf")  # what the panel was told
         self._telling: asyncio.Task | None = None
@@ -170,6 +171,7 @@ class CrawlState:
         answered_listeners.append(self._heard_dns)
         await in_thread_until_up("loading the deny list", self.denylist.load)
         self._rechecks = asyncio.ensure_future(self._recheck_deferred())
+        self._summaries = asyncio.ensure_future(self._sum_up_outages())
 
     async def _recheck_deferred(self) -> None:
         """Deferred blocks (ours or another worker's) are looked at again now and then."""
@@ -177,6 +179,12 @@ class CrawlState:
             await asyncio.sleep(self.recheck_every)
             blocked = await self.traps.recheck_deferred()
             self.crawler.stats.inc_value("hostcrawl/traps/blocked", len(blocked))
+
+    async def _sum_up_outages(self) -> None:
+        """An outage's summary line comes on time, whenever its failures come."""
+        while True:
+            await asyncio.sleep(1.0)
+            self.world.sum_up_if_due()
 
     def observe_soon(self, hostname: str, outcome: str) -> None:
         """Feed a subdomain's outcome to its root's window, without holding anyone up."""
@@ -195,6 +203,8 @@ class CrawlState:
         """Let the last window writes (and blocks) land, then stop listening."""
         with contextlib.suppress(ValueError):
             answered_listeners.remove(self._heard_dns)
+        if self._summaries is not None:
+            self._summaries.cancel()
         if self._rechecks is not None:
             self._rechecks.cancel()
             with contextlib.suppress(asyncio.CancelledError):
