@@ -124,8 +124,13 @@ def test_a_killed_worker_is_named_with_its_signal(capsys):
 
 def sleeper_that_says_it_is_up(name: str, up: Path, worker: bool = True) -> Child:
     """A child that touches `up` once Python has started: a SIGINT sent earlier would land
-    in the interpreter's start-up (exit code 1), not in the program's sleep."""
-    script = f"import pathlib, time; pathlib.Path({str(up)!r}).touch(); time.sleep(60)"
+    in the interpreter's start-up (exit code 1), not in the program's sleep. It hears SIGINT
+    as a real panel does, whatever its parent ignored (a test process may ignore it, and
+    Python then leaves it ignored in the child)."""
+    script = (
+        "import pathlib, signal, time; signal.signal(signal.SIGINT, signal.default_int_handler);"
+        f" pathlib.Path({str(up)!r}).touch(); time.sleep(60)"
+    )
     return Child(name, [sys.executable, "-c", script], worker=worker)
 
 
