@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import tempfile
 from pathlib import Path
 
@@ -25,17 +24,6 @@ os.environ["ALLOWED_PRIVATE_NETWORKS"] = ALLOWED_NETWORKS
 
 # Every table of the schema: a test starts from nothing, whatever the last one left.
 TABLES = ", ".join(table.name for table in Base.metadata.sorted_tables)
-
-
-@pytest.fixture(autouse=True)
-def signal_handlers_kept():
-    """Each test leaves SIGINT and SIGTERM as it found them: Supervisor.stop() ignores both
-    in its own process (a supervisor's last act), and every child a later test of this
-    process started inherited that (a stand-in panel slept through its SIGINT)."""
-    kept = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for sig, handler in kept.items():
-        signal.signal(sig, handler)
 
 
 @pytest.fixture(scope="session")
