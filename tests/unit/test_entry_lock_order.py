@@ -21,6 +21,13 @@ WAITING_ON_A_LOCK = {
 }
 
 
+def waits_on_a_lock(engine, deployment: str) -> bool:
+    """Whether a session waits on a lock, read in a transaction of its own: Postgres
+    keeps pg_stat_activity as it first read it until the transaction ends."""
+    with engine.connect() as look:
+        return look.execute(text(WAITING_ON_A_LOCK[deployment])).scalar() > 0
+
+
 @pytest.mark.parametrize("deployment", sorted(WAITING_ON_A_LOCK))
 def test_a_block_waits_for_a_finish_holding_a_trap_row_without_a_deadlock(
     deployment, request, caplog
@@ -45,10 +52,11 @@ def test_a_block_waits_for_a_finish_holding_a_trap_row_without_a_deadlock(
             )
         )
         block.start()
-        with engine.connect() as look:
-            waits = text(WAITING_ON_A_LOCK[deployment])
-            waiting = lambda: look.execute(waits).scalar() > 0 or not block.is_alive()  # noqa: E731
-            wait_until(waiting, 60, "the block to wait (or end)")
+        wait_until(
+            lambda: waits_on_a_lock(engine, deployment) or not block.is_alive(),
+            60,
+            "the block to wait (or end)",
+        )
         # The finish's last statement: its roots' counters.
         finish.execute(text("UPDATE roots SET hosts = hosts WHERE root = 'trap.test'"))
         finishing.commit()
