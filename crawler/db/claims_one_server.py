@@ -65,6 +65,10 @@ WALK_AND_LOCK = text(
 # A row under a deny entry of its root is never claimed; a root with only such rows due
 # gets them marked (`healed`: denied_by, the nearest entry), so its walk moves on. An
 # entry above a root (a forced bare suffix) is the blacklist middleware's to refuse.
+# The root's date is set from this statement's snapshot, blind to rows made due by a
+# writer that commits after it; every such writer writes the root's row too (its date,
+# crawler.db.rollups), so a row version other than the one the snapshot saw means the
+# lower of the two dates stays, or those rows would wait unclaimed for the later one.
 CLAIM_FROM_ROOTS = text(
     f"""
     WITH busy AS (
@@ -130,10 +134,15 @@ CLAIM_FROM_ROOTS = text(
                      CASE WHEN pr.n > 0 THEN now() + :lease END) AS next_due_at,
                CASE WHEN r.used + coalesce(pr.n, 0) >= :budget
                     THEN coalesce(r.first, date_trunc('minute', now()))
-                         + interval '61 minutes' END AS held_until
+                         + interval '61 minutes' END AS held_until,
+               (SELECT seen.xmin FROM roots seen WHERE seen.root = r.root) AS seen
           FROM room r LEFT JOIN per_root pr ON pr.root = r.root),
     marked AS (
-        UPDATE roots t SET next_due_at = s.next_due_at, held_until = s.held_until
+        UPDATE roots t
+           SET next_due_at = CASE WHEN t.xmin IS DISTINCT FROM s.seen
+                                  THEN least(s.next_due_at, t.next_due_at)
+                                  ELSE s.next_due_at END,
+               held_until = s.held_until
           FROM settled s
          WHERE t.root = s.root AND t.root = ANY(:locked)
            AND (t.next_due_at, t.held_until) IS DISTINCT FROM (s.next_due_at, s.held_until)

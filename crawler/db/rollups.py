@@ -53,13 +53,17 @@ ADD_TO_ROOTS = text(
     *(bindparam(n, type_=INTS) for n in ("hosts", "ok", "failed")),
     bindparam("dues", type_=ARRAY(DateTime(timezone=True))),
 )
-# Only roots whose bound moves are written: an UPDATE whose WHERE fails locks nothing.
+# Roots whose bound moves are written, and roots given rows due now even when it does
+# not: a claim running beside this sets the root's date from a snapshot without those
+# rows, and it keeps the lower date only when it finds the row written since
+# (crawler.db.claims_one_server). A later date whose bound stays is not written: an
+# UPDATE whose WHERE fails locks nothing.
 LOWER_NEXT_DUE = cluster.routed(
     """
-    UPDATE roots r SET next_due_at = d.due
+    UPDATE roots r SET next_due_at = least(r.next_due_at, d.due)
       FROM (SELECT * FROM unnest(:roots, :dues) AS t(root, due) ORDER BY root) d
      WHERE r.root = ANY(:roots) AND r.root = d.root
-       AND (r.next_due_at IS NULL OR r.next_due_at > d.due)
+       AND (r.next_due_at IS NULL OR r.next_due_at > d.due OR d.due <= now())
     """,
     ("r.root = ANY(:roots) AND ",),
     *names_param("roots"),
@@ -145,7 +149,8 @@ class Rollups:
 
     def write(self, conn: Connection) -> int:
         """Write what was gathered, and start again empty. Returns how many roots the
-        dates alone moved (a root whose counters move takes its date with them)."""
+        dates alone wrote: moved, or given rows due now (a root whose counters move takes
+        its date with them)."""
         hosts, ok, failed, earliest = self.hosts, self.ok, self.failed, self.earliest
         touched = set(hosts) | set(ok) | set(failed)  # Counter | would drop the negative
         counted = [r for r in touched if hosts[r] or ok[r] or failed[r]]
@@ -186,7 +191,7 @@ def count_hosts(
 
 
 def lower_next_due(conn: Connection, dated: Iterable[tuple[str, datetime | None]]) -> int:
-    """Lower the roots' dates now (Rollups.lower_next_due). Returns how many moved."""
+    """Lower the roots' dates now (Rollups.lower_next_due). Returns how many were written."""
     pending = Rollups()
     pending.lower_next_due(dated)
     return pending.write(conn)

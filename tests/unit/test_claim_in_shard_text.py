@@ -1,6 +1,6 @@
 """The claim written out twice, once per deployment: one server's
 (crawler.db.claims_one_server.CLAIM_FROM_ROOTS) and the cluster's, in claim_in_shard
-(migration 0023). The two texts must state the same rules: read back in one server's
+(migration 0024). The two texts must state the same rules: read back in one server's
 names, the cluster's claim is one server's, word for word. And the one piece of SQL the
 cluster's claim still builds, the anchor of its call, is refused when it is no anchor."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from crawler.db import claims_cluster, claims_one_server
 
-MIGRATION = Path(__file__).parents[2] / "migrations/versions/0023_claim_in_shard_written_out.py"
+MIGRATION = Path(__file__).parents[2] / "migrations/versions/0024_claim_keeps_a_lowered_date.py"
 # In the function: format()'s arguments for the group's shards, and the prepared
 # statement's parameters in the order it passes them.
 SHARDS = {"%1$s": "roots", "%2$s": "queue", "%3$s": "root_claims"}
@@ -22,7 +22,7 @@ PARAMETERS = (":locked", ":concurrency", ":budget", ":n", ":lease", ":worker")
 
 
 def function_statement(name: str) -> str:
-    spec = importlib.util.spec_from_file_location("revision_0023", MIGRATION)
+    spec = importlib.util.spec_from_file_location("revision_0024", MIGRATION)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     found = re.search(rf"{name} := format\(\$sql\$(.*?)\$sql\$", module.CLAIM_IN_SHARD, re.S)
