@@ -18,6 +18,7 @@ from crawler.core.hostnames import HostnameError, normalize
 from crawler.core.outcomes import ALL as OUTCOMES
 from crawler.db import export as host_export
 from crawler.db.deny_entries import current_denial
+from crawler.db.deployment import deployment_of
 from crawler.db.pages import host_rows, paging
 from crawler.db.pages.workers import workers as worker_rows
 from webpanel.core import arg, choice, engine, search_page, stats
@@ -83,7 +84,7 @@ def export():
     from COPY; cells a spreadsheet would run are neutralised)."""
     flt = host_filter()
     try:
-        flt.conditions()  # a bad search or root: 400 now, not half a download
+        flt.conditions(deployment_of(engine()))  # a bad search or root: 400 now, not mid-download
     except HostnameError as exc:
         abort(400, description=str(exc))
     chunks = host_export.csv_chunks(engine(), flt)

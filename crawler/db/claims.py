@@ -10,24 +10,23 @@ claimed per rolling hour, and a batch spread over roots. The roots table
 100,000 due hosts costs a claim what a root with one does. The bare `claim`
 (no per-root limits) is what the DNS audit uses: it fetches no page.
 
-The claim that locks and writes is the deployment's (`ClaimStrategy`): one server's
-(crawler.db.claims_one_server) or the cluster's (crawler.db.claims_cluster), each with
-its statements written out, picked once per database. What is here reads without a lock
-and runs as it is on both: what is due, whether the crawl is pending.
+The claim that locks and writes is the deployment's (crawler.db.deployment's
+`ClaimStrategy`): one server's (crawler.db.claims_one_server) or the cluster's
+(crawler.db.claims_cluster), each with its statements written out, picked once per
+engine. What is here reads without a lock and runs as it is on both: what is due,
+whether the crawl is pending.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Protocol
 
 from sqlalchemy import Connection, Engine, text
 
-from crawler.db import cluster, rollups
-from crawler.db.claims_cluster import Cluster
-from crawler.db.claims_one_server import OneServer
-from crawler.db.hostsql import DUE, UNDER_ROOT, under_params
+from crawler.db import rollups
+from crawler.db.deployment import deployment_of
+from crawler.db.hostsql import DUE, UNDER_ROOT, filled, under_params
 from crawler.db.retry import retry_conflicts
 
 DEFAULT_LEASE = timedelta(minutes=10)
@@ -45,8 +44,8 @@ WALK_MOST_PER_ROOT = 64
 LOCK_SPACE = 1212
 
 # What a bare claim would take (hostsql.DUE), for count_due and due_hosts.
-DUE_UNDER = text(DUE.format(under=UNDER_ROOT))
-DUE_ALL = text(DUE.format(under=""))
+DUE_UNDER = text(filled(DUE, under=UNDER_ROOT))
+DUE_ALL = text(filled(DUE, under=""))
 # A root held over its budget has nothing claimable until then: not pending.
 NOT_HELD = """AND NOT EXISTS (SELECT 1 FROM roots r
                          WHERE r.root = q.root AND r.held_until > now())"""
@@ -56,7 +55,7 @@ CRAWL_PENDING = text(
                     WHERE status_reason IS NULL AND denied_by IS NULL
                       AND next_claim_at > now() AND next_claim_at <= now() + :lease
                       AND claimed_by IS NOT NULL)
-        OR EXISTS ({DUE.format(under=NOT_HELD)})
+        OR EXISTS ({filled(DUE, under=NOT_HELD)})
     """
 )
 # The oldest due rows, for a claim that found no root: a row dated by a hand-made change
@@ -69,32 +68,6 @@ OLDEST_DUE = text(
      ORDER BY next_claim_at LIMIT :n
     """
 )
-
-
-class ClaimStrategy(Protocol):
-    """How a deployment claims: the statements that lock and write, and their order."""
-
-    def polite(self, conn: Connection, params: dict) -> list:
-        """The polite claim in the caller's transaction: rows (kind, name), kind "host" for
-        a claimed host, "over_budget" for a root now held. `params`: n, worker, lease,
-        concurrency, budget, lock_space, walk_per_root, walk_most_per_root."""
-        ...
-
-    def bare(self, conn: Connection, params: dict) -> list[str]:
-        """The bare claim: up to n due hosts, oldest first (under `root`, if given)."""
-        ...
-
-
-# Per database URL: its strategy, picked at its first claim.
-_STRATEGIES: dict[str, ClaimStrategy] = {}
-
-
-def strategy(conn: Connection) -> ClaimStrategy:
-    """The claim strategy of the database behind `conn` (asked once per URL)."""
-    url = conn.engine.url.render_as_string(hide_password=False)
-    if url not in _STRATEGIES:
-        _STRATEGIES[url] = Cluster() if cluster.is_cluster(conn) else OneServer()
-    return _STRATEGIES[url]
 
 
 @dataclass(frozen=True)
@@ -137,7 +110,7 @@ def claim_polite_in(
     params = {"n": n, "worker": worker, "lease": lease, "lock_space": LOCK_SPACE}
     params |= {"concurrency": limits.concurrency, "budget": limits.budget}
     params |= {"walk_per_root": WALK_PER_ROOT, "walk_most_per_root": WALK_MOST_PER_ROOT}
-    claims = strategy(conn)
+    claims = deployment_of(conn).claims
     rows = claims.polite(conn, params)
     if not rows and rollups.lower_next_due(conn, conn.execute(OLDEST_DUE, {"n": n})):
         rows = claims.polite(conn, params)
@@ -157,7 +130,7 @@ def claim(
     """Claim up to n due hosts (only `under` and below, if given), oldest first."""
     params = {"n": n, "worker": worker, "lease": lease, **under_params(under)}
     with engine.begin() as conn:
-        return strategy(conn).bare(conn, params)
+        return deployment_of(conn).claims.bare(conn, params)
 
 
 def crawl_pending(engine: Engine, lease: timedelta = DEFAULT_LEASE) -> bool:

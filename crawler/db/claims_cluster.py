@@ -19,7 +19,7 @@ claim, until the batch is full or it has been round every group. Claims never wa
 each other (rows with SKIP LOCKED, roots with try-locks, a group whose shards are locked
 passed over); the roots rows a claim settles can wait on a finish's rollups, and a claim
 that wraps round the ring takes groups out of shard order, the one lock order of every
-writer (crawler.db.cluster.shard_groups): a deadlock with a finish is then possible,
+writer (crawler.db.deployment.shard_groups): a deadlock with a finish is then possible,
 broken by Postgres or Citus (deadlock detected, either way) and the claim run again
 (retry_conflicts). Stopping at the ring's end instead would leave a claim short once a
 turn, and a short claim makes the spider wait for a poll.
@@ -44,7 +44,7 @@ import zlib
 
 from sqlalchemy import Connection, text
 
-from crawler.db.hostsql import UNDER_ROOT, names_param, under_an_entry
+from crawler.db.hostsql import UNDER_ROOT, filled, names_param, under_an_entry
 
 # Seconds before the anchors are found again (a change of shard count shows by then).
 ANCHOR_TTL = 60.0
@@ -99,10 +99,10 @@ CLAIM_IN_GROUP = f"""
 """
 # {under: the statement}: every due host, or one root's and below.
 BARE_DUE_ROOTS = {
-    under: text(DUE_ROOTS.format(under=UNDER_ROOT if under else "")) for under in (False, True)
+    under: text(filled(DUE_ROOTS, under=UNDER_ROOT if under else "")) for under in (False, True)
 }
 BARE_CLAIM_IN_GROUP = {
-    under: text(CLAIM_IN_GROUP.format(under=UNDER_ROOT if under else "")).bindparams(
+    under: text(filled(CLAIM_IN_GROUP, under=UNDER_ROOT if under else "")).bindparams(
         *names_param("group")
     )
     for under in (False, True)
@@ -142,11 +142,11 @@ def claim_in_shard(anchor: str):
     """The delegated call of claim_in_shard for the group of `anchor` (one of ANCHORS')."""
     if not ANCHOR.fullmatch(anchor):
         raise ValueError(f"{anchor!r} is not an anchor: it would go into the SQL as it is")
-    return text(CLAIM_IN_SHARD.format(anchor=anchor))
+    return text(filled(CLAIM_IN_SHARD, anchor=anchor))
 
 
 class Cluster:
-    """The claim strategy of a Citus cluster (crawler.db.claims.ClaimStrategy)."""
+    """The claim strategy of a Citus cluster (crawler.db.deployment.ClaimStrategy)."""
 
     def polite(self, conn: Connection, params: dict) -> list:
         """The groups in this worker's turn, each asked for what the batch still lacks,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
-from crawler.db.hostsql import DUE, UNDER_ROOT, names_param, under_an_entry
+from crawler.db.hostsql import DUE, UNDER_ROOT, filled, names_param, under_an_entry
 
 # One page of the walk and its lock (walk_and_lock runs a page after another). `filling`:
 # of the locked roots (their room: at most their hosts and the concurrency, less their
@@ -162,12 +162,12 @@ BARE_CLAIM = f"""
       FROM due WHERE q.hostname = due.hostname
     RETURNING q.hostname
 """
-CLAIM_ALL = text(BARE_CLAIM.format(under=""))
-CLAIM_UNDER = text(BARE_CLAIM.format(under=UNDER_ROOT))
+CLAIM_ALL = text(filled(BARE_CLAIM, under=""))
+CLAIM_UNDER = text(filled(BARE_CLAIM, under=UNDER_ROOT))
 
 
 class OneServer:
-    """The claim strategy of one Postgres server (crawler.db.claims.ClaimStrategy)."""
+    """The claim strategy of one Postgres server (crawler.db.deployment.ClaimStrategy)."""
 
     def polite(self, conn: Connection, params: dict) -> list:
         """The due roots walked and locked a page a statement, then the claim from them."""

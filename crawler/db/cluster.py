@@ -8,17 +8,19 @@ group, so every statement about one host goes to one worker. The small shared ta
 tables on the coordinator: nothing joins them to the per-root tables. On a plain
 Postgres nothing changes. Distributing is idempotent: a table already distributed is
 left as it is.
+
+Here: what the database is (`topology`), where a root's shard is, and the distributing.
+What the code does differently on each is crawler.db.deployment's.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, TextClause, text
+from sqlalchemy import Connection, Engine, text
 
-from crawler.db.hostsql import names_param, unpinned
+from crawler.db.hostsql import names_param
 
 DISTRIBUTION_COLUMN = "root"
 # Distributed in this order: roots first (the others co-locate with it), hosts before
@@ -45,7 +47,7 @@ DISTRIBUTE = text(
 
 
 @dataclass(frozen=True)
-class Deployment:
+class Topology:
     """Which kind of database this is: plain Postgres, or Citus with its workers."""
 
     citus_version: str | None = None
@@ -69,52 +71,15 @@ class Deployment:
         )
 
 
-def deployment(conn: Connection) -> Deployment:
+def topology(conn: Connection) -> Topology:
     """What the database behind `conn` is."""
     version = conn.execute(CITUS_INSTALLED).scalar()
     if version is None:
-        return Deployment()
+        return Topology()
     workers = conn.execute(WORKERS).scalar_one()
     done = conn.execute(DISTRIBUTED, {"tables": list(PER_ROOT_TABLES)}).scalars()
     order = {table: i for i, table in enumerate(PER_ROOT_TABLES)}
-    return Deployment(version, workers, tuple(sorted(done, key=order.__getitem__)))
-
-
-# Per database URL: what it is, asked once per process. Every choice between the two
-# deployments' statements goes through it (Routed.on, crawler.db.claims.strategy).
-_DEPLOYMENTS: dict[str, Deployment] = {}
-
-
-def deployment_of(conn: Connection) -> Deployment:
-    """What the database behind `conn` is (asked of the database once per URL)."""
-    url = conn.engine.url.render_as_string(hide_password=False)
-    if url not in _DEPLOYMENTS:
-        _DEPLOYMENTS[url] = deployment(conn)
-    return _DEPLOYMENTS[url]
-
-
-def is_cluster(conn: Connection) -> bool:
-    """Whether `conn` is to a Citus cluster (deployment_of)."""
-    return deployment_of(conn).is_cluster
-
-
-@dataclass(frozen=True)
-class Routed:
-    """A statement in the form each deployment runs: with its pins on a cluster, where
-    they route it to one shard group, and without them on one server (hostsql.unpinned)."""
-
-    pinned: TextClause
-    unpinned: TextClause
-
-    def on(self, conn: Connection) -> TextClause:
-        return self.pinned if is_cluster(conn) else self.unpinned
-
-
-def routed(sql: str, pins: Iterable[str], *binds) -> Routed:
-    """The statement `sql` with `pins` (the filters that only tell Citus which shard group
-    it is for), and for one server without them; `binds`: its typed parameters."""
-    statement = text(sql).bindparams(*binds)
-    return Routed(statement, unpinned(statement, pins, *binds))
+    return Topology(version, workers, tuple(sorted(done, key=order.__getitem__)))
 
 
 SHARDS_OF = text(
@@ -141,45 +106,10 @@ def shard_ids(conn: Connection, roots: set[str]) -> dict[str, int]:
     return {root: known[root] for root in roots}
 
 
-def shard_groups(conn: Connection, roots: Iterable[str]) -> list[set[str]]:
-    """The roots by shard group, in shard id order: Citus runs a statement that locks rows
-    only within one. Every writer walks the groups in that order, and the rows within one
-    in root or hostname order: one lock order for all. On one server, one group, and no
-    question asked."""
-    roots = set(roots)
-    if not roots or not is_cluster(conn):
-        return [roots] if roots else []
-    groups: dict[int, set[str]] = {}
-    for root, shard in shard_ids(conn, roots).items():
-        groups.setdefault(shard, set()).add(root)
-    return [groups[shard] for shard in sorted(groups)]
-
-
-def root_groups(conn: Connection, roots: Iterable[str]) -> list[list[str]]:
-    """The roots by shard group (`shard_groups`), each sorted: a statement naming many
-    roots runs once per group, so that Citus routes each run to one worker."""
-    return [sorted(group) for group in shard_groups(conn, roots)]
-
-
-ShardGroup = tuple[list[str], list[str]]  # (roots, names), each sorted
-
-
-def by_shard_group(conn: Connection, roots_of: Mapping[str, str]) -> list[ShardGroup]:
-    """Names ({name: its root}) by the shard group of their roots (`shard_groups`, in its
-    order), as (roots, names), each sorted: a statement that locks rows runs once per
-    group, with `root = ANY(roots)` (one group on one server)."""
-    groups = shard_groups(conn, roots_of.values())
-    group_of = {root: i for i, roots in enumerate(groups) for root in roots}
-    names: list[list[str]] = [[] for _ in groups]
-    for name in sorted(roots_of):
-        names[group_of[roots_of[name]]].append(name)
-    return [(sorted(roots), group) for roots, group in zip(groups, names, strict=True)]
-
-
-def distribute(engine: Engine) -> Deployment:
+def distribute(engine: Engine) -> Topology:
     """On a Citus cluster, distribute each per-root table not yet distributed; what it is."""
     with engine.begin() as conn:
-        found = deployment(conn)
+        found = topology(conn)
         if not found.is_cluster:
             return found
         for table in PER_ROOT_TABLES:
@@ -191,7 +121,7 @@ def distribute(engine: Engine) -> Deployment:
     # tables' distribution above used several.
     with engine.begin() as conn:
         distribute_functions(conn)
-        return deployment(conn)
+        return topology(conn)
 
 
 # Functions Citus delegates to the worker holding the shard of their distribution

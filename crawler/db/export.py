@@ -15,7 +15,7 @@ from sqlalchemy import Engine, Select, String, case, literal, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.elements import ColumnElement
 
-from crawler.db import cluster
+from crawler.db.deployment import ONE_SERVER, Deployment, deployment_of
 from crawler.db.models import Host, QueueRow
 from crawler.db.pages.host_rows import SAME_HOST, HostFilter
 
@@ -45,11 +45,11 @@ def neutralised(column) -> ColumnElement:
 
 
 def export_statement(
-    flt: HostFilter, for_spreadsheet: bool = False, in_shard: bool = False
+    flt: HostFilter, deployment: Deployment = ONE_SERVER, for_spreadsheet: bool = False
 ) -> Select:
-    """The hosts of `flt`, by hostname. HostnameError for a search or root that is no name.
-    `in_shard`: for a Citus cluster (HostFilter.conditions)."""
-    on_queue, on_hosts = flt.conditions(in_shard)
+    """The hosts of `flt` on `deployment`, by hostname. HostnameError for a search or root
+    that is no name."""
+    on_queue, on_hosts = flt.conditions(deployment)
     columns = [
         neutralised(c) if for_spreadsheet and c.key in ("title", "final_url") else c
         for c in COLUMNS
@@ -66,7 +66,7 @@ def export_statement(
 def csv_chunks(engine: Engine, flt: HostFilter) -> Iterator[bytes]:
     """The CSV (header first) in the chunks COPY sends; formula cells neutralised."""
     with engine.connect() as conn:
-        statement = export_statement(flt, True, cluster.is_cluster(conn))
+        statement = export_statement(flt, deployment_of(conn), for_spreadsheet=True)
         compiled = statement.compile(dialect=postgresql.dialect())
         copy_sql = f"COPY ({compiled}) TO STDOUT WITH (FORMAT csv, HEADER)"
         conn.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")
@@ -82,7 +82,7 @@ def jsonl_lines(engine: Engine, flt: HostFilter) -> Iterator[str]:
     """One JSON object a line, read through a server-side cursor."""
     with engine.connect() as conn:
         streamed = conn.execution_options(stream_results=True, yield_per=JSONL_BATCH)
-        statement = export_statement(flt, in_shard=cluster.is_cluster(conn))
+        statement = export_statement(flt, deployment_of(conn))
         for row in streamed.execute(statement):
             yield json.dumps({k: _plain(v) for k, v in row._mapping.items()}) + "\n"
 

@@ -6,10 +6,9 @@ is a range of reverse(hostname), served by the ix_*_reversed indexes.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+from string import Formatter
 
-from sqlalchemy import TextClause, bindparam, text
+from sqlalchemy import bindparam
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import Integer, String
 
@@ -20,6 +19,17 @@ INTS = ARRAY(Integer)
 def names_param(*names: str):
     """Bind parameters typed as text[] (for unnest and = ANY)."""
     return tuple(bindparam(name, type_=NAMES) for name in names)
+
+
+def filled(template: str, **parts: str) -> str:
+    """The statement `template` with each of its {places} filled by the part of that name.
+    ValueError if it has no place for a part (str.format would drop the part without a
+    word, and the statement would run without its filter); KeyError for a place given no
+    part. The one way this code builds a statement from pieces."""
+    places = {name for _, name, _, _ in Formatter().parse(template) if name is not None}
+    if unplaced := sorted(parts.keys() - places):
+        raise ValueError(f"no {{{unplaced[0]}}} in the statement to put its part in")
+    return template.format(**parts)
 
 
 def suffix_range(hostname: str) -> tuple[str, str]:
@@ -72,17 +82,3 @@ def under_params(root: str | None) -> dict:
         return {}
     lo, hi = suffix_range(root)
     return {"root": root, "lo": lo, "hi": hi}
-
-
-def unpinned(statement: TextClause, pins: Iterable[str], *binds) -> TextClause:
-    """`statement` for one server: without `pins`, the filters that only tell Citus which
-    shard it is for (`root = ANY(:roots)` beside an equality on root that already says
-    which rows). A planner takes such an ANY for an index condition and probes every
-    listed root for every row. `binds`: the statement's typed parameters again (those
-    named only in the pins are left out)."""
-    sql = statement.text
-    for pin in pins:
-        if pin not in sql:
-            raise ValueError(f"no {pin!r} in the statement to take it out of")
-        sql = sql.replace(pin, "")
-    return text(sql).bindparams(*(b for b in binds if re.search(rf"(?<!:):{b.key}\b", sql)))

@@ -20,7 +20,7 @@ def alembic_config() -> Config:
     return config
 
 
-def upgrade_to_head() -> cluster.Deployment:
+def upgrade_to_head() -> cluster.Topology:
     """Every migration, then (on a Citus cluster) the per-root tables distributed by root."""
     command.upgrade(alembic_config(), "head")
     engine = create_engine(database_url(), poolclass=NullPool)
@@ -30,11 +30,11 @@ def upgrade_to_head() -> cluster.Deployment:
         engine.dispose()
 
 
-def current_deployment() -> cluster.Deployment:
+def current_deployment() -> cluster.Topology:
     engine = create_engine(database_url(), poolclass=NullPool)
     try:
         with engine.connect() as conn:
-            return cluster.deployment(conn)
+            return cluster.topology(conn)
     finally:
         engine.dispose()
 

@@ -13,17 +13,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from sqlalchemy import Connection, Engine, bindparam, text
-from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.types import Boolean, Interval
+from sqlalchemy import Connection, Engine, text
 
 from crawler.core.hostnames import root
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import is_network_failure
 from crawler.core.sources import PLACE_CHARS, group_of
-from crawler.db import bulk, cluster, rollups
+from crawler.db import bulk, rollups
 from crawler.db.bulk import EntryChange
-from crawler.db.hostsql import INTS, names_param
+from crawler.db.deployment import by_shard_group, deployment_of, shard_groups
+from crawler.db.deployment_params import DATED
+from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
 
 
@@ -51,10 +51,6 @@ class Crawled:
     recrawl_after: timedelta = timedelta(days=7)
 
 
-# What a queue write returns for crawler.db.rollups.lower_next_due: the row's root, and
-# its date if it is routable.
-DATED = """root, CASE WHEN status_reason IS NULL AND denied_by IS NULL
-                   THEN next_claim_at END"""
 INSERT_HOSTS = text(
     """
     INSERT INTO hosts (hostname, root, discovered_from, found_source, found_via)
@@ -72,61 +68,6 @@ QUEUE_HOSTS = text(
     RETURNING {DATED}
     """
 ).bindparams(*names_param("names", "roots"))
-RESULT_PARAMS = (
-    *names_param("names", "roots", "outcomes", "urls", "titles", "schemes", "stopped"),
-    *(
-        bindparam(name, type_=INTS)
-        for name in ("statuses", "found", "saved", "filtered", "over_cap")
-    ),
-    bindparam("failed", type_=ARRAY(Boolean)),
-)
-# The outcome before is read with the row locked (FOR UPDATE: no writer changes it before
-# the update); Citus runs a locking read only within one shard group, named by the pins.
-# On one server, each row by its key: with the pins the planner walked ix_hosts_root
-# for every root of the batch (a bitmap scan, then a probe per row), the finish's
-# costliest statement at 1M hosts (bench/README.md).
-WRITE_RESULTS = cluster.routed(
-    """
-    UPDATE hosts h SET last_crawled_at = now(), outcome = t.outcome, http_status = t.status,
-           final_url = t.url, title = t.title, scheme = t.scheme,
-           links_found = t.found, links_saved = t.saved,
-           links_filtered = t.filtered, links_over_cap = t.over_cap,
-           extract_stopped = t.stopped, crawl_count = h.crawl_count + 1,
-           fail_streak = CASE WHEN t.failed THEN h.fail_streak + 1 ELSE 0 END
-      FROM (SELECT u.*, o.outcome AS before
-              FROM unnest(:names, :roots, :outcomes, :statuses, :urls, :titles, :schemes,
-                          :found, :saved, :filtered, :over_cap, :stopped, :failed)
-                AS u(hostname, root, outcome, status, url, title, scheme, found, saved,
-                     filtered, over_cap, stopped, failed)
-              JOIN hosts o USING (hostname, root)
-             WHERE o.root = ANY(:roots)
-             ORDER BY hostname FOR UPDATE OF o) AS t
-     WHERE h.root = ANY(:roots) AND h.hostname = t.hostname AND h.root = t.root
-    RETURNING h.root, h.hostname, t.before, h.outcome
-    """,
-    ("             WHERE o.root = ANY(:roots)\n", "h.root = ANY(:roots) AND "),
-    *RESULT_PARAMS,
-)
-# The dates are taken before the update, in a materialized CTE: Citus allows no
-# non-immutable function (now()) in a CASE of an UPDATE of a distributed table.
-# Run once per shard group (`q.root = ANY(:roots)`, roots of one group: Citus routes it to
-# one worker); on one server without that pin, as the results' write.
-SCHEDULE_PARAMS = (*names_param("names", "host_roots"), bindparam("afters", type_=ARRAY(Interval)))
-SCHEDULE = cluster.routed(
-    f"""
-    WITH t AS MATERIALIZED (
-        SELECT hostname, host_root, now() + after AS at
-          FROM unnest(:names, :host_roots, :afters) AS u(hostname, host_root, after))
-    UPDATE queue q SET claimed_by = NULL, claimed_at = NULL, unfinished_claims = 0,
-           next_claim_at = CASE WHEN q.status_reason IS NULL THEN t.at ELSE q.next_claim_at END
-      FROM t
-     WHERE q.root = ANY(:roots) AND q.hostname = t.hostname AND q.root = t.host_root
-    RETURNING {DATED}
-    """,
-    ("q.root = ANY(:roots) AND ",),
-    *SCHEDULE_PARAMS,
-    *names_param("roots"),
-)
 
 
 @retry_conflicts
@@ -165,7 +106,7 @@ def insert_hosts(
     new = []
     # Once per shard group (one on one server): Citus sends each run's rows to one shard.
     roots_of = {n: root(n) for n in found}
-    for _, names in cluster.by_shard_group(conn, roots_of):
+    for _, names in by_shard_group(conn, roots_of):
         params = {"names": names, "roots": [roots_of[n] for n in names]}
         where = [found[n] for n in names]
         pages, sources, places = (
@@ -225,8 +166,8 @@ def write_results(conn: Connection, crawled: Sequence[Crawled], pending: rollups
     the rows to read their outcome before, which Citus runs only within one shard.
     Their rollups go to `pending`."""
     roots = {host.hostname: root(host.hostname) for host in crawled}
-    statement = WRITE_RESULTS.on(conn)
-    for group in cluster.shard_groups(conn, set(roots.values())):
+    statement = deployment_of(conn).write_results
+    for group in shard_groups(conn, set(roots.values())):
         written = conn.execute(
             statement, results_params([h for h in crawled if roots[h.hostname] in group])
         ).all()
@@ -260,9 +201,9 @@ def schedule(
     dates go to `pending` (written by the caller), or are written here."""
     after = dict(delays)
     gathered = rollups.Rollups() if pending is None else pending
-    statement = SCHEDULE.on(conn)
+    statement = deployment_of(conn).schedule
     roots_of = {h: root(h) for h in after}
-    for roots, names in cluster.by_shard_group(conn, roots_of):
+    for roots, names in by_shard_group(conn, roots_of):
         params = {"names": names, "host_roots": [roots_of[h] for h in names], "roots": roots}
         gathered.lower_next_due(
             conn.execute(statement, {**params, "afters": [after[h] for h in names]})
@@ -285,7 +226,7 @@ def retry_soon(engine: Engine, hostnames: Sequence[str], after: timedelta) -> No
     `after` from now, still claimed by their worker, so a draining crawl waits."""
     with engine.begin() as conn:
         pending = rollups.Rollups()
-        for roots, names in cluster.by_shard_group(conn, {h: root(h) for h in hostnames}):
+        for roots, names in by_shard_group(conn, {h: root(h) for h in hostnames}):
             params = {"names": names, "roots": roots, "after": after}
             pending.lower_next_due(conn.execute(RETRY_SOON, params).all())
         pending.write(conn)

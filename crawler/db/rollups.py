@@ -15,11 +15,11 @@ cluster alike.
 - source_hours, hosts discovered per hour, writer shard and source group (the strip's
   "found in the last 24 hours, by source"): `count_sources`.
 
-Each statement runs once per shard group of its roots (`cluster.root_groups`: one group
-on one server), so that Citus routes every run to one worker. A writer of several
-statements gathers their rows in one `Rollups` and writes it once, before it commits:
-the rollups of the crawl's finish were six statements of its ten, and a root's counters
-and its date two row versions (bench/README.md, growth.py).
+Each statement runs once per shard group of its roots (crawler.db.deployment's
+`root_groups`: one group on one server), so that Citus routes every run to one worker.
+A writer of several statements gathers their rows in one `Rollups` and writes it once,
+before it commits: the rollups of the crawl's finish were six statements of its ten,
+and a root's counters and its date two row versions (bench/README.md, growth.py).
 """
 
 from __future__ import annotations
@@ -29,15 +29,16 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from sqlalchemy import Connection, bindparam, text
-from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.types import DateTime
 
 from crawler.core.outcomes import ALIVE, NETWORK_FAILURES, counts_as_failed, outcome_group
-from crawler.db import cluster
+from crawler.db.deployment import deployment_of, root_groups
+from crawler.db.deployment_params import DUES
 from crawler.db.hostsql import INTS, names_param
 
 # Rows in root order: the order every writer locks roots rows in. A root whose counters
 # move takes its rows' earliest date in the same row version (`dues`; NULL: none).
+# Lowering the dates alone and recounting the windows are each deployment's
+# (crawler.db.deployment).
 ADD_TO_ROOTS = text(
     """
     INSERT INTO roots AS r (root, hosts, crawled_ok, failed, next_due_at)
@@ -51,39 +52,7 @@ ADD_TO_ROOTS = text(
 ).bindparams(
     *names_param("roots"),
     *(bindparam(n, type_=INTS) for n in ("hosts", "ok", "failed")),
-    bindparam("dues", type_=ARRAY(DateTime(timezone=True))),
-)
-# Roots whose bound moves are written, and roots given rows due now even when it does
-# not: a claim running beside this sets the root's date from a snapshot without those
-# rows, and it keeps the lower date only when it finds the row written since
-# (crawler.db.claims_one_server). A later date whose bound stays is not written: an
-# UPDATE whose WHERE fails locks nothing.
-LOWER_NEXT_DUE = cluster.routed(
-    """
-    UPDATE roots r SET next_due_at = least(r.next_due_at, d.due)
-      FROM (SELECT * FROM unnest(:roots, :dues) AS t(root, due) ORDER BY root) d
-     WHERE r.root = ANY(:roots) AND r.root = d.root
-       AND (r.next_due_at IS NULL OR r.next_due_at > d.due OR d.due <= now())
-    """,
-    ("r.root = ANY(:roots) AND ",),
-    *names_param("roots"),
-    bindparam("dues", type_=ARRAY(DateTime(timezone=True))),
-)
-# The pins (`= ANY(:roots)`: the roots of one shard group) tell Citus where it runs; one
-# server goes without them (cluster.routed).
-RECOUNT_WINDOWS = cluster.routed(
-    """
-    UPDATE roots r SET window_size = w.size, window_failed = w.failed
-      FROM (SELECT t.root, count(w.hostname) AS size,
-                   count(w.hostname) FILTER (WHERE w.outcome = ANY(:failures)) AS failed
-              FROM unnest(:roots) AS t(root)
-              LEFT JOIN trap_window w ON w.root = ANY(:roots) AND w.root = t.root
-             GROUP BY t.root) w
-     WHERE r.root = ANY(:roots) AND r.root = w.root
-       AND (r.window_size, r.window_failed) IS DISTINCT FROM (w.size, w.failed)
-    """,
-    ("w.root = ANY(:roots) AND ", "r.root = ANY(:roots) AND "),
-    *names_param("roots", "failures"),
+    DUES,
 )
 
 HOUR_SHARDS = 8  # a row per hour and backend (pid modulo this): concurrent writers apart
@@ -155,13 +124,13 @@ class Rollups:
         touched = set(hosts) | set(ok) | set(failed)  # Counter | would drop the negative
         counted = [r for r in touched if hosts[r] or ok[r] or failed[r]]
         columns = {"hosts": hosts, "ok": ok, "failed": failed}
-        for group in cluster.root_groups(conn, counted):
+        for group in root_groups(conn, counted):
             params = {name: [counter[r] for r in group] for name, counter in columns.items()}
             dues = [earliest.pop(r, None) for r in group]
             conn.execute(ADD_TO_ROOTS, {"roots": group, **params, "dues": dues})
         moved = 0
-        lower = LOWER_NEXT_DUE.on(conn)
-        for group in cluster.root_groups(conn, earliest):
+        lower = deployment_of(conn).lower_next_due
+        for group in root_groups(conn, earliest):
             dues = [earliest[r] for r in group]
             moved += conn.execute(lower, {"roots": group, "dues": dues}).rowcount
         if any(self.hours.values()):
@@ -200,8 +169,8 @@ def lower_next_due(conn: Connection, dated: Iterable[tuple[str, datetime | None]
 def recount_windows(conn: Connection, roots: Iterable[str]) -> None:
     """The trap windows of these roots changed: count their size and failures again."""
     failures = sorted(NETWORK_FAILURES)
-    statement = RECOUNT_WINDOWS.on(conn)
-    for group in cluster.root_groups(conn, roots):
+    statement = deployment_of(conn).recount_windows
+    for group in root_groups(conn, roots):
         conn.execute(statement, {"roots": group, "failures": failures})
 
 

@@ -17,7 +17,8 @@ from sqlalchemy import Connection, Engine, text
 from crawler.core.hostnames import root
 from crawler.core.outcomes import ALIVE, is_network_failure
 from crawler.core.traps import Observation, trap_reason
-from crawler.db import cluster, rollups
+from crawler.db import rollups
+from crawler.db.deployment import deployment_of, root_groups, shard_groups
 from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
 
@@ -31,19 +32,6 @@ UPSERT_WINDOW = text(
     DO UPDATE SET outcome = excluded.outcome, seen_at = excluded.seen_at
     """
 ).bindparams(*names_param("roots", "names", "kinds"))
-# On one server without the pin that only tells Citus the shard group (cluster.routed).
-TRIM_WINDOWS = cluster.routed(
-    """
-    DELETE FROM trap_window w USING (
-        SELECT root, hostname,
-               row_number() OVER (PARTITION BY root ORDER BY seen_at DESC) AS rank
-          FROM trap_window WHERE root = ANY(:roots)) AS r
-     WHERE w.root = ANY(:roots) AND w.root = r.root AND w.hostname = r.hostname
-       AND r.rank > :size
-    """,
-    ("w.root = ANY(:roots) AND ",),
-    *names_param("roots"),
-)
 READ_WINDOWS = text(
     "SELECT root, hostname, outcome, seen_at FROM trap_window WHERE root = ANY(:roots)"
     " ORDER BY root, seen_at DESC"
@@ -81,8 +69,8 @@ def _update_windows(conn: Connection, rows: list[tuple], size: int) -> dict[str,
     complete a trap, so the (frequent) OK outcomes cost no read-back.
     """
     # Once per shard group (one on one server), each run's rows in completion order.
-    trim = TRIM_WINDOWS.on(conn)
-    for group in cluster.shard_groups(conn, {r for r, _, _ in rows}):
+    trim = deployment_of(conn).trim_windows
+    for group in shard_groups(conn, {r for r, _, _ in rows}):
         roots, names, kinds = zip(*(row for row in rows if row[0] in group), strict=True)
         conn.execute(
             UPSERT_WINDOW, {"roots": list(roots), "names": list(names), "kinds": list(kinds)}
@@ -93,7 +81,7 @@ def _update_windows(conn: Connection, rows: list[tuple], size: int) -> dict[str,
     if not failing:
         return {}
     windows: dict[str, list[Observation]] = {}
-    for group in cluster.root_groups(conn, failing):
+    for group in root_groups(conn, failing):
         for r in conn.execute(READ_WINDOWS, {"roots": group}):
             windows.setdefault(r.root, []).append(Observation(r.hostname, r.outcome, r.seen_at))
     return windows

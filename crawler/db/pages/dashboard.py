@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from crawler.core.hostnames import parents
 from crawler.core.hostnames import root as root_of
-from crawler.db.hostsql import names_param
+from crawler.db.hostsql import filled, names_param
 from crawler.db.pages.hidden import HIDDEN_ROW, Hidden, hidden_figures
 from crawler.db.pages.paging import NEVER_CRAWLED
 
@@ -343,7 +343,7 @@ def top_roots(conn, n: int = 10) -> list[tuple[str, int]]:
 
 def biggest_roots(conn, after: tuple[int, str] | None) -> list[tuple[str, int]]:
     """The next TOP_ROOTS_BATCH (root, hosts) by hosts, below `after`."""
-    query = text(BIGGEST_ROOTS.format(after=AFTER if after is not None else ""))
+    query = text(filled(BIGGEST_ROOTS, after=AFTER if after is not None else ""))
     hosts, root = after if after is not None else (None, None)
     params = {"after_hosts": hosts, "after_root": root, "n": TOP_ROOTS_BATCH}
     return [(r.root, r.hosts) for r in conn.execute(query, params)]

@@ -14,6 +14,7 @@ from sqlalchemy import (
 from sqlalchemy.sql.elements import ColumnElement
 
 from crawler.core.hostnames import normalize
+from crawler.db.deployment import ONE_SERVER, Deployment, deployment_of
 from crawler.db.models import Host, QueueRow
 from crawler.db.pages.paging import (
     DEFAULT_LIMIT,
@@ -23,10 +24,8 @@ from crawler.db.pages.paging import (
     Order,
     Page,
     keyset,
-    on_cluster,
     paginate,
     search_condition,
-    visible,
 )
 
 # -- hosts (/) ----------------------------------------------------------------------
@@ -56,12 +55,11 @@ class HostFilter:
     include_denied: bool = False  # the export's --include-denied: names under entries too
 
     def conditions(
-        self, in_shard: bool = False
+        self, deployment: Deployment
     ) -> tuple[list[ColumnElement[bool]], list[ColumnElement[bool]]]:
-        """(on queue, on hosts) SQL conditions; HostnameError for a search or root
-        that is no hostname. `in_shard` (a Citus cluster): the deny test within each
-        host's shard (paging.visible)."""
-        shown = visible(QueueRow.hostname, QueueRow.root if in_shard else None)
+        """(on queue, on hosts) SQL conditions, with the deployment's deny test;
+        HostnameError for a search or root that is no hostname."""
+        shown = deployment.visible(QueueRow.hostname, QueueRow.root)
         on_queue = [] if self.include_denied else [SHOWN, shown]
         searched = search_condition(QueueRow.hostname, QUEUE_REVERSED, self.q, self.match)
         if searched is not None:
@@ -93,13 +91,13 @@ HOST_COLUMNS = (
 SAME_HOST = and_(Host.hostname == QueueRow.hostname, Host.root == QueueRow.root)
 
 
-def _hosts(flt: HostFilter, in_shard: bool = False) -> Select:
+def _hosts(flt: HostFilter, deployment: Deployment) -> Select:
     """The list's query. By name and with no filter on hosts' columns, it walks
     ix_queue_shown in order and looks each row's facts up by primary key (a
     LATERAL … LIMIT 1, so the planner cannot choose a merge join along all of
     hosts, hidden rows included). Otherwise the planner picks: the discovered_at,
     outcome or root index may lead, each host's queue row looked up."""
-    on_queue, on_hosts = flt.conditions(in_shard)
+    on_queue, on_hosts = flt.conditions(deployment)
     if flt.sort == "name" and not on_hosts:
         facts = select(*HOST_COLUMNS).where(SAME_HOST, *on_hosts).limit(1).lateral("h")
         return select(*facts.c).select_from(QueueRow).join(facts, true()).where(*on_queue)
@@ -116,9 +114,10 @@ def host_statement(
     after: str | None = None,
     before: str | None = None,
     limit: int = DEFAULT_LIMIT,
+    deployment: Deployment = ONE_SERVER,
 ) -> Select:
-    """The SQL of one page of `/` (for EXPLAIN in the benchmark)."""
-    return keyset(_hosts(flt), HOST_SORTS[flt.sort], after, before, limit)[0]
+    """The SQL of one page of `/` on `deployment` (for EXPLAIN in the benchmarks)."""
+    return keyset(_hosts(flt, deployment), HOST_SORTS[flt.sort], after, before, limit)[0]
 
 
 def host_page(
@@ -129,7 +128,7 @@ def host_page(
     limit: int = DEFAULT_LIMIT,
 ) -> Page:
     """Discovered hosts, never one under a deny entry, one keyset page."""
-    stmt = _hosts(flt, on_cluster(conn))
+    stmt = _hosts(flt, deployment_of(conn))
     return paginate(conn, stmt, HOST_SORTS[flt.sort], after, before, limit)
 
 

@@ -16,26 +16,19 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    Connection,
     Select,
     Text,
     and_,
     cast,
-    exists,
     func,
-    literal,
     or_,
-    select,
     text,
-    true,
     tuple_,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
 from crawler.core.hostnames import normalize
 from crawler.core.inputs import unstorable
-from crawler.db import cluster
 from crawler.db.hostsql import suffix_range
 from crawler.db.models import QueueRow
 
@@ -49,55 +42,6 @@ SAMPLE_NAMES = 5
 
 # The expression of the ix_*_reversed indexes: reverse(hostname::text).
 QUEUE_REVERSED = func.reverse(cast(QueueRow.hostname, Text))
-
-ENTRY = QueueRow.__table__.alias("d")
-
-
-def visible(hostname: ColumnElement, root: ColumnElement | None = None) -> ColumnElement[bool]:
-    """True when neither the name nor any parent of it is a deny entry (docs/design.md, rule 2).
-
-    The exact rule, not only queue.denied_by: a stale worker may have saved a
-    host under an entry after the entry took its subtree out of routing.
-
-    Each parent is looked up on its own (a LATERAL ... LIMIT 1 per element of the
-    parents array), so the only plans are a few index probes per name, whatever the
-    planner believes of the entries' number: as an anti-join it once compared every
-    host with every entry when statistics predating a big block list said they were few.
-
-    With `root` (the name's root column: on a Citus cluster), the entries at or under the
-    root, in the name's own shard, as one EXISTS Citus pushes down to it (it runs no
-    LATERAL into a shard). An entry above a root (a forced bare suffix) lives in another
-    shard: the hosts it took out of routing carry denied_by, as the claim's rule says
-    (crawler.db.hostsql.under_an_entry).
-    """
-    if root is not None:
-        in_root = (
-            select(literal(1))
-            .select_from(ENTRY)
-            .where(
-                ENTRY.c.root == root,
-                ENTRY.c.hostname == func.any(func.host_parents(hostname, type_=ARRAY(Text))),
-                ENTRY.c.status_reason.is_not(None),
-            )
-        )
-        return ~exists(in_root)
-    parents = func.unnest(func.host_parents(hostname, type_=ARRAY(Text))).table_valued("name")
-    parent = parents.render_derived(name="p")
-    entry = (
-        select(literal(1))
-        .select_from(ENTRY)
-        .where(ENTRY.c.hostname == parent.c.name, ENTRY.c.status_reason.is_not(None))
-        .limit(1)
-        .lateral("e")
-    )
-    return ~exists(select(literal(1)).select_from(parent).join(entry, true()))
-
-
-def on_cluster(conn) -> bool:
-    """Whether a page's connection (a Connection, or the panel's Session) is to a Citus
-    cluster: its queries then keep every lookup within a shard."""
-    return cluster.is_cluster(conn if isinstance(conn, Connection) else conn.connection())
-
 
 # -- keyset pages -----------------------------------------------------------------
 
