@@ -27,3 +27,20 @@ def wait_until(
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.02)
+
+
+# On a cluster the wait is on the worker that holds the shard: Citus's view sees it.
+WAITS_ON_A_LOCK = {
+    "cluster_db": "SELECT count(*) FROM citus_lock_waits",
+    "clean_db": "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+}
+
+
+def waits_on_a_lock(engine, deployment: str) -> bool:
+    """Whether a session of `deployment` ("clean_db" or "cluster_db") waits on a lock, read
+    in a transaction of its own: Postgres keeps pg_stat_activity as it first read it until
+    the transaction ends."""
+    from sqlalchemy import text
+
+    with engine.connect() as look:
+        return look.execute(text(WAITS_ON_A_LOCK[deployment])).scalar() > 0

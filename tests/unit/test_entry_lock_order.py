@@ -12,23 +12,10 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
-from tests.waiting import wait_until
-
-WAITING_ON_A_LOCK = {
-    # On a cluster the wait is on the worker that holds the shard: Citus's view sees it.
-    "cluster_db": "SELECT count(*) FROM citus_lock_waits",
-    "clean_db": "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
-}
+from tests.waiting import WAITS_ON_A_LOCK, wait_until, waits_on_a_lock
 
 
-def waits_on_a_lock(engine, deployment: str) -> bool:
-    """Whether a session waits on a lock, read in a transaction of its own: Postgres
-    keeps pg_stat_activity as it first read it until the transaction ends."""
-    with engine.connect() as look:
-        return look.execute(text(WAITING_ON_A_LOCK[deployment])).scalar() > 0
-
-
-@pytest.mark.parametrize("deployment", sorted(WAITING_ON_A_LOCK))
+@pytest.mark.parametrize("deployment", sorted(WAITS_ON_A_LOCK))
 def test_a_block_waits_for_a_finish_holding_a_trap_row_without_a_deadlock(
     deployment, request, caplog
 ):
