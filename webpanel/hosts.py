@@ -8,6 +8,7 @@ from flask import (
     Blueprint,
     Response,
     abort,
+    current_app,
     redirect,
     render_template,
     stream_with_context,
@@ -18,8 +19,10 @@ from crawler.core.hostnames import HostnameError, normalize
 from crawler.core.outcomes import ALL as OUTCOMES
 from crawler.db import export as host_export
 from crawler.db.deny_entries import current_denial
+from crawler.db.pages import health as health_page
 from crawler.db.pages import host_rows, paging
 from crawler.db.pages.workers import workers as worker_rows
+from crawler.db.retention import MINUTES_KEPT
 from webpanel.core import arg, choice, engine, search_page, stats
 from webpanel.extensions import db
 
@@ -74,7 +77,26 @@ def index():
         outcomes=outcomes,
         sorts=SORT_LABELS,
         workers=workers,
+        **health_figures(),
     )
+
+
+@bp.get("/health-row")
+def health_row():
+    """The dashboard's health row alone (an HTML fragment): static/health.js swaps it in."""
+    return render_template("hosts/_health.html", **health_figures())
+
+
+def health_figures() -> dict:
+    """What the health row shows, read now (never cached: its rows are few)."""
+    with db.engine.connect() as conn:
+        figures = health_page.health(conn)
+    return {
+        "health": figures,
+        "every": current_app.config["HEALTH_REFRESH_SECONDS"],
+        "share_minutes": health_page.SHARE_MINUTES,
+        "minutes_kept": MINUTES_KEPT,
+    }
 
 
 @bp.get("/hosts/export.csv")
