@@ -22,8 +22,9 @@ LINE = "#1c5fb0"
 TEXT = 'font-size="11" fill="#343a40"'  # presentation attributes, not style=
 TITLE = 'font-size="12" fill="#343a40"'
 WIDTH, HEIGHT = 640, 240
-ROOTS_WIDTH = 480  # the CSS draws each chart at least this wide: text stays >= 11 px
-LABEL_CHARS = 28  # of a root's name beside its bar (the bar's tooltip has it whole)
+ROOTS_WIDTH = 360  # the CSS draws each chart at least this wide: text stays >= 11 px,
+# and this one fits a 420-px phone whole, its longest bar's count included
+LABEL_CHARS = 22  # of a root's name beside its bar (the bar's tooltip has it whole)
 LEFT, RIGHT, TOP, BOTTOM = 52, 12, 14, 84
 
 
@@ -150,9 +151,10 @@ def health_chart(health: Health) -> Markup:
                     f"<title>{escape(label)}</title></rect>"
                 )
                 base += rates[i]
-        if (len(minutes) - 1 - i) % 15 == 0:
+        if (len(minutes) - 1 - i) % 15 == 0:  # the last one ends at the axis' end
+            anchor, at = ("end", x(i + 1)) if i == len(minutes) - 1 else ("middle", x(i + 0.5))
             parts.append(
-                f'<text x="{x(i + 0.5):.1f}" y="{TOP + plot_h + 14}" text-anchor="middle"'
+                f'<text x="{at:.1f}" y="{TOP + plot_h + 14}" text-anchor="{anchor}"'
                 f" {TEXT}>{minute:%H:%M}</text>"
             )
     for values, colour in ((health.pages, PAGES_LINE), (health.discovered, LINE)):
@@ -171,7 +173,7 @@ def roots_chart(top_roots: Sequence[tuple[str, int]]) -> Markup:
     """Horizontal bars: the roots with the most hosts, each labelled with its count."""
     if not top_roots:
         return Markup('<p class="help">No roots yet.</p>')
-    row, label_w, value_w = 22, 190, 70
+    row, label_w, value_w = 22, 150, 64  # value_w: "12,345,678" at 11 px
     height = TOP + row * len(top_roots) + 10
     peak = max(n for _, n in top_roots) or 1
     bar_w = ROOTS_WIDTH - label_w - value_w - RIGHT
@@ -216,7 +218,7 @@ def _legend(
 ) -> str:
     parts, x = [], left
     for kind, colour, label in items:
-        needed = 24 + 6.2 * len(label)
+        needed = 26 + 6.6 * len(label)
         if x > left and x + needed > width:  # wrap to a new row
             x, y = left, y + 16
         if kind == "line":

@@ -50,3 +50,23 @@ def describe(root: str, recent: Sequence[Observation]) -> str:
         f"between {first:%Y-%m-%d %H:%M:%S} and {last:%Y-%m-%d %H:%M:%S} UTC; "
         f"e.g. {samples}"
     )
+
+
+HEADLINE_CHARS = 120  # past this a reason's first clause is cut, and said whole below
+
+
+def reason_parts(reason: str) -> tuple[str, list[str]]:
+    """A blocked_reason as a one-line headline and the details under it: the first clause
+    without its parenthesis, then the parenthesis, the rest of that clause and each later
+    clause (`; ` ends a clause). For describe()'s words: "subdomain generator: the last
+    50 unique subdomains of x.test all failed at DNS/TCP/TLS level", then the counts by
+    outcome, the time span and the sample names."""
+    first, *later = [c.strip() for c in reason.split("; ") if c.strip()] or [""]
+    head, paren, rest = first, "", ""
+    if " (" in first and ")" in first:
+        head, _, tail = first.partition(" (")
+        paren, _, rest = tail.partition(")")
+    details = [d.strip() for d in (paren, rest, *later) if d.strip()]
+    if len(head) > HEADLINE_CHARS:
+        return head[: HEADLINE_CHARS - 1].rstrip() + "…", [first, *later]
+    return head, details
