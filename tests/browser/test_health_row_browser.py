@@ -132,7 +132,10 @@ def test_screenshots_of_the_dashboard_and_a_host_page(
     deny_entries.add_no_follow(db, ["social.test"], note="a platform")
     queue.seed(db, ["hub.test"])
     CrawlerProcess(crawl_settings(web), tmp_path / "crawler.log").wait()
-    log_in(page, "/hosts/gone1.test")
+    log_in(page, "/no_follow")  # the real crawl's dropped links, counted per entry
+    social = page.locator("#entry-list tr", has_text="social.test")
+    expect(social.locator('td[data-label="links dropped"]')).to_have_text("3")
+    page.goto("/hosts/gone1.test")
     expect(page.locator("main")).to_contain_text("DNS_NXDOMAIN")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"health_host_{width}.png"))
