@@ -109,17 +109,24 @@ def test_roots_count_only_hosts_that_exist(client, db):
 
 def test_a_trap_reason_is_a_headline_with_its_details():
     at = datetime(2026, 12, 4, tzinfo=UTC)
-    observed = [Observation(f"a{i}.t.test", "DNS_NXDOMAIN", at) for i in range(3)]
+    observed = [Observation(f"a{i}.t.test", "DNS_NXDOMAIN", at) for i in range(2)]
+    observed.append(Observation("b.t.test", "TCP_TIMEOUT", at))
     headline, details = reason_parts(describe("t.test", observed))
-    assert headline == (
-        "subdomain generator: the last 3 unique subdomains of t.test"
-        " all failed at DNS/TCP/TLS level"
-    )
-    assert details[0] == "DNS_NXDOMAIN 3" and details[1].startswith("between 2026-12-04")
-    assert details[2].startswith("e.g. a0.t.test")
+    assert headline == "subdomain generator (DNS_NXDOMAIN 2, TCP_TIMEOUT 1)"
+    assert details[0] == ("the last 3 unique subdomains of t.test all failed at DNS/TCP/TLS level")
+    assert details[1].startswith("between 2026-12-04") and details[2].startswith("e.g. a0.t.test")
     assert reason_parts("hand-made") == ("hand-made", [])
+    assert reason_parts("subdomain generator: 50 of 50 failed") == (
+        "subdomain generator: 50 of 50 failed",
+        [],
+    )
+    zone = "wildcard zone: hc-5e1f2a9b0c3d.farm.test resolves to 127.0.0.1, as any name would"
+    assert reason_parts(zone) == (
+        "wildcard zone",
+        ["hc-5e1f2a9b0c3d.farm.test resolves to 127.0.0.1, as any name would"],
+    )
     long_one, whole = reason_parts("word " * 60)
-    assert len(long_one) <= 120 and long_one.endswith("…") and whole == ["word " * 59 + "word"]
+    assert len(long_one) <= 80 and long_one.endswith("…") and whole == ["word " * 59 + "word"]
 
 
 def test_blocked_and_unblock_show_the_reason_as_a_headline_and_details(client, db):
@@ -127,9 +134,10 @@ def test_blocked_and_unblock_show_the_reason_as_a_headline_and_details(client, d
     for url in ("/blocked", "/blocked/trap.test/unblock"):
         html = client.get(url).get_data(as_text=True)
         headline = re.search(r'<p class="headline">([^<]+)</p>', html)[1]
-        assert headline.endswith("of trap.test all failed at DNS/TCP/TLS level"), url
+        assert headline == "subdomain generator (DNS_NXDOMAIN 50)", url
         details = re.findall(r"<li>([^<]+)</li>", html.split('class="details"', 1)[1])
-        assert details[0] == "DNS_NXDOMAIN 50" and details[2].startswith("e.g. "), url
+        assert details[0].endswith("of trap.test all failed at DNS/TCP/TLS level"), url
+        assert details[2].startswith("e.g. "), url
 
 
 # -- the no_follow form -----------------------------------------------------------------------
