@@ -234,7 +234,7 @@ class CrawlWorker(Base):
     pages: Mapped[int] = mapped_column(BigInteger)
     pages_per_s: Mapped[float] = mapped_column(Float)
     # Hosts in flight now, and hosts an outage holds back (tried again, not settled):
-    # the dashboard's health row (migration 0024).
+    # the dashboard's health row (migration 0025).
     in_flight: Mapped[int] = mapped_column(Integer, server_default="0")
     held_back: Mapped[int] = mapped_column(Integer, server_default="0")
 
@@ -346,7 +346,7 @@ class HostMinute(Base):
 
 
 class DroppedLinks(Base):
-    """Links a deny entry dropped from crawled pages (migration 0024), counted by the
+    """Links a deny entry dropped from crawled pages (migration 0025), counted by the
     crawl's finish (crawler.db.dropped_links) per entry name; kept per root with the
     entry's row (a Citus cluster co-locates it)."""
 

@@ -1,7 +1,7 @@
 """host_minutes, the workers' in-flight and held-back counts, dropped_links
 
-Revision ID: 0024
-Revises: 0023
+Revision ID: 0025
+Revises: 0024
 Create Date: 2026-12-04 16:00:00
 
 The dashboard's health row (webpanel/templates/hosts/_health.html) charts the last hour
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0024"
-down_revision: str | None = "0023"
+revision: str = "0025"
+down_revision: str | None = "0024"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
