@@ -1,12 +1,13 @@
 """Each worker's heartbeat in the crawl_workers table (crawler/db/workers.py), for the panel.
 
-A Scrapy extension, installed by the add-on. When the spider opens it logs the
-worker's start line (its name, pid and host: `make run`'s supervisor and an
-operator reading a merged log tell the workers apart by it), then every HEARTBEAT
-seconds writes the worker's row: pages settled so far and pages/s over the last
-beat. The dashboard counts workers with a fresh row as alive. When the spider
-closes the row is deleted; a killed worker's row goes stale, then retention
-deletes it. A database outage skips a beat, never the crawl.
+A Scrapy extension, installed by the add-on. When the spider opens it logs the worker's
+start line (its name, pid and host: `make run`'s supervisor and an operator reading a
+merged log tell the workers apart by it), then every HEARTBEAT seconds writes the
+worker's row: pages settled so far, pages/s over the last beat, hosts in flight and
+hosts an outage holds back (the dashboard's health row). The dashboard counts workers
+with a fresh row as alive. When the spider closes the row is deleted; a killed worker's
+row goes stale, then retention deletes it. A database outage skips a beat, never the
+crawl.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from crawler.db import workers
 from crawler.db.engine import get_engine
 from crawler.db.retry import first_line
 from crawler.metrics import pages_settled
-from crawler.state import worker_name
+from crawler.state import CrawlState, worker_name
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ class Heartbeat:
             await asyncio.sleep(self.every)
 
     def figures(self) -> workers.Beat:
-        """This worker now: pages settled, and pages/s since the last beat."""
+        """This worker now: pages settled, pages/s since the last beat, in flight, held."""
         pages = pages_settled(self.crawler.stats.get_stats())
         now = time.monotonic()
         rate = 0.0
@@ -77,7 +78,18 @@ class Heartbeat:
             rate = (pages - self._last[1]) / (now - self._last[0])
         self._last = (now, pages)
         host, pid = socket.gethostname(), os.getpid()
-        return workers.Beat(self.name, host, pid, self.started_at, pages, rate)
+        in_flight = len(getattr(self.crawler.spider, "in_flight", ()))
+        return workers.Beat(
+            self.name, host, pid, self.started_at, pages, rate, in_flight, self.held_back()
+        )
+
+    def held_back(self) -> int:
+        """Hosts the world check holds back now (none while the world is proven)."""
+        state = getattr(self.crawler, CrawlState.ATTRIBUTE, None)
+        world = getattr(state, "world", None)
+        if world is None or world.unproven_since is None:
+            return 0
+        return len(world.held)
 
     async def beat_once(self) -> None:
         try:

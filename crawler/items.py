@@ -27,6 +27,8 @@ class HostItem:
     # over_cap, private_address, or the deny rule (no_follow, blocked); also counted in the stats
     # hostcrawl/links/dropped/.
     links_dropped: dict[str, int] = field(default_factory=dict)
+    # The deny rules' share of links_dropped by entry: {entry name: links it dropped}.
+    links_denied_by: dict[str, int] = field(default_factory=dict)
     # Why reading the fetch stopped before its end (crawler.core.budget), or None. Links
     # dropped over the names' caps are links_dropped["over_cap"] (crawler.core.namecaps).
     extract_stopped: str | None = None

@@ -144,6 +144,7 @@ class HostWritePipeline:
         )
         links = FilteredLinks(set(item.hostnames), item.links_found, via=item.found_via)
         links.dropped["filtered"] = item.links_filtered
+        links.by_entry.update(item.links_denied_by)
         return Crawled(item.hostname, result, links, self.recrawl_after)
 
     def _finish_many(self, crawled: list[Crawled]) -> list[list[str]]:

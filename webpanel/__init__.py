@@ -90,10 +90,12 @@ def favicon():
 
 
 def register_templates(app: Flask) -> None:
-    from webpanel.charts import roots_chart, time_chart
+    from webpanel.charts import health_chart, roots_chart, time_chart
 
-    app.jinja_env.globals.update(page_url=page_url, time_chart=time_chart, roots_chart=roots_chart)
-    app.jinja_env.filters.update(when=when, num=num, place=describe_place)
+    app.jinja_env.globals.update(
+        page_url=page_url, time_chart=time_chart, roots_chart=roots_chart, health_chart=health_chart
+    )
+    app.jinja_env.filters.update(when=when, clock=clock, num=num, place=describe_place)
 
     @app.errorhandler(CSRFError)
     def csrf_error(exc: CSRFError):
@@ -175,6 +177,11 @@ def when(value: datetime | None) -> str:
     if value is None:
         return "—"
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def clock(value: datetime) -> str:
+    """A time of day as UTC, to the second (the day is said elsewhere)."""
+    return value.astimezone(UTC).strftime("%H:%M:%S UTC")
 
 
 def num(value: int | None) -> str:

@@ -126,7 +126,16 @@ def entry_list(rule: str):
         page = fetch_page(deny_lists.entry_page, rule, q, match)
     except HostnameError as exc:
         return jsonify(error=f"q: {exc.reason}"), 400
-    keys = ("hostname", "note", "blocked_reason", "blocked_at", "took_out", "added_at", "added_by")
+    keys = (
+        "hostname",
+        "note",
+        "blocked_reason",
+        "blocked_at",
+        "took_out",
+        "links_dropped",
+        "added_at",
+        "added_by",
+    )
     rows = [{k: _json(getattr(r, k)) for k in keys} for r in page.rows]
     return jsonify(entries=rows, next=page.next, prev=page.prev)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, abort, flash, redirect, render_template, url_for
 
 from crawler.core.denylist import BLOCKED
+from crawler.core.traps import reason_parts
 from crawler.db import deny_entries
 from crawler.db.pages import deny_lists, paging
 from webpanel.core import actor, arg, choice, engine, search_page
@@ -13,6 +14,12 @@ from webpanel.forms import ConfirmForm
 
 bp = Blueprint("blocked", __name__, url_prefix="/blocked")
 PAGE_SIZE = 25  # each row carries a long reason and its evidence
+
+
+@bp.app_template_filter("reason_parts")
+def reason_parts_filter(reason: str | None) -> tuple[str, list[str]]:
+    """A blocked_reason as (one-line headline, details) for blocked/_reason.html."""
+    return reason_parts(reason or "")
 
 
 @bp.get("")

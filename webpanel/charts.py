@@ -9,19 +9,22 @@ style-src is not involved either. Every label is escaped.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
 from crawler.db.pages.dashboard import OUTCOME_GROUPS, Timeline
+from crawler.db.pages.health import Health
 
 COLOURS = {"OK": "#2b8a3e", "HTTP": "#e8a317", "NETWORK": "#c92a2a", "IGNORED": "#868e96"}
 LINE = "#1c5fb0"
 TEXT = 'font-size="11" fill="#343a40"'  # presentation attributes, not style=
 TITLE = 'font-size="12" fill="#343a40"'
 WIDTH, HEIGHT = 640, 240
-ROOTS_WIDTH = 480  # the CSS draws each chart at least this wide: text stays >= 11 px
-LABEL_CHARS = 28  # of a root's name beside its bar (the bar's tooltip has it whole)
+ROOTS_WIDTH = 360  # the CSS draws each chart at least this wide: text stays >= 11 px,
+# and this one fits a 420-px phone whole, its longest bar's count included
+LABEL_CHARS = 22  # of a root's name beside its bar (the bar's tooltip has it whole)
 LEFT, RIGHT, TOP, BOTTOM = 52, 12, 14, 84
 
 
@@ -37,14 +40,28 @@ def cut(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
-def nice_top(peak: int) -> int:
-    """The y axis' top: 1, 2 or 5 times a power of ten, at least the peak."""
-    top = 1
-    while True:
-        for m in (1, 2, 5):
-            if top * m >= peak:
-                return top * m
-        top *= 10
+def nice_ticks(peak: float, most: int = 5, whole: bool = True) -> list[float]:
+    """The y axis' ticks: 0 up to the first tick at or above `peak`, in steps of 1, 2 or 5
+    times a power of ten, at most `most` steps (`whole`: never a step below 1, so a count's
+    axis reads 0, 2, 4, 6, never 1.25)."""
+    peak = peak if peak > 0 else 1
+    rough = peak / most
+    power = 10 ** math.floor(math.log10(rough))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= rough * (1 - 1e-9))
+    if whole:
+        step = max(1, round(step))
+    steps = math.ceil(peak / step - 1e-9)
+    return [round(i * step, 9) for i in range(steps + 1)]
+
+
+def tick_label(value: float, step: float) -> str:
+    """A tick's label: short() for whole steps, else as many decimals as the step has."""
+    if step >= 1 or value == 0:
+        return short(value)
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    if round(step * 10**decimals, 9) % 1:  # 0.25: one more
+        decimals += 1
+    return f"{value:.{decimals}f}"
 
 
 def time_chart(timeline: Timeline) -> Markup:
@@ -53,14 +70,15 @@ def time_chart(timeline: Timeline) -> Markup:
     if not hours:
         return Markup('<p class="help">No hours to show yet.</p>')
     totals = timeline.crawled_total
-    top = nice_top(max([*totals, *timeline.discovered, 1]))
+    ticks = nice_ticks(max([*totals, *timeline.discovered, 1]))
+    top = ticks[-1]
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     slot = plot_w / len(hours)
 
     def y(value: float) -> float:
         return TOP + plot_h - value / top * plot_h
 
-    parts = [_axes(top, plot_w, plot_h, "hosts per hour")]
+    parts = [_axes(ticks, plot_w, plot_h, "hosts per hour")]
     for i, hour in enumerate(hours):
         x, base = LEFT + i * slot + slot * 0.15, 0
         for group, counts in crawled.items():
@@ -92,11 +110,70 @@ def time_chart(timeline: Timeline) -> Markup:
     return _svg(parts, "Hosts discovered and crawled per hour, by outcome", "time")
 
 
+HEALTH_WIDTH, HEALTH_HEIGHT, HEALTH_LEFT = 360, 228, 40  # drawn whole on a 420-px phone
+LAYER_COLOURS = {
+    "DNS": "#c92a2a",
+    "ADDRESS": "#862e9c",
+    "TCP": "#e8590c",
+    "TLS": "#f59f00",
+    "HTTP": "#a0785a",
+}
+PAGES_LINE = "#343a40"
+
+
+def health_chart(health: Health) -> Markup:
+    """The last hour per minute: failures per second stacked by layer (bars), pages and
+    new hostnames per second (lines). The minute under way is the last slot."""
+    minutes = health.minutes
+    if not minutes:
+        return Markup('<p class="help">No minutes to show yet.</p>')
+    failed = [sum(column) for column in zip(*health.failures.values(), strict=True)]
+    ticks = nice_ticks(max([*health.pages, *health.discovered, *failed]), most=4, whole=False)
+    top, bottom = ticks[-1], 70
+    plot_w, plot_h = HEALTH_WIDTH - HEALTH_LEFT - RIGHT, HEALTH_HEIGHT - TOP - bottom
+    slot = plot_w / len(minutes)
+
+    def x(i: float) -> float:
+        return HEALTH_LEFT + i * slot
+
+    def y(value: float) -> float:
+        return TOP + plot_h - value / top * plot_h
+
+    parts = [_axes(ticks, plot_w, plot_h, "per second", HEALTH_LEFT)]
+    for i, minute in enumerate(minutes):
+        base = 0.0
+        for layer, rates in health.failures.items():
+            if rates[i]:
+                label = f"{minute:%H:%M} UTC: {rates[i]:g}/s failed at {layer}"
+                parts.append(
+                    f'<rect x="{x(i):.1f}" y="{y(base + rates[i]):.1f}" width="{slot:.1f}"'
+                    f' height="{y(base) - y(base + rates[i]):.1f}" fill="{LAYER_COLOURS[layer]}">'
+                    f"<title>{escape(label)}</title></rect>"
+                )
+                base += rates[i]
+        if (len(minutes) - 1 - i) % 15 == 0:  # the last one ends at the axis' end
+            anchor, at = ("end", x(i + 1)) if i == len(minutes) - 1 else ("middle", x(i + 0.5))
+            parts.append(
+                f'<text x="{at:.1f}" y="{TOP + plot_h + 14}" text-anchor="{anchor}"'
+                f" {TEXT}>{minute:%H:%M}</text>"
+            )
+    for values, colour in ((health.pages, PAGES_LINE), (health.discovered, LINE)):
+        points = " ".join(f"{x(i + 0.5):.1f},{y(v):.1f}" for i, v in enumerate(values))
+        parts.append(
+            f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2"/>'
+        )
+    legend = [("line", PAGES_LINE, "pages"), ("line", LINE, "new hostnames")]
+    legend += [("box", LAYER_COLOURS[layer], layer) for layer in health.failures]
+    parts.append(_legend(legend, TOP + plot_h + 32, HEALTH_LEFT - 30, HEALTH_WIDTH))
+    title = "Pages, new hostnames and failures by layer per second, minute by minute"
+    return _svg(parts, title, "health", HEALTH_WIDTH, HEALTH_HEIGHT)
+
+
 def roots_chart(top_roots: Sequence[tuple[str, int]]) -> Markup:
     """Horizontal bars: the roots with the most hosts, each labelled with its count."""
     if not top_roots:
         return Markup('<p class="help">No roots yet.</p>')
-    row, label_w, value_w = 22, 190, 70
+    row, label_w, value_w = 22, 150, 64  # value_w: "12,345,678" at 11 px
     height = TOP + row * len(top_roots) + 10
     peak = max(n for _, n in top_roots) or 1
     bar_w = ROOTS_WIDTH - label_w - value_w - RIGHT
@@ -114,20 +191,20 @@ def roots_chart(top_roots: Sequence[tuple[str, int]]) -> Markup:
     return _svg(parts, "The roots with the most hosts", "roots", ROOTS_WIDTH, height)
 
 
-def _axes(top: int, plot_w: float, plot_h: float, title: str) -> str:
-    """Both axes, y ticks at quarters with gridlines, and the y axis' title."""
+def _axes(ticks: list[float], plot_w: float, plot_h: float, title: str, left: int = LEFT) -> str:
+    """Both axes, a gridline and a label at each tick, and the y axis' title."""
     lines = [
-        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + plot_h}" stroke="#495057"/>',
-        f'<line x1="{LEFT}" y1="{TOP + plot_h}" x2="{LEFT + plot_w}" y2="{TOP + plot_h}"'
+        f'<line x1="{left}" y1="{TOP}" x2="{left}" y2="{TOP + plot_h}" stroke="#495057"/>',
+        f'<line x1="{left}" y1="{TOP + plot_h}" x2="{left + plot_w}" y2="{TOP + plot_h}"'
         ' stroke="#495057"/>',
     ]
-    for q in range(5):
-        value = top * q / 4
-        y = TOP + plot_h - plot_h * q / 4
+    top, step = ticks[-1], ticks[1] - ticks[0]
+    for value in ticks:
+        y = TOP + plot_h - plot_h * value / top
         lines.append(
-            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" stroke="#dee2e6"/>'
-            f'<text x="{LEFT - 4}" y="{y + 4:.1f}" text-anchor="end" {TEXT}>'
-            f"{short(value)}</text>"
+            f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#dee2e6"/>'
+            f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end" {TEXT}>'
+            f"{tick_label(value, step)}</text>"
         )
     lines.append(
         f'<text transform="translate(12 {TOP + plot_h / 2}) rotate(-90)" text-anchor="middle"'
@@ -136,12 +213,14 @@ def _axes(top: int, plot_w: float, plot_h: float, title: str) -> str:
     return "".join(lines)
 
 
-def _legend(items: list[tuple[str, str, str]], y: float) -> str:
-    parts, x = [], LEFT
+def _legend(
+    items: list[tuple[str, str, str]], y: float, left: int = LEFT, width: int = WIDTH
+) -> str:
+    parts, x = [], left
     for kind, colour, label in items:
-        needed = 24 + 6.2 * len(label)
-        if x > LEFT and x + needed > WIDTH:  # wrap to a new row
-            x, y = LEFT, y + 16
+        needed = 26 + 6.6 * len(label)
+        if x > left and x + needed > width:  # wrap to a new row
+            x, y = left, y + 16
         if kind == "line":
             parts.append(
                 f'<line x1="{x}" y1="{y}" x2="{x + 14}" y2="{y}" stroke="{colour}"'

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from crawler.core.blocklists import COMMENT, Skipped, read_lines
-from crawler.core.hostnames import HostnameError, normalize, normalize_entry
+from crawler.core.denylist import NO_FOLLOW
+from crawler.core.hostnames import HostnameError, is_ip, normalize, normalize_entry, root
 from crawler.core.inputs import note_problem
 from crawler.db.bulk import EntryChange
 from crawler.db.pages import deny_lists
@@ -63,6 +64,67 @@ class Preview:
     @property
     def storable(self) -> list[Candidate]:
         return [c for c in self.candidates if c.ok]
+
+    @property
+    def new(self) -> list[Candidate]:
+        """The storable lines that are not no_follow entries yet: what Save adds."""
+        return [c for c in self.storable if c.current != NO_FOLLOW]
+
+    def save_label(self) -> str:
+        """The Save button's words: how many entries are new, and how many are there."""
+        new, there = len(self.new), len(self.storable) - len(self.new)
+        entries = "entry" if new == 1 else "entries"
+        if not there:
+            return f"Save {new} {entries}"
+        return f"Save {new} new {entries} ({there} already there)"
+
+
+# The GET /no_follow?add= text is cut at this many characters (webpanel.no_follow).
+ADD_CHARS = 1000
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A line stored below its registered domain, which stays crawlable: the domain, and
+    the pasted text with that line swapped for it (for the form again)."""
+
+    input: str
+    hostname: str
+    domain: str
+    text: str
+
+
+def offers(preview: Preview, pasted: str) -> list[Offer]:
+    """A registered domain for each pasted URL or www. name stored below it (the apex is
+    then left crawlable), unless the paste has that domain already."""
+    stored = {c.hostname for c in preview.storable}
+    found = []
+    for c in preview.storable:
+        domain = registered_domain(c.input, c.hostname)
+        if domain is not None and domain not in stored:
+            text = swapped(pasted, c.input, domain)
+            found.append(Offer(c.input, c.hostname, domain, text))
+    return found
+
+
+def registered_domain(value: str, hostname: str) -> str | None:
+    """The registered domain of `hostname` (stored from `value`) when `value` was a URL
+    (a scheme, port or path) or a www. name; else None (a subdomain given as such is
+    meant: the operator named it)."""
+    if is_ip(hostname):
+        return None
+    domain = root(hostname)
+    if domain == hostname:
+        return None
+    looks_like_url = "/" in value or ":" in value
+    return domain if looks_like_url or hostname.startswith("www.") else None
+
+
+def swapped(pasted: str, line: str, domain: str) -> str:
+    """The pasted text with every line that is `line` swapped for `domain`; just the
+    domain when the result would not fit a link (ADD_CHARS)."""
+    text = "\n".join(domain if x.strip() == line else x for x in pasted.splitlines())
+    return text if len(text) <= ADD_CHARS else domain
 
 
 @dataclass

@@ -8,6 +8,7 @@ from flask import (
     Blueprint,
     Response,
     abort,
+    current_app,
     redirect,
     render_template,
     stream_with_context,
@@ -19,8 +20,10 @@ from crawler.core.outcomes import ALL as OUTCOMES
 from crawler.db import export as host_export
 from crawler.db.deny_entries import current_denial
 from crawler.db.deployment import deployment_of
-from crawler.db.pages import host_rows, paging
+from crawler.db.pages import deny_lists, host_rows, paging
+from crawler.db.pages import health as health_page
 from crawler.db.pages.workers import workers as worker_rows
+from crawler.db.retention import MINUTES_KEPT
 from webpanel.core import arg, choice, engine, search_page, stats
 from webpanel.extensions import db
 
@@ -66,6 +69,7 @@ def index():
     outcomes = sorted({o for o, _ in figures.outcomes if o} | set(OUTCOMES))
     with db.engine.connect() as conn:  # live, not cached with the figures: a few rows
         workers = worker_rows(conn)
+    hidden, rules = hidden_by_entries(page, error, flt)
     return render_template(
         "hosts/index.html",
         page=page,
@@ -75,7 +79,37 @@ def index():
         outcomes=outcomes,
         sorts=SORT_LABELS,
         workers=workers,
+        hidden=hidden,
+        rules=rules,
+        **health_figures(),
     )
+
+
+def hidden_by_entries(page: paging.Page, error: str | None, flt: host_rows.HostFilter):
+    """An empty list's hidden matches (host_rows.hidden_matches) and their entries' rules:
+    what the deny entries took of it. (None, {}) when the list shows hosts."""
+    if page.rows or error or page.prev:
+        return None, {}
+    hidden = host_rows.hidden_matches(db.session, flt)
+    return hidden, deny_lists.entry_rules(db.session, [name for name, _ in hidden.entries])
+
+
+@bp.get("/health-row")
+def health_row():
+    """The dashboard's health row alone (an HTML fragment): static/health.js swaps it in."""
+    return render_template("hosts/_health.html", **health_figures())
+
+
+def health_figures() -> dict:
+    """What the health row shows, read now (never cached: its rows are few)."""
+    with db.engine.connect() as conn:
+        figures = health_page.health(conn)
+    return {
+        "health": figures,
+        "every": current_app.config["HEALTH_REFRESH_SECONDS"],
+        "share_minutes": health_page.SHARE_MINUTES,
+        "minutes_kept": MINUTES_KEPT,
+    }
 
 
 @bp.get("/hosts/export.csv")

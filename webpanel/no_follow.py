@@ -32,8 +32,10 @@ def render_index(
     preview: entry_input.Preview | None = None,
     status: int = 200,
     counted: str = "",
+    offers: list[entry_input.Offer] | None = None,
 ):
-    """The list with the add form (and a preview of the form's lines, if any)."""
+    """The list with the add form (and a preview of the form's lines, if any, with the
+    registered domains it offers instead of URLs and www. names)."""
     q, match = arg("q"), choice("match", paging.MATCHES)
     page, error = search_page(deny_lists.entry_page, NO_FOLLOW, q, match)
     body = render_template(
@@ -45,6 +47,7 @@ def render_index(
         form=form,
         preview=preview,
         counted=counted,
+        offers=offers or [],
     )
     return body, status
 
@@ -53,7 +56,7 @@ def render_index(
 def index():
     """The no_follow entries (search, keyset pages) and the form to add more."""
     form = NoFollowForm(formdata=None)
-    form.entries.data = request.args.get("add", "")[:1000]
+    form.entries.data = request.args.get("add", "")[: entry_input.ADD_CHARS]
     return render_index(form)
 
 
@@ -77,7 +80,10 @@ def add():
     preview = entry_input.preview(db.session, pasted.items, form.force.data)
     form.entries.errors = [c.describe_problem() for c in preview.problems]
     status = 400 if preview.problems and not preview.storable else 200
-    return render_index(form, preview if preview.storable else None, status, pasted.counted())
+    offers = entry_input.offers(preview, form.entries.data)
+    return render_index(
+        form, preview if preview.storable else None, status, pasted.counted(), offers
+    )
 
 
 @bp.route("/<hostname>/remove", methods=["GET", "POST"])

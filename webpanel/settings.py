@@ -71,6 +71,8 @@ def defaults() -> dict:
         # background at most this often (seconds); 0 computes it on every request.
         "STATS_TTL": values["PANEL_STATS_TTL"],
         "PAGE_SIZE": 50,
+        # The dashboard's health row fetches itself again this often (seconds; 0: never).
+        "HEALTH_REFRESH_SECONDS": 10,
     }
 
 

@@ -39,6 +39,8 @@ class FilteredLinks:
     via: dict[str, str] = field(default_factory=dict)
     # Per source group, how many distinct saved hostnames it gave.
     by_group: Counter[str] = field(default_factory=Counter)
+    # Per deny entry, the links it dropped (its share of dropped[no_follow or blocked]).
+    by_entry: Counter[str] = field(default_factory=Counter)
 
     @property
     def filtered(self) -> int:
@@ -52,6 +54,7 @@ class FilteredLinks:
         for hostname, place in other.via.items():
             self.via.setdefault(hostname, place)
         self.by_group.update(other.by_group)
+        self.by_entry.update(other.by_entry)
 
 
 def filter_links(
@@ -115,15 +118,18 @@ def filter_found(
         if hostname is None:
             result.dropped[NO_HOSTNAME] += 1
             continue
-        rule = seen.get(hostname, _UNSEEN)
-        if rule is _UNSEEN:
-            rule = _refusal(hostname, local, denylist, allowed)
+        verdict = seen.get(hostname, _UNSEEN)
+        if verdict is _UNSEEN:
+            verdict = _refusal(hostname, local, denylist, allowed)
             if len(seen) < REMEMBERED_NAMES:
-                seen[hostname] = rule
+                seen[hostname] = verdict
+        rule, entry = verdict
         if rule is None and caps is not None and not caps.admits(hostname):
             rule = OVER_CAP
         if rule is not None:
             result.dropped[rule] += 1
+            if entry is not None:
+                result.by_entry[entry] += 1
             continue
         result.hostnames.add(hostname)
         result.via.setdefault(hostname, place)
@@ -135,14 +141,14 @@ def filter_found(
 
 def _refusal(
     hostname: str, local: frozenset[str], denylist: DenyList, allowed: tuple[Network, ...]
-) -> str | None:
-    """The rule that drops a name: one that cannot exist, an address off the public web,
-    then the deny list; or None."""
+) -> tuple[str | None, str | None]:
+    """(the rule that drops a name, the deny entry if it is the deny list's): a name that
+    cannot exist, an address off the public web, then the deny list; or (None, None)."""
     refusal = name_refusal(hostname, local) or _address_rule(hostname, allowed)
-    if refusal is None:
-        denial = denylist.denial(hostname)
-        refusal = denial.rule if denial else None
-    return refusal
+    if refusal is not None:
+        return refusal, None
+    denial = denylist.denial(hostname)
+    return (denial.rule, denial.entry) if denial else (None, None)
 
 
 def _address_rule(hostname: str, allowed: tuple[Network, ...]) -> str | None:

@@ -72,3 +72,16 @@ def outcome_group(outcome: str | None) -> str | None:
 def counts_as_failed(outcome: str | None) -> bool:
     """A crawled host that failed (the roots' `failed` count): neither alive nor ignored."""
     return outcome is not None and outcome not in ALIVE and outcome != IGNORED
+
+
+# The layers a failure happened at, bottom up (the dashboard's health row counts each);
+# ADDRESS: the name's DNS data pointed off the public web.
+LAYERS = ("DNS", "ADDRESS", "TCP", "TLS", "HTTP")
+
+
+def layer_of(outcome: str | None) -> str | None:
+    """The layer a failed outcome failed at (its prefix: DNS_TIMEOUT is DNS), or None
+    for an answer (OK, DNS_ALIVE), a denied host (IGNORED) or no outcome."""
+    if outcome is None or outcome in ALIVE or outcome == IGNORED:
+        return None
+    return outcome.partition("_")[0]

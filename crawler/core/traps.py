@@ -50,3 +50,34 @@ def describe(root: str, recent: Sequence[Observation]) -> str:
         f"between {first:%Y-%m-%d %H:%M:%S} and {last:%Y-%m-%d %H:%M:%S} UTC; "
         f"e.g. {samples}"
     )
+
+
+HEADLINE_CHARS = 80  # past this a reason's first clause is cut, and said whole below
+KIND_CHARS = 40  # "subdomain generator: …": a kind this long or shorter heads the reason
+SHORT_REASON = 60  # a reason this short is its own headline
+
+
+def reason_parts(reason: str) -> tuple[str, list[str]]:
+    """A blocked_reason as a one-line headline and the details under it.
+
+    A short reason (SHORT_REASON) is its own headline. Clauses end at "; ". The first
+    clause's kind ("subdomain generator: …", "wildcard zone: …") and its parenthesis
+    (the counts by outcome) make the headline; the rest of that clause and each later
+    clause are the details. For describe()'s words: "subdomain generator (DNS_NXDOMAIN
+    50)", then "the last 50 unique subdomains of x.test all failed at DNS/TCP/TLS
+    level", the time span and the sample names.
+    """
+    if len(reason) <= SHORT_REASON:
+        return reason.strip(), []
+    first, *later = [c.strip() for c in reason.split("; ") if c.strip()] or [""]
+    head, paren, after = first, "", ""
+    if " (" in first and ")" in first:
+        head, _, tail = first.partition(" (")
+        paren, _, after = tail.partition(")")
+    kind, colon, said = head.partition(": ")
+    if colon and len(kind) <= KIND_CHARS:
+        headline = f"{kind} ({paren})" if paren else kind
+        return headline, [d.strip() for d in (said, after, *later) if d.strip()]
+    if len(first) > HEADLINE_CHARS:
+        return first[: HEADLINE_CHARS - 1].rstrip() + "…", [first, *later]
+    return head, [d.strip() for d in (paren, after, *later) if d.strip()]

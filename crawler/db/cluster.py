@@ -2,12 +2,12 @@
 
 On a database where the `citus` extension exists and workers are added, `hostcrawl db
 upgrade` distributes every table kept per root by `root`, co-located with `roots`: a
-root's hosts, queue rows, window, claims, deferral and wildcard probe live in one shard
-group, so every statement about one host goes to one worker. The small shared tables
-(users, login failures, the change log, world silences, the hourly figures) stay plain
-tables on the coordinator: nothing joins them to the per-root tables. On a plain
-Postgres nothing changes. Distributing is idempotent: a table already distributed is
-left as it is.
+root's hosts, queue rows, window, claims, deferral, wildcard probe and dropped links
+live in one shard group, so every statement about one host goes to one worker. The small
+shared tables (users, login failures, the change log, world silences, the hourly and
+per-minute figures) stay plain tables on the coordinator: nothing joins them to the
+per-root tables. On a plain Postgres nothing changes. Distributing is idempotent: a table
+already distributed is left as it is.
 
 Here: what the database is (`topology`), where a root's shard is, and the distributing.
 What the code does differently on each is crawler.db.deployment's.
@@ -33,6 +33,7 @@ PER_ROOT_TABLES = (
     "root_claims",
     "trap_deferrals",
     "wildcard_probes",
+    "dropped_links",
 )
 
 CITUS_INSTALLED = text("SELECT extversion FROM pg_extension WHERE extname = 'citus'")

@@ -233,6 +233,10 @@ class CrawlWorker(Base):
     heartbeat_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
     pages: Mapped[int] = mapped_column(BigInteger)
     pages_per_s: Mapped[float] = mapped_column(Float)
+    # Hosts in flight now, and hosts an outage holds back (tried again, not settled):
+    # the dashboard's health row (migration 0025).
+    in_flight: Mapped[int] = mapped_column(Integer, server_default="0")
+    held_back: Mapped[int] = mapped_column(Integer, server_default="0")
 
 
 class WildcardProbe(Base):
@@ -319,6 +323,38 @@ class SourceHour(Base):
     shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
     source: Mapped[str] = mapped_column(String(16), primary_key=True)
     discovered: Mapped[int] = mapped_column(Integer, server_default="0")
+
+
+class HostMinute(Base):
+    """Hosts crawled (failures by layer) and discovered in one minute, kept by the writers
+    of hosts beside host_hours (crawler.db.rollups.count_hours): the dashboard's health
+    row. One row per minute and writer shard; pruned after MINUTES_KEPT (retention)."""
+
+    __tablename__ = "host_minutes"
+
+    minute: Mapped[datetime] = mapped_column(Timestamp, primary_key=True)
+    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    crawled: Mapped[int] = mapped_column(Integer, server_default="0")
+    discovered: Mapped[int] = mapped_column(Integer, server_default="0")
+    dns: Mapped[int] = mapped_column(Integer, server_default="0")
+    address: Mapped[int] = mapped_column(Integer, server_default="0")
+    tcp: Mapped[int] = mapped_column(Integer, server_default="0")
+    tls: Mapped[int] = mapped_column(Integer, server_default="0")
+    http: Mapped[int] = mapped_column(Integer, server_default="0")
+    # When a host last answered in this minute and shard (the writer's transaction time).
+    last_ok_at: Mapped[datetime | None] = mapped_column(Timestamp)
+
+
+class DroppedLinks(Base):
+    """Links a deny entry dropped from crawled pages (migration 0025), counted by the
+    crawl's finish (crawler.db.dropped_links) per entry name; kept per root with the
+    entry's row (a Citus cluster co-locates it)."""
+
+    __tablename__ = "dropped_links"
+
+    hostname: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
+    root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
+    links: Mapped[int] = mapped_column(BigInteger, server_default="0")
 
 
 class ChangeLogEntry(Base):

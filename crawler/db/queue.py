@@ -19,7 +19,7 @@ from crawler.core.hostnames import root
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import is_network_failure
 from crawler.core.sources import PLACE_CHARS, group_of
-from crawler.db import bulk, rollups
+from crawler.db import bulk, dropped_links, rollups
 from crawler.db.bulk import EntryChange
 from crawler.db.deployment import by_shard_group, deployment_of, shard_groups
 from crawler.db.deployment_params import DATED
@@ -137,7 +137,8 @@ def seed(engine: Engine, values: Sequence[str], allow_private: bool = False) -> 
 
 @retry_conflicts
 def finish_many(engine: Engine, crawled: Sequence[Crawled]) -> list[list[str]]:
-    """Write crawled hosts' results, new links and next dates in one transaction.
+    """Write crawled hosts' results, new links, next dates and the links each deny entry
+    dropped from their pages (crawler.db.dropped_links) in one transaction.
 
     All are written, or none. Returns, per host, the hostnames its page added.
     """
@@ -155,6 +156,7 @@ def finish_many(engine: Engine, crawled: Sequence[Crawled]) -> list[list[str]]:
         new = insert_hosts(conn, found, pending) if found else []
         schedule(conn, [(host.hostname, host.recrawl_after) for host in crawled], pending)
         pending.write(conn)
+        dropped_links.add(conn, dropped_links.gathered(h.links.by_entry for h in crawled))
     added: dict[str | None, list[str]] = {}
     for name, source in new:
         added.setdefault(source, []).append(name)

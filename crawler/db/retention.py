@@ -10,6 +10,7 @@
     trap_deferrals                    DEFERRAL_RETENTION_DAYS (7): a held-back block no worker
                                       has looked at for that long
     crawl_workers                     a day after a worker's last heartbeat (it was killed)
+    host_minutes                      MINUTES_KEPT (3 hours): the health row reads one
     hosts without a queue row         `hostcrawl prune` only (a scan of hosts)
 
 Each worker runs `scheduled` every PRUNE_INTERVAL seconds (crawler/pruning.py);
@@ -65,6 +66,11 @@ ORPHAN_HOSTS = (
     " (SELECT 1 FROM queue q WHERE q.root = h.root AND q.hostname = h.hostname)"
 )
 DEAD_WORKERS = "SELECT name FROM crawl_workers WHERE heartbeat_at < now() - interval '1 day'"
+# The dashboard's health row charts the last hour: a few more are kept for a look back.
+MINUTES_KEPT = 3
+OLD_MINUTES = (
+    f"SELECT minute, shard FROM host_minutes WHERE minute < now() - interval '{MINUTES_KEPT} hours'"
+)
 # kind: (table, its primary key, the rows past retention, the setting that keeps them;
 # None = no setting)
 KINDS = {
@@ -92,6 +98,7 @@ KINDS = {
     "trap_deferrals": ("trap_deferrals", "root", STALE_DEFERRALS, "DEFERRAL_RETENTION_DAYS"),
     "orphan_hosts": ("hosts", "hostname, root", ORPHAN_HOSTS, None),
     "crawl_workers": ("crawl_workers", "name", DEAD_WORKERS, None),
+    "host_minutes": ("host_minutes", "minute, shard", OLD_MINUTES, None),
 }
 
 
@@ -130,6 +137,7 @@ class Pruned:
     trap_window: int = 0
     trap_deferrals: int = 0
     crawl_workers: int = 0
+    host_minutes: int = 0
 
     @property
     def total(self) -> int:
@@ -163,7 +171,8 @@ def _prune(engine: Engine, rules: Rules, dry_run: bool, orphans: bool, wait: boo
         for kind, keep in ((f.name, getattr(rules, f.name)) for f in fields(rules))
         if keep > 0
     }
-    gone["crawl_workers"] = run(engine, "crawl_workers", {}, wait)
+    for kind in ("crawl_workers", "host_minutes"):  # kept by a rule of their own
+        gone[kind] = run(engine, kind, {}, wait)
     if orphans:
         gone["orphan_hosts"] = run(engine, "orphan_hosts", {}, wait)
     return Pruned(**gone)

@@ -13,7 +13,10 @@ cluster alike.
 - host_hours, hosts discovered and crawled per hour and writer shard, with the last
   hosts that answered (the self-check's canaries): `count_hours`;
 - source_hours, hosts discovered per hour, writer shard and source group (the strip's
-  "found in the last 24 hours, by source"): `count_sources`.
+  "found in the last 24 hours, by source"): `count_sources`;
+- host_minutes, hosts crawled (failures by layer) and discovered per minute and writer
+  shard, with the time of the last answer (the dashboard's health row): with
+  `count_hours`, in the same write.
 
 Each statement runs once per shard group of its roots (crawler.db.deployment's
 `root_groups`: one group on one server), so that Citus routes every run to one worker.
@@ -30,7 +33,14 @@ from datetime import datetime
 
 from sqlalchemy import Connection, bindparam, text
 
-from crawler.core.outcomes import ALIVE, NETWORK_FAILURES, counts_as_failed, outcome_group
+from crawler.core.outcomes import (
+    ALIVE,
+    LAYERS,
+    NETWORK_FAILURES,
+    counts_as_failed,
+    layer_of,
+    outcome_group,
+)
 from crawler.db.deployment import deployment_of, root_groups
 from crawler.db.deployment_params import DUES
 from crawler.db.hostsql import INTS, names_param
@@ -72,15 +82,31 @@ ADD_TO_HOUR = text(
 ).bindparams(*names_param("last_ok"))
 
 
+# The health row's minute: crawled and discovered, failures by layer (one column each).
+MINUTE_COUNTS = ("crawled", "discovered", *(layer.lower() for layer in LAYERS))
+ADD_TO_MINUTE = text(
+    f"""
+    INSERT INTO host_minutes AS t (minute, shard, {", ".join(MINUTE_COUNTS)}, last_ok_at)
+    VALUES (date_trunc('minute', now(), 'UTC'), pg_backend_pid() % {HOUR_SHARDS},
+            {", ".join(f":{c}" for c in MINUTE_COUNTS)},
+            CASE WHEN :answered THEN now() END)
+    ON CONFLICT (minute, shard) DO UPDATE
+       SET {", ".join(f"{c} = t.{c} + excluded.{c}" for c in MINUTE_COUNTS)},
+           last_ok_at = greatest(t.last_ok_at, excluded.last_ok_at)
+    """
+)
+
+
 class Rollups:
-    """What one transaction's statements move in roots and host_hours, gathered, then
-    written at once (`write`): a statement per table, not one per statement of the
-    writer, and one row version for a root whose counters and date both move."""
+    """What one transaction's statements move in roots, host_hours and host_minutes,
+    gathered, then written at once (`write`): a statement per table, not one per statement
+    of the writer, and one row version for a root whose counters and date both move."""
 
     def __init__(self) -> None:
         self.hosts, self.ok, self.failed = Counter[str](), Counter[str](), Counter[str]()
         self.earliest: dict[str, datetime] = {}
         self.hours = Counter[str]()
+        self.minute = Counter[str]()
         self.answered: list[str] = []
 
     def count_hosts(
@@ -111,8 +137,14 @@ class Rollups:
     def count_hours(self, discovered: int = 0, crawled: Iterable[tuple[str, str]] = ()) -> None:
         """This hour's figures: hosts `discovered`, and `crawled` (hostname, outcome)."""
         self.hours["discovered"] += discovered
+        self.minute["discovered"] += discovered
         for hostname, outcome in crawled:
             self.hours[GROUP_COLUMN[outcome_group(outcome)]] += 1
+            self.minute["crawled"] += 1
+            self.minute["answered"] += outcome in ALIVE
+            layer = layer_of(outcome)
+            if layer is not None:
+                self.minute[layer.lower()] += 1
             if outcome == "OK" and len(self.answered) < LAST_OK:
                 self.answered.append(hostname)
 
@@ -136,6 +168,8 @@ class Rollups:
         if any(self.hours.values()):
             params = {column: self.hours[column] for column in HOUR_COUNTS}
             conn.execute(ADD_TO_HOUR, {**params, "last_ok": self.answered or None})
+            minute = {column: self.minute[column] for column in MINUTE_COUNTS}
+            conn.execute(ADD_TO_MINUTE, {**minute, "answered": self.minute["answered"] > 0})
         self.__init__()
         return moved
 

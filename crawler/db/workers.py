@@ -1,4 +1,5 @@
-"""The crawl_workers table: each running worker's heartbeat and pages per second.
+"""The crawl_workers table: each running worker's heartbeat, pages per second, hosts in
+flight and hosts held back by an outage.
 
 A worker writes its row every HEARTBEAT seconds (crawler/heartbeat.py) and deletes
 it when it stops. A row whose heartbeat is older than ALIVE_WITHIN is a worker that
@@ -21,11 +22,14 @@ ALIVE_WITHIN = timedelta(seconds=4 * HEARTBEAT + 10)
 
 BEAT = text(
     """
-    INSERT INTO crawl_workers (name, host, pid, started_at, heartbeat_at, pages, pages_per_s)
-    VALUES (:name, :host, :pid, :started_at, now(), :pages, :pages_per_s)
+    INSERT INTO crawl_workers (name, host, pid, started_at, heartbeat_at, pages, pages_per_s,
+                               in_flight, held_back)
+    VALUES (:name, :host, :pid, :started_at, now(), :pages, :pages_per_s, :in_flight,
+            :held_back)
     ON CONFLICT (name) DO UPDATE SET host = excluded.host, pid = excluded.pid,
            started_at = excluded.started_at, heartbeat_at = now(),
-           pages = excluded.pages, pages_per_s = excluded.pages_per_s
+           pages = excluded.pages, pages_per_s = excluded.pages_per_s,
+           in_flight = excluded.in_flight, held_back = excluded.held_back
     """
 )
 
@@ -40,6 +44,8 @@ class Beat:
     started_at: datetime
     pages: int
     pages_per_s: float
+    in_flight: int = 0  # hosts claimed and not yet settled
+    held_back: int = 0  # hosts an outage holds back: tried again, not settled
 
 
 def beat(engine: Engine, one: Beat) -> None:

@@ -283,6 +283,7 @@ class HostsSpider(scrapy.Spider):
             links_found=links.found,
             links_filtered=links.filtered,
             links_dropped=dict(links.dropped),
+            links_denied_by=dict(links.by_entry),
             extract_stopped=stopped,
             found_via={name: links.via[name] for name in links.hostnames},
         )

@@ -80,7 +80,7 @@ def test_paste_a_list_with_a_bad_line_and_read_the_summary(page, db, operators):
     errors = page.locator("#entries-errors")
     expect(errors).to_have_text("'bad..test': empty label")
     expect(page.locator("#preview-total")).to_contain_text("3 of 4 lines can be stored")
-    page.get_by_role("button", name="Save 3 entries").click()
+    page.get_by_role("button", name="Save 2 new entries (1 already there)").click()
     expect(page.locator("#summary")).to_have_text("added 2, already present 1, refused 1")
     expect(page.locator("#refused")).to_have_text("'bad..test': empty label")
     expect(page.locator("#stored")).to_contain_text("*.b.test → b.test: added")
@@ -108,8 +108,9 @@ def test_read_a_blocked_reason_and_unblock(page, db, operators):
         record_outcome(db, f"junk{i}.trap.test", "DNS_NXDOMAIN", size=3)
     log_in(page, "/blocked")
     row = page.locator("#blocked tbody tr", has_text="trap.test")
-    expect(row.locator("td.reason")).to_contain_text(
-        "subdomain generator: the last 3 unique subdomains of trap.test"
+    expect(row.locator("td.reason .headline")).to_have_text("subdomain generator (DNS_NXDOMAIN 3)")
+    expect(row.locator("td.reason .details li").first).to_have_text(
+        "the last 3 unique subdomains of trap.test all failed at DNS/TCP/TLS level"
     )
     expect(row.locator(".counts")).to_have_text("DNS_NXDOMAIN 3")
     row.get_by_role("link", name="Unblock…").click()

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue
+from crawler.db import deny_entries, dropped_links, queue
 from crawler.db.accounts import create_user, new_api_token
 from tests.conftest import insert_stale_row
 from tests.e2e.conftest import (
@@ -78,6 +78,8 @@ def test_no_follow_links_are_never_saved_nor_fetched(db, fakeweb_factory, crawl)
         if q["name"].endswith("social.test") and q["name"] != "notsocial.test"
     ]
     assert host_facts(db, "hub.test").links_filtered == 5
+    with db.connect() as conn:  # each entry's count, carried by the finish (/no_follow)
+        assert dropped_links.links_dropped(conn, ["social.test"]) == {"social.test": 5}
 
 
 def add_through_the_cli(db, name: str) -> None:

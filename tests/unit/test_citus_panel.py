@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.core.hostnames import root
-from crawler.db import windows
+from crawler.db import dropped_links, windows
 from tests.unit.test_cli import hostcrawl
 from tests.unit.test_panel_support import (
     give_api_token,
@@ -244,3 +244,18 @@ def test_a_bulk_no_follow_list_on_the_cluster(on_cluster, tmp_path):
     cli = hostcrawl("no-follow", "add", "-f", str(listed))
     assert cli.returncode == 0, cli.stderr
     assert {"big.test", "huge.test"} <= set(hostcrawl("no-follow", "list").stdout.split())
+
+
+def test_what_entries_did_and_the_health_row_on_the_cluster(client, on_cluster):
+    """The hidden matches of an emptied list, the links an entry dropped, the roots'
+    counts and the health row: each read of the cluster's tables runs."""
+    engine, _, _ = on_cluster
+    emptied = page(client, "/?q=www.social&match=prefix")
+    assert "No hosts match." in emptied
+    assert 'id="hidden-matches">1 host that matches is hidden by deny entries' in emptied
+    with engine.begin() as conn:
+        dropped_links.add(conn, {"social.test": 4, "trap.test": 1})
+    assert 'data-label="links dropped">4<' in page(client, "/no_follow")
+    assert 'data-label="hosts">4<' in page(client, "/roots?q=site0.test")
+    health = page(client, "/health-row")
+    assert 'id="health-workers">0<' in health and 'id="health-due">' in health

@@ -5,6 +5,7 @@ without `make citus`."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -26,14 +27,19 @@ def every_group(engine) -> list[str]:
 
 
 def finish(engine, roots: list[str]) -> None:
-    """A finish batch: a page per root, each naming a new host of the next root."""
+    """A finish batch: a page per root, each naming a new host of the next root and
+    dropping links to a deny entry under the root after it (crawler.db.dropped_links)."""
     queue.finish_many(
         engine,
         [
             Crawled(
                 f"a.{r}",
                 CrawlResult("OK", 200),
-                FilteredLinks(hostnames={f"b.{roots[(i + 1) % len(roots)]}"}, found=1),
+                FilteredLinks(
+                    hostnames={f"b.{roots[(i + 1) % len(roots)]}"},
+                    found=3,
+                    by_entry=Counter({f"x.{roots[(i + 1) % len(roots)]}": 2}),
+                ),
             )
             for i, r in enumerate(roots)
         ],

@@ -84,7 +84,7 @@ def api(client, crawled):
 
 def test_the_main_page_names_no_denied_host(client, crawled, mode):
     html = client.get("/").get_data(as_text=True)
-    assert html.count("<svg") == 2 and "big.test: 12 hosts" in html
+    assert html.count("<svg") == 3 and "big.test: 12 hosts" in html  # health, hours, roots
     assert names_denied(html) == []
     assert f".{TRAP}" not in html and f".{SOCIAL}" not in html
 

@@ -4,6 +4,7 @@ and the live effect on a listening crawler."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -167,9 +168,13 @@ def test_security_headers_on_every_kind_of_page(client, anonymous):
 
 
 def test_no_inline_script_or_style_in_any_template():
+    """A script is a file of the panel's own (src, empty body), never inline."""
     templates = Path(__file__).resolve().parents[2] / "webpanel" / "templates"
+    own_file = re.compile(
+        r"""<script src="\{\{ url_for\('static', filename='[\w.]+'\) \}\}" defer></script>"""
+    )
     for path in templates.rglob("*.html"):
-        source = path.read_text()
+        source = own_file.sub("", path.read_text())
         assert "<script" not in source and "style=" not in source, path
         assert "|safe" not in source.replace(" ", ""), path
 

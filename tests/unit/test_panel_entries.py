@@ -177,7 +177,9 @@ def test_blocked_shows_reason_and_evidence_and_unblocks(client, db):
         record_outcome(db, f"j{i}.trap.test", "DNS_NXDOMAIN" if i else "TCP_REFUSED", size=4)
     assert routing(db, "live.trap.test").denied_by == "trap.test"
     html = client.get("/blocked").get_data(as_text=True)
-    assert "subdomain generator: the last 4 unique subdomains of trap.test" in html
+    # the reason: a headline, its details below (crawler.core.traps.reason_parts)
+    assert '<p class="headline">subdomain generator (DNS_NXDOMAIN 3, TCP_REFUSED 1)</p>' in html
+    assert "<li>the last 4 unique subdomains of trap.test all failed at" in html
     assert 'DNS_NXDOMAIN <span class="n">3</span>' in html
     assert 'TCP_REFUSED <span class="n">1</span>' in html
     assert "j3.trap.test" in html

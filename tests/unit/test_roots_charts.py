@@ -6,7 +6,7 @@ from __future__ import annotations
 from crawler.db import queue
 from crawler.db.pages import dashboard
 from crawler.db.queue import Crawled, CrawlResult
-from webpanel.charts import nice_top, roots_chart, time_chart
+from webpanel.charts import nice_ticks, roots_chart, tick_label, time_chart
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
@@ -61,7 +61,29 @@ def test_labels_are_escaped():
 
 
 def test_the_y_axis_tops_are_round():
-    assert [nice_top(n) for n in (0, 1, 3, 7, 11, 180, 4_001)] == [1, 1, 5, 10, 20, 200, 5_000]
+    assert [nice_ticks(n)[-1] for n in (0, 1, 3, 7, 11, 180, 4_001)] == [1, 1, 3, 8, 15, 200, 5_000]
+
+
+def test_count_ticks_are_whole_numbers_in_steps_of_1_2_or_5():
+    """A peak of 5 read 0, 1, 2, 4, 5 (gridlines at quarters of 5, rounded): now each
+    tick is a whole step of 1, 2 or 5 times a power of ten."""
+    assert nice_ticks(5) == [0, 1, 2, 3, 4, 5]
+    assert nice_ticks(7) == [0, 2, 4, 6, 8]
+    assert nice_ticks(11) == [0, 5, 10, 15]
+    assert nice_ticks(2_500_000) == [0, 500_000, 1_000_000, 1_500_000, 2_000_000, 2_500_000]
+    for peak in (1, 2, 3, 5, 6, 9, 13, 99, 101, 777, 12_345):
+        ticks = nice_ticks(peak)
+        step = ticks[1] - ticks[0]
+        assert all(t == int(t) for t in ticks) and ticks[-1] >= peak > ticks[-2], ticks
+        assert all(b - a == step for a, b in zip(ticks, ticks[1:], strict=False)), ticks
+        assert len(ticks) <= 6 and step / 10 ** (len(str(int(step))) - 1) in (1, 2, 5)
+
+
+def test_rate_ticks_step_below_one_and_say_so():
+    ticks = nice_ticks(0.37, most=4, whole=False)
+    assert ticks == [0, 0.1, 0.2, 0.3, 0.4]
+    assert [tick_label(t, 0.1) for t in ticks] == ["0", "0.1", "0.2", "0.3", "0.4"]
+    assert nice_ticks(3.2, most=4, whole=False) == [0, 1, 2, 3, 4]
 
 
 def test_the_dashboard_shows_both_charts(client, db):

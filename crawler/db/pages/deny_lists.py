@@ -17,6 +17,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from crawler.core.denylist import BLOCKED, RULES
+from crawler.db.dropped_links import links_dropped
 from crawler.db.hostsql import names_param, suffix_range
 from crawler.db.models import QueueRow
 from crawler.db.pages.paging import (
@@ -55,6 +56,7 @@ class EntryLine:
     took_out: int
     added_at: datetime | None
     added_by: str | None
+    links_dropped: int = 0  # links of crawled pages it dropped (crawler.db.dropped_links)
 
 
 def entry_statement(rule: str, q: str = "", match: str = PREFIX) -> Select:
@@ -88,11 +90,13 @@ ADDED_BY = text(
 
 
 def entry_lines(conn, rule: str, rows) -> list[EntryLine]:
-    """The entries' rows with how many hosts each took out and who added it when."""
+    """The entries' rows with how many hosts each took out, how many links it dropped,
+    and who added it when."""
     names = [row.hostname for row in rows]
     if not names:
         return []
     took = dict(conn.execute(TOOK_OUT, {"names": names}).all())
+    dropped = links_dropped(conn, names)
     action = "block" if rule == BLOCKED else "no_follow.add"
     found = conn.execute(ADDED_BY, {"names": names, "action": action})
     added = {name: (at, actor) for name, at, actor in found}
@@ -104,6 +108,7 @@ def entry_lines(conn, rule: str, rows) -> list[EntryLine]:
             row.blocked_at,
             took.get(row.hostname, 0),
             *added.get(row.hostname, (None, None)),
+            dropped.get(row.hostname, 0),
         )
         for row in rows
     ]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from sqlalchemy import (
     Select,
     and_,
+    func,
+    or_,
     select,
     true,
 )
@@ -130,6 +133,47 @@ def host_page(
     """Discovered hosts, never one under a deny entry, one keyset page."""
     stmt = _hosts(flt, deployment_of(conn))
     return paginate(conn, stmt, HOST_SORTS[flt.sort], after, before, limit)
+
+
+# -- what the deny entries hide of a list (its empty page says so) -------------------------
+
+HIDDEN_CAP = 10_000  # hidden hosts counted for one empty list, at most ("10,000+")
+HIDDEN_EXAMPLES = 10
+
+
+@dataclass(frozen=True)
+class HiddenMatches:
+    """Hosts a list's search and filters match that deny entries hide: how many (at most
+    HIDDEN_CAP), per entry (its name, its hosts, most first) and a few of them."""
+
+    hosts: int = 0
+    capped: bool = False
+    entries: list[tuple[str, int]] = field(default_factory=list)
+    examples: list[str] = field(default_factory=list)
+
+
+def hidden_matches(conn, flt: HostFilter) -> HiddenMatches:
+    """The hosts `flt` matches among the hidden rows: the deny entries themselves and the
+    rows an entry took out of routing (queue.denied_by names it). At most HIDDEN_CAP + 1
+    rows are read, whatever the size of the lists."""
+    on_queue, on_hosts = replace(flt, include_denied=True).conditions()
+    entry = func.coalesce(QueueRow.denied_by, QueueRow.hostname).label("entry")
+    hidden = or_(QueueRow.status_reason.is_not(None), QueueRow.denied_by.is_not(None))
+    rows = conn.execute(
+        select(QueueRow.hostname, entry)
+        .select_from(QueueRow)
+        .join(Host, SAME_HOST)
+        .where(hidden, *on_queue, *on_hosts)
+        .limit(HIDDEN_CAP + 1)
+    ).all()
+    rows = rows[:HIDDEN_CAP]
+    per_entry = Counter(row.entry for row in rows)
+    return HiddenMatches(
+        hosts=len(rows),
+        capped=len(rows) == HIDDEN_CAP,
+        entries=sorted(per_entry.items(), key=lambda e: (-e[1], e[0])),
+        examples=sorted(row.hostname for row in rows)[:HIDDEN_EXAMPLES],
+    )
 
 
 def host_detail(conn, hostname: str):

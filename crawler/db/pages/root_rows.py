@@ -43,8 +43,11 @@ ROOT_SORTS: dict[str, Order] = {
     "failed": Order((RootRow.failed, RootRow.root), ("int", "str"), descending=True),
 }
 
-# Per root shown: due hosts (capped), budget use this hour, its wildcard probe. Every
-# lookup is by root, from the roots row: on a Citus cluster, within the root's shard.
+# Per root shown: due hosts (capped), budget use this hour, its wildcard probe, and its
+# entry-only rows: a deny entry's own row for a name never seen (never routed, crawled
+# or audited: crawler.db.deny_entries forgets such a row with its entry), which roots.hosts
+# counts but is no host. A root has few entries (ix_queue_hidden_root). Every lookup is
+# by root, from the roots row: on a Citus cluster, within the root's shard.
 ROOT_EXTRAS = text(
     f"""
     SELECT r.root,
@@ -54,6 +57,10 @@ ROOT_EXTRAS = text(
                                    LIMIT {DUE_CAP}) AS d) AS due,
            (SELECT coalesce(sum(c.claimed), 0) FROM root_claims c
              WHERE c.root = r.root AND c.minute > now() - interval '1 hour') AS claimed_hour,
+           (SELECT count(*) FROM queue q JOIN hosts h ON h.hostname = q.hostname AND h.root = q.root
+             WHERE q.root = r.root AND q.status_reason IS NOT NULL AND q.next_claim_at IS NULL
+               AND h.root = r.root AND h.last_crawled_at IS NULL AND h.audited_at IS NULL
+               AND h.crawl_count = 0) AS entry_only,
            CASE WHEN r.held_until > now() THEN r.held_until END AS held_until,
            w.probe, w.outcome AS probe_outcome, w.checked_at AS probed_at
       FROM roots r
@@ -84,7 +91,7 @@ class RootLine:
     """One root's row: its counts, trap window, budget use, wildcard probe and entry."""
 
     root: str
-    hosts: int
+    hosts: int  # hosts that exist: roots.hosts less the entry-only rows
     due: int
     crawled_ok: int
     failed: int
@@ -144,7 +151,7 @@ def lines(conn, rows: list[Row]) -> list[RootLine]:
         result.append(
             RootLine(
                 root=row.root,
-                hosts=row.hosts,
+                hosts=row.hosts - e.entry_only,
                 due=e.due,
                 crawled_ok=row.crawled_ok,
                 failed=row.failed,
