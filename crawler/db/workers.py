@@ -49,6 +49,18 @@ def beat(engine: Engine, one: Beat) -> None:
         conn.execute(BEAT, vars(one))
 
 
+def due_now(engine: Engine) -> int:
+    """Hosts due now, as the dashboard counts them: counted on a small database, the
+    planner's estimate on a big one (crawler.db.pages.dashboard)."""
+    from crawler.db.pages.dashboard import DUE, EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
+
+    with engine.connect() as conn:
+        rows = conn.execute(text(HOSTS_ESTIMATE)).scalar()
+        if rows is None or rows < EXACT_BELOW:
+            return conn.execute(text(f"SELECT count(*) FROM ({DUE}) AS d")).scalar_one()
+        return row_estimate(conn, DUE)
+
+
 def leave(engine: Engine, name: str) -> None:
     """The worker stopped: its row goes (the dashboard counts it no longer)."""
     with engine.begin() as conn:
