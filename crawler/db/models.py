@@ -86,7 +86,7 @@ class Host(Base):
     audited_at: Mapped[datetime | None] = mapped_column(Timestamp)
     audit_outcome: Mapped[str | None] = mapped_column(String(32))
     # Tries whose failure was held back (our resolver or network did not answer: not
-    # settled, not in crawl_count), and the last of them (migration 0024).
+    # settled, not in crawl_count), and the last of them (migration 0026).
     held_tries: Mapped[int] = mapped_column(Integer, server_default="0")
     held_at: Mapped[datetime | None] = mapped_column(Timestamp)
     held_outcome: Mapped[str | None] = mapped_column(String(32))
@@ -225,7 +225,7 @@ class WorldSilence(Base):
     never_answered: Mapped[bool] = mapped_column(Boolean)
     held_back: Mapped[int] = mapped_column(Integer)
     checked_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
-    # Why (migration 0024): the failing layer, its tries and failures over span_s seconds,
+    # Why (migration 0026): the failing layer, its tries and failures over span_s seconds,
     # the commonest error and how often, and the settings behind that layer.
     layer: Mapped[str | None] = mapped_column(String(16))
     tries: Mapped[int | None] = mapped_column(Integer)

@@ -1,7 +1,7 @@
 """outage reasons: why the world does not answer, and each host's tries held back
 
-Revision ID: 0024
-Revises: 0023
+Revision ID: 0026
+Revises: 0025
 Create Date: 2026-12-04 16:00:00
 
 world_silences gains the worker's reason: the failing layer (dns or network), its
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0024"
-down_revision: str | None = "0023"
+revision: str = "0026"
+down_revision: str | None = "0025"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
