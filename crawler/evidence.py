@@ -18,9 +18,8 @@ from collections import OrderedDict
 from crawler.core.hostnames import root
 
 # The layers a failure is judged at: a DNS failure needs a resolver that answers, one
-# of TCP or TLS a host that answers over the network.
-DNS = "dns"
-NETWORK = "network"
+# of TCP or TLS a host that answers over the network (defined with the outages' words).
+from crawler.core.outages import DNS, NETWORK
 
 # Roots remembered per layer for "another root answered since": the newest few suffice.
 ROOTS_KEPT = 16

@@ -31,6 +31,10 @@ from crawler.state import CrawlState, worker_name
 
 log = logging.getLogger(__name__)
 
+# Stats of the last beat, for the metrics: its write's time, and the hosts due then.
+BEAT_MS = "hostcrawl/database/heartbeat_ms"
+DUE_NOW = "hostcrawl/queue/due"
+
 
 class Heartbeat:
     def __init__(self, crawler, every: float = workers.HEARTBEAT) -> None:
@@ -92,7 +96,13 @@ class Heartbeat:
         return len(world.held)
 
     async def beat_once(self) -> None:
+        """Write the row, then read the queue's depth: both for the metrics too (how long
+        the database took to take a heartbeat, and the hosts due now)."""
+        stats = self.crawler.stats
         try:
+            started = time.perf_counter()
             await asyncio.to_thread(workers.beat, get_engine(), self.figures())
+            stats.set_value(BEAT_MS, 1000 * (time.perf_counter() - started))
+            stats.set_value(DUE_NOW, await asyncio.to_thread(workers.due_now, get_engine()))
         except DBAPIError as exc:
             log.warning("heartbeat of %s skipped (%s)", self.name, first_line(exc))

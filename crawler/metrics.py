@@ -22,6 +22,10 @@ nothing here writes the text format by hand.
     hostcrawl_in_flight_limit             the worker's own limit of them (up to MAX_IN_FLIGHT)
     hostcrawl_reactor_lag_seconds         how late the event loop ran a timer, last tick
     hostcrawl_resident_memory_bytes       the worker's resident memory (RSS)
+    hostcrawl_queue_due                   hosts due now, the whole queue's (each heartbeat)
+    hostcrawl_database_heartbeat_seconds  how long the database took to write the last one
+    hostcrawl_database_up                 0 while the worker waits out a database outage
+    hostcrawl_outage_retried_total        failures held back while the world did not answer
 
 Several workers on one machine need one port each: `make run` gives its N workers
 METRICS_PORT, METRICS_PORT+1, ... (docs/deployment.md, "Metrics").
@@ -35,6 +39,8 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+
+from crawler.db.retry import OUTAGE
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +56,23 @@ GAUGES = {
         "How late the event loop ran a timer (last tick).",
     ),
     "hostcrawl_resident_memory_bytes": ("hostcrawl/rss_mb", 2**20, "Resident memory (RSS)."),
+    # Read at each heartbeat (crawler/heartbeat.py).
+    "hostcrawl_queue_due": ("hostcrawl/queue/due", 1, "Hosts due now (the whole queue's)."),
+    "hostcrawl_database_heartbeat_seconds": (
+        "hostcrawl/database/heartbeat_ms",
+        0.001,
+        "How long the database took to write this worker's last heartbeat.",
+    ),
 }
 FOUND_PREFIX = "hostcrawl/found/"
 SIMPLE_COUNTERS = {
     "hostcrawl_links_saved": ("hostcrawl/hosts/links_saved", "New hostnames saved from pages."),
     "hostcrawl_blocks": ("hostcrawl/traps/blocked", "Trap roots this worker blocked."),
     "hostcrawl_deferred_blocks": ("hostcrawl/traps/deferred", "Blocks deferred by the self-check."),
+    "hostcrawl_outage_retried": (
+        "hostcrawl/outage/retried",
+        "Failures held back while the world did not answer (tried again, not settled).",
+    ),
 }
 
 
@@ -117,6 +134,11 @@ class StatsCollector:
             "Since when no canary has answered this worker (Unix time; 0 while one does):"
             " blocks are held and failing hosts tried again, not settled.",
             value=since.timestamp() if since else 0,
+        )
+        yield GaugeMetricFamily(
+            "hostcrawl_database_up",
+            "0 while this worker waits for the database (an outage), else 1.",
+            value=0 if OUTAGE.since is not None else 1,
         )
 
     def denylist_size(self) -> int:

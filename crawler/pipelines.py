@@ -117,11 +117,17 @@ class HostWritePipeline:
         settled, and stays out of the trap window."""
         began = time.monotonic() - self.waited.get(item.outcome, 0.0)
         layer = failure_layer(item.outcome)
-        why = await self.state.world.holds_back(item.hostname, self.outage_edge, began, layer)
+        world = self.state.world
+        why = await world.holds_back(item.hostname, self.outage_edge, began, layer, item.outcome)
         if not why:
             return
         await in_thread_until_up(
-            "retrying a host", queue.retry_soon, self.state.engine, [item.hostname], self.retry
+            "retrying a host",
+            queue.retry_soon,
+            self.state.engine,
+            [item.hostname],
+            self.retry,
+            item.outcome,
         )
         self.crawler.stats.inc_value("hostcrawl/outage/retried")
         raise DropItem(

@@ -5,7 +5,9 @@ unset), migrates, queues the seeds, then runs CRAWL_WORKERS crawler workers —
 and the panel under gunicorn when it is installed — as child processes sharing
 that database, a dead worker restarted (crawler/supervisor.py). Ctrl-C — or
 SIGTERM, which supervisors and `docker stop` send — stops the children
-gracefully, then the database.
+gracefully, then the database. The console shows only what matters (crawler/console.py):
+where the logs are (var/log/, a file per child), the panel's address once it is ready,
+and a progress line per interval.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from crawler.console import Console
 from crawler.core import config
 from crawler.core.setting import SettingError
-from crawler.db.engine import PROJECT_ROOT, DatabaseUrlError, database_url
-from crawler.supervisor import Child, Supervisor, worker_count, workers
+from crawler.db.engine import PROJECT_ROOT, DatabaseUrlError, database_url, var_dir
+from crawler.supervisor import Child, Supervisor, log_to, worker_count, workers
 
 
 def children(bind: str, count: int) -> list[Child]:
@@ -41,6 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=Path, default=PROJECT_ROOT / "seeds.txt")
     parser.add_argument(
         "--bind", default="127.0.0.1:8000", help="where the panel listens (make run BIND=...)"
+    )
+    parser.add_argument(
+        "--progress-every",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds between two progress lines on the console (default 60)",
     )
     args = parser.parse_args(argv)
     # SIGINT and SIGTERM take Ctrl-C's path: the children stop gracefully and the embedded
@@ -83,10 +93,20 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     started = children(args.bind, count)
-    print(f"{count} crawler worker{'s' if count > 1 else ''} (CRAWL_WORKERS)", file=sys.stderr)
-    if not started[-1].worker:
-        print(f"panel: http://{args.bind}/  (create an operator: hostcrawl user create NAME)")
-    return Supervisor(started).run()
+    logs = log_to(started, var_dir() / "log")
+    print(
+        f"{count} crawler worker{'s' if count > 1 else ''} (CRAWL_WORKERS); every log in"
+        f" {shown(logs[0].parent)}/ ({', '.join(log.name for log in logs)})",
+        flush=True,
+    )
+    panel = None if started[-1].worker else args.bind
+    return Supervisor(started, Console(panel, args.progress_every)).run()
+
+
+def shown(path: Path) -> str:
+    """`path` relative to the current folder when it is under it (var/log), else whole."""
+    relative = os.path.relpath(path)
+    return str(path) if relative.startswith("..") else relative
 
 
 def bind_problem(bind: str) -> str | None:

@@ -29,6 +29,7 @@ from scrapy.utils.defer import deferred_to_future
 from sqlalchemy import Engine
 
 from crawler.core.hostnames import root
+from crawler.core.outages import FailureTally, LayerFailures, settings_to_check, why_silent
 from crawler.core.outcomes import DNS_ALIVE, OK, is_network_failure
 from crawler.db import canaries as canary_db
 from crawler.db import windows
@@ -75,6 +76,8 @@ class WorldCheck:
         on_change: Callable[[datetime | None, bool, int], None] = lambda *change: None,
         interval: float = 10.0,
         user_agent: str = "",
+        nameservers: str = "",
+        connect_timeout: float = 10.0,
     ) -> None:
         self.engine = engine
         self.resolver = resolver
@@ -86,7 +89,11 @@ class WorldCheck:
         self.summary_every = summary_every
         self.interval = interval
         self.user_agent = user_agent
+        self.nameservers = nameservers
+        self.connect_timeout = connect_timeout
         self.evidence = Evidence()
+        # The crawl's tries by layer over the summary's span: which layer fails, and how.
+        self.tally = FailureTally(summary_every)
         # Unproven answers are kept briefly: the first host to answer should end them soon.
         self.keep = {True: keep_healthy, False: keep_unhealthy, None: keep_unhealthy}
         self.lookups = 0
@@ -105,6 +112,7 @@ class WorldCheck:
         """`hostname` answered us now (a page: NETWORK; a name resolved: DNS). A page
         that answers ends an unproven spell: the world answers us again."""
         self.evidence.heard(hostname, layer)
+        self.tally.answered(layer, time.monotonic())
         if layer == NETWORK and self.unproven_since is not None:
             self._note(True, "")
 
@@ -167,13 +175,19 @@ class WorldCheck:
         return (await self.answers())[0] is True
 
     async def holds_back(
-        self, hostname: str, edge: float, began: float = float("-inf"), layer: str = NETWORK
+        self,
+        hostname: str,
+        edge: float,
+        began: float = float("-inf"),
+        layer: str = NETWORK,
+        outcome: str = "",
     ) -> str:
         """Why a failure of `hostname` below HTTP is ours, not the host's ('' when it is
         its own): the world is unproven now, or was in the last `edge` seconds (the
         request may have started then). `began`: when the failure's wait began
-        (monotonic); `layer`: the layer it failed at. A failure held back counts in
-        the logs."""
+        (monotonic); `layer`: the layer it failed at; `outcome`: its kind, tallied for
+        the outage's reason. A failure held back counts in the logs."""
+        self.tally.failed(layer, outcome or "unnamed", time.monotonic())
         self._asking.add(hostname)
         try:
             answering, why = await self.answers(newer_than=began, layer=layer)
@@ -253,6 +267,22 @@ class WorldCheck:
         started then may have failed for our outage, though it answers now)."""
         return time.monotonic() - self.last_seen_down <= seconds
 
+    def failing(self) -> tuple[LayerFailures | None, str]:
+        """The layer failing most over the summary's span, and the settings behind it."""
+        failures = self.tally.failing(time.monotonic())
+        if failures is None:
+            return None, ""
+        check = settings_to_check(
+            failures.layer, self.nameservers, self.canary_hosts, self.connect_timeout
+        )
+        return failures, check
+
+    def reason(self, verdict: str) -> str:
+        """The log's word on an unproven world: the failing layer and its top error, the
+        settings to check, then what the check found."""
+        failures, check = self.failing()
+        return why_silent(failures, self.tally.span, check, verdict)
+
     def _note(self, answering: bool | None, why: str) -> None:
         if answering is True:
             if self.unproven_since is not None:
@@ -275,7 +305,7 @@ class WorldCheck:
             log.warning(
                 "the world is not answering us (%s): blocks are held, and failures below"
                 " HTTP are tried again, not settled; %d hosts held back",
-                why,
+                self.reason(why),
                 len(self.held),
             )
         self._why = why
@@ -297,7 +327,7 @@ class WorldCheck:
             "the world has not answered us for %.0f s (%s): %d hosts held back so far,"
             " %d failures tried again in the last %.0f s; blocks are held",
             spell,
-            why,
+            self.reason(why),
             len(self.held),
             self.tries_held - tries_then,
             now - told_at,

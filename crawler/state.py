@@ -100,6 +100,8 @@ class CrawlState:
             on_change=self.world_changed,
             interval=settings.getfloat("CANARY_INTERVAL"),
             user_agent=settings.get("USER_AGENT"),
+            nameservers=settings.get("DNS_NAMESERVERS"),
+            connect_timeout=settings.getfloat("CONNECT_TIMEOUT"),
         )
         self.traps = TrapGuard(
             self.engine,
@@ -150,7 +152,9 @@ class CrawlState:
                 await in_thread_until_up("clearing", world_silences.clear, self.engine, self.worker)
             else:
                 report = world_silences.report
-                args = (self.engine, self.worker, since, never, held)
+                failures, check = self.world.failing()  # the reason as of now, sent along
+                reason = world_silences.Reason(failures, self.world.tally.span, check)
+                args = (self.engine, self.worker, since, never, held, reason)
                 await in_thread_until_up("reporting the world's silence", report, *args)
             self._told, self._told_at = told, time.monotonic()
             if self._silence == told:

@@ -8,7 +8,9 @@ is started again in its place after a back-off of 1 s, 2 s, 4 s ... up to BACKOF
 worker, its exit code and when it comes back. A worker that ends by itself with exit
 code 0 (CLOSE_WHEN_DRAINED: nothing left to crawl) is done, not restarted; when every
 worker is done, or the panel ends, the rest are stopped. Ctrl-C or SIGTERM stops them
-all gracefully (one SIGINT each: a second makes Scrapy stop uncleanly).
+all gracefully (one SIGINT each: a second makes Scrapy stop uncleanly). Under `make run`
+each child's output goes to its own file under var/log/ (`log_to`): the console keeps
+the supervisor's words and crawler/console.py's lines.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from crawler.core import config
 from crawler.core.workers import worker_name
@@ -55,16 +59,28 @@ class Child:
     failures: int = 0  # deaths in a row, for the back-off
     restart_at: float | None = None
     done: bool = False  # ended normally: not restarted
+    # Where its output goes (appended, a restart's too); None: the console.
+    log_path: Path | None = None
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(
-            self.command,
-            cwd=PROJECT_ROOT,
-            env={**os.environ, **self.env},
-            # Own sessions: a terminal's Ctrl-C reaches only the supervisor, and it sends
-            # exactly one SIGINT.
-            start_new_session=True,
-        )
+        log = None
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            log = open(self.log_path, "ab")  # noqa: SIM115 (the child holds it; ours is closed)
+        try:
+            self.proc = subprocess.Popen(
+                self.command,
+                cwd=PROJECT_ROOT,
+                env={**os.environ, **self.env},
+                stdout=log,
+                stderr=subprocess.STDOUT if log else None,
+                # Own sessions: a terminal's Ctrl-C reaches only the supervisor, and it
+                # sends exactly one SIGINT.
+                start_new_session=True,
+            )
+        finally:
+            if log is not None:
+                log.close()
         self.started = time.monotonic()
         self.restart_at = None
 
@@ -105,9 +121,17 @@ def worker_count(environ: dict[str, str] | None = None) -> int:
     return wanted.effective(len(os.sched_getaffinity(0)))
 
 
+def log_to(children: list[Child], folder: Path) -> list[Path]:
+    """Send each child's output to its own file in `folder` (worker-1.log, panel.log)."""
+    for child in children:
+        child.log_path = folder / f"{child.name.split('@')[0]}.log"
+    return [child.log_path for child in children]
+
+
 class Supervisor:
-    def __init__(self, children: list[Child]) -> None:
+    def __init__(self, children: list[Child], every_tick: Callable[[], None] = lambda: None):
         self.children = children
+        self.every_tick = every_tick  # the console's look at the crawl (crawler/console.py)
 
     def run(self) -> int:
         """Start the children and keep the workers running until a signal, every worker
@@ -115,8 +139,10 @@ class Supervisor:
         try:
             for child in self.children:
                 child.start()
-                say(f"started {child.name} (pid {child.proc.pid})")
+                if child.log_path is None:
+                    say(f"started {child.name} (pid {child.proc.pid})")
             while self.tick():
+                self.every_tick()
                 time.sleep(TICK)
         except KeyboardInterrupt:
             say("stopping…")

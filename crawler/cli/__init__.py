@@ -13,6 +13,9 @@ from crawler.cli.common import Hostcrawl
 
 
 @click.group(cls=Hostcrawl)
+@click.version_option(
+    package_name="hostcrawl", prog_name="hostcrawl", message="%(prog)s %(version)s"
+)
 def main() -> None:
     """hostcrawl: discover hostnames across the web."""
 

@@ -29,6 +29,8 @@ class Hostcrawl(click.Group):
             return super().main(args, prog_name, complete_var, False, **extra)
         try:
             super().main(args, prog_name, complete_var, False, **extra)
+        except click.FileError as exc:
+            fail(f"{exc.ui_filename}: cannot open it ({exc.message})", exc.exit_code)
         except click.NoSuchOption as exc:
             fail(f"no such option: {exc.option_name} ({DASH_HINT})", exc.exit_code)
         except click.UsageError as exc:
@@ -88,11 +90,16 @@ def friendly_errors(command: Callable) -> Callable:
     return run
 
 
-def report(changes: Sequence[EntryChange]) -> None:
-    """Print each change; refusals to stderr, and exit 1 if there was any."""
+def report(
+    changes: Sequence[EntryChange], hint: Callable[[EntryChange], str | None] = lambda c: None
+) -> None:
+    """Print each change (and its `hint`, if any); refusals to stderr, and exit 1 if there
+    was any."""
     for change in changes:
         if change.ok:
             click.echo(change.describe())
+            if said := hint(change):
+                click.echo(said)
         else:
             click.echo(f"error: {change.describe()}", err=True)
     if not all(change.ok for change in changes):

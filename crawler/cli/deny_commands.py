@@ -12,7 +12,9 @@ import click
 
 from crawler.cli.bulkrun import finish, run_file
 from crawler.cli.common import ACTOR, checked_note, engine, friendly_errors, report
+from crawler.core.hostnames import root
 from crawler.db import deny_entries
+from crawler.db.bulk import EntryChange
 
 LIST_FILE = click.Path(dir_okay=False, allow_dash=True)
 REPORT_FILE = click.Path(dir_okay=False)
@@ -23,9 +25,24 @@ def apply(change, names: tuple[str, ...], path: str | None, report_path: str | N
     if bool(names) == bool(path):
         raise click.UsageError("give names or -f FILE (one of them)")
     if path is None:
-        report([c for batch in change(names) for c in batch])
+        report([c for batch in change(names) for c in batch], registered_domain_hint)
     else:
         finish(run_file(path, what, change, report_path))
+
+
+def registered_domain_hint(change: EntryChange) -> str | None:
+    """A pasted URL or a www. name stores that host and the names under it, not its
+    site's other names: the registered domain is named, to add it if that was meant."""
+    pasted = "/" in change.input or change.input.lower().startswith("www.")
+    if not change.ok or change.hostname is None or not pasted:
+        return None
+    domain = root(change.hostname)
+    if domain == change.hostname:
+        return None
+    return (
+        f"  note: only {change.hostname} and the names under it; {domain} and its other"
+        f" names stay crawlable: add {domain} for the whole site"
+    )
 
 
 @click.group("no-follow")

@@ -9,9 +9,20 @@ import click
 
 from crawler.cli.common import engine, friendly_errors
 from crawler.core.hostnames import HostnameError
+from crawler.core.outcomes import ALL as OUTCOMES
 from crawler.db import export
 from crawler.db.pages.host_rows import HostFilter
-from crawler.db.pages.paging import MATCHES, PREFIX
+from crawler.db.pages.paging import MATCHES, NEVER_CRAWLED, PREFIX
+
+
+def checked_outcome(outcome: str) -> str:
+    """--outcome, refused (exit 1) unless it is an outcome or 'none'."""
+    if outcome and outcome != NEVER_CRAWLED and outcome not in OUTCOMES:
+        raise click.ClickException(
+            f"--outcome {outcome}: no such outcome; give one of {', '.join(sorted(OUTCOMES))}"
+            f", or {NEVER_CRAWLED} (never crawled)"
+        )
+    return outcome
 
 
 @click.group()
@@ -23,7 +34,12 @@ def hosts() -> None:
 @click.option(
     "--format", "fmt", type=click.Choice(export.FORMATS), default="csv", show_default=True
 )
-@click.option("--outcome", default="", help="Only this outcome ('none': never crawled).")
+@click.option(
+    "--outcome",
+    default="",
+    callback=lambda _ctx, _param, value: checked_outcome(value),
+    help="Only this outcome ('none': never crawled).",
+)
 @click.option("--root", default="", help="Only hosts of this registered domain.")
 @click.option(
     "--search", "q", default="", help="A hostname prefix, or a domain with --match domain."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from crawler.cli.common import friendly_errors
@@ -25,7 +27,14 @@ def upgrade() -> None:
 @db.command()
 @friendly_errors
 def status() -> None:
-    """Which deployment the database is: one Postgres server, or a Citus cluster."""
-    from crawler.db.migrate import current_deployment
+    """Which database (the embedded one, or DATABASE_URL), which deployment (one
+    Postgres server, or a Citus cluster), and whether its schema is at head; exit 1
+    when it is not."""
+    from crawler.db.migrate import current_deployment, database_name, schema_state
 
+    click.echo(f"database: {database_name()}")
     click.echo(current_deployment().describe())
+    state = schema_state()
+    click.echo(state.describe())
+    if not state.at_head:
+        sys.exit(1)

@@ -18,9 +18,12 @@ def user() -> None:
 
 def read_password() -> str:
     """A new password: prompted twice on a terminal, else the first line of stdin."""
-    if sys.stdin.isatty():
-        return click.prompt("password", hide_input=True, confirmation_prompt=True)
-    return sys.stdin.readline().rstrip("\r\n")
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\r\n")
+    first = click.prompt("password", hide_input=True)
+    if click.prompt("the same password again", hide_input=True) != first:
+        raise click.ClickException("password: the two entries differ; nothing was stored")
+    return first
 
 
 @user.command("create")

@@ -236,6 +236,10 @@ def normalize_entry(value: str, *, force: bool = False) -> str:
     return hostname
 
 
+# How an operator seeds such a host anyway (a test network on loopback).
+PRIVATE_SEEDS = "seed it with hostcrawl seed --allow-private, or ALLOW_PRIVATE_HOSTS=1"
+
+
 def seed_refusal(
     hostname: str,
     *,
@@ -253,10 +257,10 @@ def seed_refusal(
     if hostname == "localhost" or hostname.endswith(".localhost"):
         if allow_private:
             return None
-        return "localhost: this machine, not a host on the web (allow private hosts to seed it)"
+        return f"localhost: this machine, not a host on the web ({PRIVATE_SEEDS})"
     if is_ip(hostname):
         kind = None if allow_private else address_refusal(hostname, allowed_private_networks())
-        return f"{kind}, not a host on the web (allow private hosts to seed it)" if kind else None
+        return f"{kind}, not a host on the web ({PRIVATE_SEEDS})" if kind else None
     if not force and is_public_suffix(hostname):
         if "." not in hostname and not public_suffix(hostname):
             # `intranet`, `corp`: a suffix only by the list's default rule (an unknown last

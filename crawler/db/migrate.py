@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import create_engine
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, make_url
 from sqlalchemy.pool import NullPool
 
+from crawler.core import config
 from crawler.db import cluster
-from crawler.db.engine import PROJECT_ROOT, database_url
+from crawler.db.engine import PROJECT_ROOT, checked_database_url, database_url, var_dir
 
 MIGRATIONS = PROJECT_ROOT / "migrations"
 
@@ -37,6 +43,46 @@ def current_deployment() -> cluster.Topology:
             return cluster.topology(conn)
     finally:
         engine.dispose()
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    """Where the database's schema is: its revision (None: never migrated) and head."""
+
+    current: str | None
+    head: str
+
+    @property
+    def at_head(self) -> bool:
+        return self.current == self.head
+
+    def describe(self) -> str:
+        if self.at_head:
+            return f"schema at head ({self.head})"
+        now = "no schema yet" if self.current is None else f"schema at {self.current}"
+        return f"{now}, head is {self.head}: run `hostcrawl db upgrade`"
+
+
+def schema_state() -> SchemaState:
+    """The database's Alembic revision, beside the newest one in migrations/."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    engine = create_engine(database_url(), poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            current = MigrationContext.configure(conn).get_current_revision()
+    finally:
+        engine.dispose()
+    return SchemaState(current, head)
+
+
+def database_name() -> str:
+    """Which database the CLI works on: the embedded server (its folder), or DATABASE_URL
+    without its password."""
+    url = config.from_environment("DATABASE_URL", os.environ)
+    if not url:
+        return f"the embedded Postgres in {var_dir() / 'pg'}"
+    shown = make_url(checked_database_url(url)).render_as_string(hide_password=True)
+    return f"DATABASE_URL {shown}"
 
 
 def downgrade_to_base() -> None:

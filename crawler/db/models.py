@@ -85,12 +85,19 @@ class Host(Base):
     # The DNS/TLS audit's latest word on the host (docs/design.md, rule 7).
     audited_at: Mapped[datetime | None] = mapped_column(Timestamp)
     audit_outcome: Mapped[str | None] = mapped_column(String(32))
+    # Tries whose failure was held back (our resolver or network did not answer: not
+    # settled, not in crawl_count), and the last of them (migration 0026).
+    held_tries: Mapped[int] = mapped_column(Integer, server_default="0")
+    held_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    held_outcome: Mapped[str | None] = mapped_column(String(32))
 
     __table_args__ = (
         Index("ix_hosts_root", "root"),
         Index("ix_hosts_discovered_at", "discovered_at"),
         Index("ix_hosts_outcome", "outcome"),
         Index("ix_hosts_reversed", reversed_name("hostname")),
+        # The banner's count of hosts held back in an outage: only hosts ever held back.
+        Index("ix_hosts_held_at", "held_at", postgresql_where=text("held_at IS NOT NULL")),
     )
 
 
@@ -218,6 +225,15 @@ class WorldSilence(Base):
     never_answered: Mapped[bool] = mapped_column(Boolean)
     held_back: Mapped[int] = mapped_column(Integer)
     checked_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+    # Why (migration 0026): the failing layer, its tries and failures over span_s seconds,
+    # the commonest error and how often, and the settings behind that layer.
+    layer: Mapped[str | None] = mapped_column(String(16))
+    tries: Mapped[int | None] = mapped_column(Integer)
+    failures: Mapped[int | None] = mapped_column(Integer)
+    top_error: Mapped[str | None] = mapped_column(String(32))
+    top_count: Mapped[int | None] = mapped_column(Integer)
+    span_s: Mapped[float | None] = mapped_column(Float)
+    settings_to_check: Mapped[str | None] = mapped_column(Text)
 
 
 class CrawlWorker(Base):

@@ -220,17 +220,28 @@ RETRY_SOON = text(
     " WHERE root = ANY(:roots)"
     f" AND hostname = ANY(:names) AND status_reason IS NULL RETURNING {DATED}"
 ).bindparams(*names_param("names", "roots"))
+# Hosts before the queue, in hostname order: the lock order of a finish (write_results).
+HELD_BACK = text(
+    "UPDATE hosts h SET held_tries = h.held_tries + 1, held_at = now(), held_outcome = :outcome"
+    " FROM (SELECT hostname, root FROM hosts WHERE root = ANY(:roots) AND hostname = ANY(:names)"
+    "        ORDER BY hostname FOR UPDATE) AS t"
+    " WHERE h.root = ANY(:roots) AND h.hostname = t.hostname AND h.root = t.root"
+).bindparams(*names_param("names", "roots"))
 
 
 @retry_conflicts
-def retry_soon(engine: Engine, hostnames: Sequence[str], after: timedelta) -> None:
+def retry_soon(
+    engine: Engine, hostnames: Sequence[str], after: timedelta, outcome: str | None = None
+) -> None:
     """Claimed hosts whose try said nothing about them (our own outage): due again
-    `after` from now, still claimed by their worker, so a draining crawl waits."""
+    `after` from now, still claimed by their worker, so a draining crawl waits. The try
+    is counted on the host (held_tries, and its `outcome` as the last one held back)."""
     with engine.begin() as conn:
         pending = rollups.Rollups()
         for roots, names in by_shard_group(conn, {h: root(h) for h in hostnames}):
-            params = {"names": names, "roots": roots, "after": after}
-            pending.lower_next_due(conn.execute(RETRY_SOON, params).all())
+            params = {"names": names, "roots": roots}
+            conn.execute(HELD_BACK, {**params, "outcome": outcome})
+            pending.lower_next_due(conn.execute(RETRY_SOON, {**params, "after": after}).all())
         pending.write(conn)
 
 

@@ -14,6 +14,8 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, text
 
+from crawler.db.pages.dashboard import DUE, EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
+
 #: Seconds between a worker's heartbeats.
 HEARTBEAT = 5.0
 #: A worker whose last heartbeat is older than this is not alive (several beats missed:
@@ -53,6 +55,53 @@ def beat(engine: Engine, one: Beat) -> None:
     same name takes its row over)."""
     with engine.begin() as conn:
         conn.execute(BEAT, vars(one))
+
+
+def due_now(engine: Engine) -> int:
+    """Hosts due now, as the dashboard counts them: counted on a small database, the
+    planner's estimate on a big one (crawler.db.pages.dashboard)."""
+    with engine.connect() as conn:
+        return counted_or_estimated(conn, DUE)
+
+
+ALIVE = text(
+    "SELECT count(*) AS workers, coalesce(sum(pages), 0) AS pages,"
+    " coalesce(sum(pages_per_s), 0) AS rate FROM crawl_workers WHERE heartbeat_at > now() - :alive"
+)
+
+
+def counted_or_estimated(conn, query: str) -> int:
+    """Rows of `query`: counted while hosts is small, the planner's estimate when big."""
+    rows = conn.execute(text(HOSTS_ESTIMATE)).scalar()
+    if rows is None or rows < EXACT_BELOW:
+        return conn.execute(text(f"SELECT count(*) FROM ({query}) AS d")).scalar_one()
+    return row_estimate(conn, query)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The crawl at a glance, for `make run`'s console: workers alive, their pages and
+    pages/s, the hosts known and due now."""
+
+    workers: int
+    pages: int
+    pages_per_s: float
+    hosts: int
+    due: int
+
+    def describe(self) -> str:
+        return (
+            f"{self.workers} worker{'s' if self.workers != 1 else ''} alive,"
+            f" {self.pages:,} pages ({self.pages_per_s:.1f}/s), {self.hosts:,} hosts known,"
+            f" {self.due:,} due now"
+        )
+
+
+def progress(conn) -> Progress:
+    alive = conn.execute(ALIVE, {"alive": ALIVE_WITHIN}).one()
+    hosts = counted_or_estimated(conn, "SELECT 1 FROM hosts")
+    due = counted_or_estimated(conn, DUE)
+    return Progress(alive.workers, int(alive.pages), float(alive.rate), hosts, due)
 
 
 def leave(engine: Engine, name: str) -> None:

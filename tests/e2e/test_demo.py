@@ -37,12 +37,14 @@ def test_make_demo_leaves_the_operators_database_untouched(db, database_url, tmp
         cwd=PROJECT_ROOT,
         env=env,
         capture_output=True,
+        stdin=subprocess.DEVNULL,  # no terminal: no prompt for an operator, only how
         text=True,
         timeout=DEMO_BOUND,
     )
 
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert f"the demo's own, embedded in {tmp_path / 'var' / 'demo' / 'pg'}" in demo.stdout
+    assert "stdin is not a terminal, so no prompt: create one with DATABASE_URL=" in demo.stdout
     assert snapshot(db) == before
     assert deny_entries.list_entries(db, "blocked") == []
     own = get_engine(embedded_server_url(tmp_path / "var" / "demo" / "pg"))

@@ -8,6 +8,7 @@ as failed; each is tried again after OUTAGE_RETRY_AFTER.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from sqlalchemy import text
@@ -91,8 +92,14 @@ def test_dns_silent_from_the_start_blocks_nothing_and_every_host_is_fetched_afte
     unproven_since = metrics[("hostcrawl_world_unproven_since_seconds", ())]
     assert unproven_since > 0  # a moment, where 0 says the world answers
     assert silence.never_answered and silence.held_back >= 1
+    # Why, in the banner and the log: the layer, its top error, the settings to check.
+    assert silence.failures.layer == "dns" and silence.failures.top_error == "DNS_TIMEOUT"
+    assert silence.settings_to_check == f"DNS_NAMESERVERS={web.nameservers}; no CANARY_HOSTS set"
     log = worker.log()
-    assert "the world is not answering us (no host has answered yet" in log
+    said = re.search(r"the world is not answering us \(DNS: (\d+) of (\d+) lookups failed", log)
+    assert said and int(said[1]) >= 1, log[-3000:]
+    assert f"DNS_TIMEOUT (DNS_NAMESERVERS={web.nameservers}; no CANARY_HOSTS set)" in log
+    assert "no host has answered yet in this database" in log
     assert "'hostcrawl/world/unproven_since': datetime" in log
     web.set_dns_silent(False)
     worker = crawl(web, ROOT_CONCURRENCY=SUBDOMAINS, OUTAGE_RETRY_AFTER=RETRY_AFTER)
@@ -114,8 +121,8 @@ def test_a_resolver_answering_nxdomain_to_every_name_blocks_nothing(
     worker, _, silence = start_held_back(db, web, start_crawler, names, "DNS_NXDOMAIN")
 
     assert_nothing_settled(db, "lied.test")
-    assert silence.never_answered
-    assert "the world is not answering us (no host has answered yet" in worker.log()
+    assert silence.never_answered and silence.failures.top_error == "DNS_NXDOMAIN"
+    assert "the world is not answering us (DNS: " in worker.log()
 
 
 def test_a_canary_that_answered_then_gets_nxdomain_with_the_rest_blocks_nothing(

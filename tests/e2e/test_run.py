@@ -5,6 +5,7 @@ supervisors and `docker stop` send), stops them all, then the database."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -58,7 +59,7 @@ def start_make_run(web, tmp_path, seeds: str, port: int) -> subprocess.Popen:
     )
     command = [sys.executable, "-m", "crawler.run", "--seeds", str(seeds_file)]
     return subprocess.Popen(
-        [*command, "--bind", f"127.0.0.1:{port}"],
+        [*command, "--bind", f"127.0.0.1:{port}", "--progress-every", "2"],
         cwd=PROJECT_ROOT,
         env=env,
         stdout=open(tmp_path / "run.log", "w"),  # noqa: SIM115 (the child owns it)
@@ -78,6 +79,12 @@ def test_make_run_crawls_serves_the_panel_and_stops_on_one_signal(fakeweb_factor
     try:
         wait_until(lambda: healthz(port) == 200, 120, "the panel to answer")
         wait_until(lambda: len(web.fetch_counts()) == len(names), 120, "every host crawled")
+        progress = re.compile(rf"progress: \d+ workers? alive, {len(names)} pages \(")
+        wait_until(
+            lambda: progress.search((tmp_path / "run.log").read_text()),
+            60,
+            "a progress line counting every page",
+        )
         children = psutil.Process(run.pid).children(recursive=True)  # scrapy, gunicorn, ...
         assert len(children) >= 3, children  # the crawler, gunicorn's master and a worker
         run.send_signal(stop)
@@ -89,12 +96,28 @@ def test_make_run_crawls_serves_the_panel_and_stops_on_one_signal(fakeweb_factor
     output = (tmp_path / "run.log").read_text()
     assert "'bad..test'" in output and "empty label" in output  # a bad line, named, and why...
     assert "some seeds were refused" in output  # ...and the crawl went on without it
-    assert f"panel: http://127.0.0.1:{port}/" in output
+    assert_a_quiet_console(output, tmp_path / "var" / "log", port)
     assert "Control socket" not in output  # gunicorn.conf.py: no management socket in $HOME
     assert healthz(port) is None, "the panel is still serving"
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
     pid_file = tmp_path / "var" / "pg" / "postmaster.pid"
     wait_until(lambda: not pid_file.exists(), 30, "the embedded database to stop")
+
+
+def assert_a_quiet_console(output: str, logs, port: int) -> None:
+    """Where the logs are, the panel's address once it answers, how to create the first
+    operator with a command that works, progress lines; Scrapy's logs only in the files."""
+    assert f"every log in {logs}/ (worker-1.log" in output
+    assert output.count(f"panel: http://127.0.0.1:{port}/ is ready") == 1
+    assert output.index("is ready") < output.index("progress: ")
+    command = output.split("no operator yet: create one with ")[1].split(" user create NAME")[0]
+    usage = subprocess.run([*command.split(), "user", "create", "--help"], capture_output=True)
+    assert usage.returncode == 0 and b"Create operator NAME" in usage.stdout, usage
+    assert "[scrapy" not in output and "Overridden settings" not in output, output
+    assert len(output.splitlines()) < 40, output
+    worker_log = (logs / "worker-1.log").read_text()
+    assert "[scrapy.core.engine] INFO: Spider opened" in worker_log
+    assert "panel" in {path.stem for path in logs.iterdir()}
 
 
 def test_make_run_without_its_seeds_file_says_so(tmp_path):

@@ -34,6 +34,7 @@ def start_run(web, tmp_path, seed: str, **settings) -> subprocess.Popen:
         "HTTP_FALLBACK_TEMPLATE": "",
         "DNS_NAMESERVERS": web.nameservers,
         "CLAIM_POLL_INTERVAL": "0.2",
+        "HOSTCRAWL_VAR": str(tmp_path / "var"),  # the workers' logs: var/log/worker-N.log
         **settings,
     }
     command = [sys.executable, "-m", "crawler.run", "--seeds", str(seeds)]
@@ -106,16 +107,21 @@ def test_two_named_workers_claim_and_a_killed_one_comes_back(db, fakeweb_factory
         if run.poll() is None:
             stop(run)
     output = log.read_text()
-    assert "2 crawler workers (CRAWL_WORKERS)" in output
+    assert "2 crawler workers (CRAWL_WORKERS); every log in " in output
     assert f"supervisor: restarted {ONE} (pid {new_pid})" in output
+    logs = {
+        name: (tmp_path / "var" / "log" / f"{name.split('@')[0]}.log").read_text()
+        for name in (ONE, TWO)
+    }
     for name in (ONE, TWO):  # each worker's start line, and its name on its log lines
         assert re.search(
             rf"{re.escape(name)} \[crawler\.heartbeat\] INFO: hostcrawl worker "
             rf"{re.escape(name)} started \(pid \d+ on ",
-            output,
+            logs[name],
         ), name
-    assert output.count(f"hostcrawl worker {ONE} started") == 2  # the first and the restart
-    assert output.count(f"hostcrawl worker {TWO} started") == 1  # the other one never stopped
+    assert logs[ONE].count(f"hostcrawl worker {ONE} started") == 2  # the first, the restart
+    assert logs[TWO].count(f"hostcrawl worker {TWO} started") == 1  # never stopped
+    assert "[scrapy" not in output  # Scrapy's logs are in the files, not on the console
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
     assert worker_rows(db) == {}  # a clean stop: no worker left counted
 

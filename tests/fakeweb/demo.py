@@ -11,6 +11,8 @@ Run as ``python -m tests.fakeweb.demo``. Everything stays on loopback:
    platform ``social.test`` in odd forms (upper case, trailing dot, port,
    ``//host``, https); and a web ring page linking to 150 subdomains of
    ``trap.test``, whose zone answers NXDOMAIN (a subdomain generator);
+   then an operator for its panel is offered (made, or those there reused:
+   tests/fakeweb/demo_operator.py; no prompt without a terminal);
 3. ``social.test`` goes on no_follow (with a note), the first site is seeded,
    and ``python -m scrapy crawl hosts`` runs until the queue is drained;
 4. a summary: hosts discovered, the blocked entries with their
@@ -47,6 +49,7 @@ from sqlalchemy import text
 from crawler.core import config
 from crawler.db import deny_entries, queue
 
+from .demo_operator import create_command, offer_operator
 from .handle import PROJECT_ROOT, FakeWeb
 from .slow import slow_web
 from .world import ALLOWED_NETWORKS, World, link_host
@@ -312,6 +315,7 @@ def main() -> int:
     if forgotten:
         print(f"  forgot the previous demo's {forgotten} .test hosts")
     db = engine
+    operators = offer_operator(engine, url)
 
     shutil.rmtree(workdir / "fakeweb", ignore_errors=True)
     (workdir / "crawl.log").unlink(missing_ok=True)
@@ -360,7 +364,7 @@ def main() -> int:
         panel = serve_panel(BIND)
         if panel is None:
             return 1
-        print(panel_hint(BIND, url), flush=True)
+        print(panel_hint(BIND, url, operators), flush=True)
         wait_for_ctrl_c(panel)
         return 0
     except KeyboardInterrupt:
@@ -372,14 +376,22 @@ def main() -> int:
         web.stop()
 
 
-def panel_hint(bind: str, database_url: str = "$DEMO_DATABASE_URL") -> str:
+def panel_hint(
+    bind: str, database_url: str = "$DEMO_DATABASE_URL", operators: list[str] = ()
+) -> str:
     """What to look at in the panel. The search is a domain search: "name starts with"
-    (the default) finds nothing for ".test". The operator is made in the demo's database."""
+    (the default) finds nothing for ".test". The operator is one of the demo database's,
+    or made there."""
+    login = (
+        f"log in as {' or '.join(operators)}"
+        if operators
+        else f"create an operator in the demo's database, in another terminal:\n"
+        f"     {create_command(database_url)}\n     then log in"
+    )
     return (
         f"\nThe panel: http://{bind}/\n"
-        "  1. create an operator in the demo's database, in another terminal:\n"
-        f"     DATABASE_URL='{database_url}' .venv/bin/hostcrawl user create NAME\n"
-        f"  2. log in, then the hosts of one site: http://{bind}/?q={ROOTS[0]}&match=domain\n"
+        f"  1. {login}\n"
+        f"  2. the hosts of one site: http://{bind}/?q={ROOTS[0]}&match=domain\n"
         f"  3. http://{bind}/blocked: {TRAP} with its blocked_reason and its trap window\n"
         f"  4. http://{bind}/no_follow: {PLATFORM} with its note\n"
         "Ctrl-C stops the panel and the fake internet."

@@ -76,4 +76,6 @@ def test_db_status_names_the_deployment(upgraded, database_url, where):
     if where == "cluster":
         assert "Citus" in said.stdout and "distributed by root" in said.stdout
     else:
-        assert said.stdout.strip() == "one Postgres server (no citus extension)"
+        assert said.stdout.splitlines()[1] == "one Postgres server (no citus extension)"
+    assert said.stdout.startswith("database: DATABASE_URL postgresql+psycopg://")
+    assert said.stdout.splitlines()[-1].startswith("schema at head (")

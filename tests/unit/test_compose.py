@@ -500,3 +500,33 @@ def test_citus_profile_migrates_the_coordinator_once_it_knows_its_workers(compos
         assert "only4config@citus-coordinator:5432/" in url, (name, url)
     for name in ("web-citus", "crawler-citus"):
         assert depends_on(resolved[name]) == {"citus-migrate": "service_completed_successfully"}
+
+
+def test_grafana_shows_the_provisioned_dashboard_from_prometheus(compose_config):
+    """Grafana (the metrics profile) mounts docker/grafana's provisioning and dashboards
+    where its provisioning file looks, reads Prometheus, and needs no password."""
+    result = compose_config(SECRET_KEY="only-for-config", POSTGRES_PASSWORD="only4config")
+    assert result.returncode == 0, result.stderr
+    resolved = yaml.safe_load(result.stdout)["services"]
+    grafana = resolved["grafana"]
+    mounts = dict(
+        (m["target"], Path(m["source"])) if isinstance(m, dict) else mount_of(m)
+        for m in grafana["volumes"]
+    )
+    provisioning = mounts["/etc/grafana/provisioning"]
+    assert provisioning == ROOT / "docker" / "grafana" / "provisioning"
+    assert (provisioning / "datasources" / "prometheus.yml").is_file()
+    providers = yaml.safe_load((provisioning / "dashboards" / "hostcrawl.yml").read_text())
+    dashboards = providers["providers"][0]["options"]["path"]
+    assert (mounts[dashboards] / "hostcrawl.json").is_file()
+    assert "prometheus" in depends_on(grafana)
+    assert grafana["environment"]["GF_AUTH_ANONYMOUS_ORG_ROLE"] == "Viewer"
+    assert grafana["environment"]["GF_AUTH_DISABLE_LOGIN_FORM"] == "true"
+    port = grafana["ports"][0]
+    assert (port["host_ip"] if isinstance(port, dict) else port).startswith("127.0.0.1")
+
+
+def mount_of(volume: str) -> tuple[str, Path]:
+    """(target, source) of a short-form volume, source:target[:mode]."""
+    source, target = volume.split(":")[:2]
+    return target, Path(source)

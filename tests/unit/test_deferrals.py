@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 from crawler.db import deny_entries, windows
 from crawler.trapguard import TrapGuard
@@ -81,9 +82,12 @@ def test_the_banner_names_a_silent_world_and_a_stale_worker_is_ignored(client, d
 
     from sqlalchemy import text
 
-    from crawler.db import world_silences
+    from crawler.db import queue, world_silences
 
     since = datetime(2026, 12, 1, 12, 36, 27, tzinfo=UTC)
+    held = [f"n{i}.held.test" for i in range(57)]
+    queue.save_hosts(db, held)
+    queue.retry_soon(db, held, timedelta(seconds=30), "DNS_TIMEOUT")
     world_silences.report(db, "w1:1", since, never=False, held_back=57)
     windows.defer_block(db, "trap.test", WHY)
     html = page_text(client, "/no_follow")
@@ -93,7 +97,7 @@ def test_the_banner_names_a_silent_world_and_a_stale_worker_is_ignored(client, d
     world_silences.clear(db, "w1:1")
     world_silences.report(db, "w2:2", since, never=True, held_back=1)
     html = page_text(client, "/")
-    assert "No host has answered yet in this database; blocks are held (1 failing host" in html
+    assert "No host has answered yet in this database; blocks are held (57 failing hosts" in html
     with db.begin() as conn:  # a worker killed mid-outage, long ago
         conn.execute(text("UPDATE world_silences SET checked_at = now() - interval '1 hour'"))
     html = page_text(client, "/")

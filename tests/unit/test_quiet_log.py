@@ -54,7 +54,7 @@ def test_an_outage_is_a_line_as_it_starts_a_summary_and_a_line_as_it_ends(db, ca
 
     async def outage(world: SilentWorld) -> None:
         for i in range(HOSTS):
-            assert await world.holds_back(f"n{i % 50}.down.test", edge=0)
+            assert await world.holds_back(f"n{i % 50}.down.test", 0, outcome=DNS_TIMEOUT)
         world.summary_every = 0  # the summary is due: the next check tells it
         assert await world.holds_back("n0.down.test", edge=0)
         world.says = "OK"
@@ -65,8 +65,16 @@ def test_an_outage_is_a_line_as_it_starts_a_summary_and_a_line_as_it_ends(db, ca
     lines = told(caplog)
     assert len(lines) == 3, lines
     started, summary, ended = lines
-    assert started.startswith("the world is not answering us (resolver/network not answering")
-    assert summary.startswith("the world has not answered us for 0 s (resolver/network")
+    # The failing layer first (the network's: a failure at DNS would ask by DNS), its
+    # top error and the settings to check, then what the canaries said.
+    assert started.startswith(
+        "the world is not answering us (network: 1 of 1 connections failed in the last"
+        " 3600 s, all DNS_TIMEOUT (this machine's network or firewall; CONNECT_TIMEOUT=10;"
+        " CANARY_HOSTS=hub.test); resolver/network not answering (canaries: hub.test"
+    )
+    assert summary.startswith("the world has not answered us for 0 s (network: ")
+    assert f"{HOSTS + 1} of {HOSTS + 1} connections failed in the last 3600 s," in summary
+    assert f", {HOSTS} DNS_TIMEOUT (" in summary  # one failure came with no outcome named
     assert f"50 hosts held back so far, {HOSTS} failures tried again" in summary
     assert ended.startswith("the world answers again after 0 s: 50 hosts were held back")
 
@@ -82,7 +90,7 @@ def crawler(db):
 def test_a_host_held_back_by_an_outage_is_dropped_at_debug_by_its_reason(crawler, monkeypatch):
     pipeline = HostWritePipeline.from_crawler(crawler)
 
-    async def unproven(hostname, edge, began, layer):
+    async def unproven(hostname, edge, began, layer, outcome):
         return "resolver/network not answering"
 
     monkeypatch.setattr(CrawlState.of(crawler).world, "holds_back", unproven)
