@@ -156,7 +156,7 @@ def hidden_matches(conn, flt: HostFilter) -> HiddenMatches:
     """The hosts `flt` matches among the hidden rows: the deny entries themselves and the
     rows an entry took out of routing (queue.denied_by names it). At most HIDDEN_CAP + 1
     rows are read, whatever the size of the lists."""
-    on_queue, on_hosts = replace(flt, include_denied=True).conditions()
+    on_queue, on_hosts = replace(flt, include_denied=True).conditions(deployment_of(conn))
     entry = func.coalesce(QueueRow.denied_by, QueueRow.hostname).label("entry")
     hidden = or_(QueueRow.status_reason.is_not(None), QueueRow.denied_by.is_not(None))
     rows = conn.execute(
