@@ -106,7 +106,7 @@ def test_kill_storm(db, fakeweb_factory, start_crawler):
         "CLOSE_WHEN_DRAINED": 0,
     }
     running = []
-    for _ in range(20):
+    for _ in range(12):  # kills: each at a random point of the crawl
         while len(running) < 2:
             running.append(start_crawler(web, **settings))
         target = crawled_pages(web) + rng.randint(2, 15)

@@ -15,14 +15,16 @@ from crawler.db import queue
 from tests.e2e.conftest import CRAWL_TIMEOUT, known_hosts
 from tests.fakeweb import World
 
-SEEDS = 20_000
+# More roots than the server's lock table holds (max_locks_per_transaction 64 times
+# max_connections 100: 6,400), so a claim that locked every due root still fails here.
+SEEDS = 8_000
 
 
 @pytest.mark.one_server(
     "the suite's time: bench/citus.py crawls a world of many roots on the cluster"
 )
 @pytest.mark.slow
-def test_twenty_thousand_seeded_domains_are_each_fetched_once(db, fakeweb_factory, start_crawler):
+def test_eight_thousand_seeded_domains_are_each_fetched_once(db, fakeweb_factory, start_crawler):
     world = World()
     world.zone("test", "ok")  # every name answers, with the server's 404 page
     web = fakeweb_factory(world)
@@ -30,7 +32,7 @@ def test_twenty_thousand_seeded_domains_are_each_fetched_once(db, fakeweb_factor
     queue.seed(db, names)
 
     worker = start_crawler(web, ROBOTSTXT_OBEY=0, CLOSE_WHEN_DRAINED=1)
-    worker.wait(2 * CRAWL_TIMEOUT)  # a bound, not a wait: 20,000 pages on a loaded machine
+    worker.wait(2 * CRAWL_TIMEOUT)  # a bound, not a wait: 8,000 pages on a loaded machine
 
     log = worker.log()
     assert "out of shared memory" not in log
