@@ -8,6 +8,7 @@ artifacts/<test>.png.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from pathlib import Path
@@ -26,6 +27,18 @@ LAUNCH_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+
+
+@pytest.fixture(autouse=True)
+def chromium() -> Path:
+    """Every test here needs Debian's chromium: without it they skip with one reason, or
+    fail where it must be there (CI: HOSTCRAWL_REQUIRE_BROWSER=1)."""
+    if not CHROMIUM.exists():
+        why = f"browser tests: {CHROMIUM} not found (apt-get install chromium)"
+        if os.environ.get("HOSTCRAWL_REQUIRE_BROWSER"):
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    return CHROMIUM
 
 
 @pytest.fixture(scope="package")

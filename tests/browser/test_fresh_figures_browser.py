@@ -5,24 +5,14 @@ right after it is saved."""
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 
 import pytest
+from playwright.sync_api import Page, expect
+from werkzeug.serving import make_server
 
-from tests.browser.conftest import CHROMIUM
-
-if not CHROMIUM.exists():
-    why = f"browser tests: {CHROMIUM} not found (apt-get install chromium)"
-    if os.environ.get("HOSTCRAWL_REQUIRE_BROWSER"):
-        pytest.fail(why, pytrace=False)
-    pytest.skip(why, allow_module_level=True)
-
-from playwright.sync_api import Page, expect  # noqa: E402
-from werkzeug.serving import make_server  # noqa: E402
-
-from tests.unit.test_panel_support import PASSWORD, give_api_token, insert_hosts  # noqa: E402
+from tests.unit.test_panel_support import PASSWORD, give_api_token, insert_hosts
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

@@ -7,27 +7,18 @@ saved as artifacts/health_*.png (docs/screenshots/ holds a copy of them)."""
 
 from __future__ import annotations
 
-import os
 import threading
 
 import pytest
+from playwright.sync_api import Page, expect
+from sqlalchemy import text
+from werkzeug.serving import make_server
 
-from tests.browser.conftest import ARTIFACTS, CHROMIUM
-
-if not CHROMIUM.exists():
-    why = f"browser tests: {CHROMIUM} not found (apt-get install chromium)"
-    if os.environ.get("HOSTCRAWL_REQUIRE_BROWSER"):
-        pytest.fail(why, pytrace=False)
-    pytest.skip(why, allow_module_level=True)
-
-from playwright.sync_api import Page, expect  # noqa: E402
-from sqlalchemy import text  # noqa: E402
-from werkzeug.serving import make_server  # noqa: E402
-
-from crawler.db import deny_entries, queue  # noqa: E402
-from tests.browser.test_roots_browser import log_in  # noqa: E402
-from tests.e2e.conftest import CrawlerProcess, crawl_settings  # noqa: E402
-from tests.fakeweb import World  # noqa: E402
+from crawler.db import deny_entries, queue
+from tests.browser.conftest import ARTIFACTS
+from tests.browser.test_roots_browser import log_in
+from tests.e2e.conftest import CrawlerProcess, crawl_settings
+from tests.fakeweb import World
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

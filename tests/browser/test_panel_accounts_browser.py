@@ -3,24 +3,15 @@ refused; a viewer sees and may do less than an admin; every page at 420 px wide.
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
+from playwright.sync_api import Page, expect
 from sqlalchemy import text
 
-from tests.browser.conftest import ARTIFACTS, CHROMIUM
-
-if not CHROMIUM.exists():
-    why = f"browser tests: {CHROMIUM} not found (apt-get install chromium)"
-    if os.environ.get("HOSTCRAWL_REQUIRE_BROWSER"):
-        pytest.fail(why, pytrace=False)
-    pytest.skip(why, allow_module_level=True)
-
-from playwright.sync_api import Page, expect  # noqa: E402
-
-from crawler.db import deny_entries  # noqa: E402
-from tests.unit.test_panel_support import PASSWORD, insert_hosts  # noqa: E402
+from crawler.db import deny_entries
+from tests.browser.conftest import ARTIFACTS
+from tests.unit.test_panel_support import PASSWORD, insert_hosts
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

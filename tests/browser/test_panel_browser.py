@@ -4,25 +4,13 @@ an entry, read a blocked_reason and unblock."""
 
 from __future__ import annotations
 
-import os
 import re
 
-import pytest
-
-from tests.browser.conftest import CHROMIUM
-
-if not CHROMIUM.exists():
-    why = f"browser tests: {CHROMIUM} not found (apt-get install chromium)"
-    # A developer without chromium gets one skip line; CI must never pass without them.
-    if os.environ.get("HOSTCRAWL_REQUIRE_BROWSER"):
-        pytest.fail(why, pytrace=False)
-    pytest.skip(why, allow_module_level=True)
-
-from playwright.sync_api import Page, expect  # noqa: E402
+from playwright.sync_api import Page, expect
 
 from crawler.db import deny_entries
 from tests.dbhelpers import record_outcome
-from tests.unit.test_panel_support import PASSWORD, insert_hosts  # noqa: E402
+from tests.unit.test_panel_support import PASSWORD, insert_hosts
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

@@ -5,21 +5,12 @@ are saved as artifacts/width_<page>_<px>.png."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from sqlalchemy import text
 
-from tests.browser.conftest import ARTIFACTS, CHROMIUM
-
-if not CHROMIUM.exists():
-    why = f"browser tests: {CHROMIUM} not found (apt-get install chromium)"
-    if os.environ.get("HOSTCRAWL_REQUIRE_BROWSER"):
-        pytest.fail(why, pytrace=False)
-    pytest.skip(why, allow_module_level=True)
-
-from crawler.db import deny_entries, queue  # noqa: E402
-from tests.browser.test_roots_browser import a_crawl_with_a_farm, log_in  # noqa: E402
+from crawler.db import deny_entries, queue
+from tests.browser.conftest import ARTIFACTS
+from tests.browser.test_roots_browser import a_crawl_with_a_farm, log_in
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

@@ -4,25 +4,15 @@ page before and after the click are saved in artifacts/."""
 
 from __future__ import annotations
 
-import os
 import re
 
-import pytest
+from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import ARTIFACTS, CHROMIUM
-
-if not CHROMIUM.exists():
-    why = f"browser tests: {CHROMIUM} not found (apt-get install chromium)"
-    if os.environ.get("HOSTCRAWL_REQUIRE_BROWSER"):
-        pytest.fail(why, pytrace=False)
-    pytest.skip(why, allow_module_level=True)
-
-from playwright.sync_api import Page, expect  # noqa: E402
-
-from crawler.db import deny_entries, queue, windows  # noqa: E402
-from crawler.db.queue import Crawled, CrawlResult  # noqa: E402
-from tests.dbhelpers import record_outcomes  # noqa: E402
-from tests.unit.test_panel_support import PASSWORD  # noqa: E402
+from crawler.db import deny_entries, queue, windows
+from crawler.db.queue import Crawled, CrawlResult
+from tests.browser.conftest import ARTIFACTS
+from tests.dbhelpers import record_outcomes
+from tests.unit.test_panel_support import PASSWORD
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
