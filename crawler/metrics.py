@@ -22,6 +22,7 @@ nothing here writes the text format by hand.
     hostcrawl_in_flight_limit             the worker's own limit of them (up to MAX_IN_FLIGHT)
     hostcrawl_reactor_lag_seconds         how late the event loop ran a timer, last tick
     hostcrawl_resident_memory_bytes       the worker's resident memory (RSS)
+    hostcrawl_memory_given_back_total     times it gave memory back after a burst
 
 Several workers on one machine need one port each: `make run` gives its N workers
 METRICS_PORT, METRICS_PORT+1, ... (docs/deployment.md, "Metrics").
@@ -56,6 +57,10 @@ SIMPLE_COUNTERS = {
     "hostcrawl_links_saved": ("hostcrawl/hosts/links_saved", "New hostnames saved from pages."),
     "hostcrawl_blocks": ("hostcrawl/traps/blocked", "Trap roots this worker blocked."),
     "hostcrawl_deferred_blocks": ("hostcrawl/traps/deferred", "Blocks deferred by the self-check."),
+    "hostcrawl_memory_given_back": (
+        "hostcrawl/memory/given_back",
+        "Times the worker gave memory back after a burst (crawler/giveback.py).",
+    ),
 }
 
 

@@ -56,6 +56,12 @@ FARM_CANARIES = (
     "the farm's hosts that fail are the only news: the checks ask the canary once a CANARY_INTERVAL"
 )
 
+# Why a test runs on one server only (`@pytest.mark.one_server(WHY)`).
+ONE_WORKER_MEMORY = (
+    "a figure of one worker's own memory and in-flight limit: the database it writes to"
+    " does not change them"
+)
+
 
 @pytest.fixture(params=[ONE_SERVER, CLUSTER])
 def deployment(request) -> str:
