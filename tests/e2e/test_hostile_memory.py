@@ -17,7 +17,13 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db import queue
-from tests.e2e.conftest import ONE_WORKER_MEMORY, CrawlerProcess, crawl_settings, wait_until
+from tests.e2e.conftest import (
+    ONE_WORKER_MEMORY,
+    CrawlerProcess,
+    assert_within_bounds,
+    crawl_settings,
+    wait_until,
+)
 from tests.fakeweb import World
 from tests.fakeweb.hostile import HOSTILE
 from tests.unit.test_metrics import free_port, samples
@@ -135,4 +141,5 @@ def test_a_worker_gives_back_the_memory_and_the_room_a_hostile_burst_took(
     assert {name: found[name] for name in BURST} == dict.fromkeys(BURST, "OK")
     saved = names_saved(db)
     assert {host: saved[host] for host in BURST} == dict.fromkeys(BURST, NAMES_CAP)
+    assert_within_bounds(db, worker.log(), NAMES_CAP)  # the five read at once, too
     assert "Traceback" not in worker.log()

@@ -61,3 +61,11 @@ def test_a_burst_over_and_given_back_is_counted_and_said(monkeypatch, caplog):
     assert extension.settled == 200 * MB
     said = [r.getMessage() for r in caplog.records]
     assert said == ["hostcrawl: gave 100 MB back after a burst (RSS 200 MB)"]
+
+
+def test_the_add_on_installs_it():
+    from crawler.addon import HostcrawlAddon
+
+    crawler = get_crawler(Spider, {"ADDONS": {HostcrawlAddon: 0}})
+    crawler._apply_settings()
+    assert MemoryGiveBack in crawler.settings.getwithbase("EXTENSIONS")
