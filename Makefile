@@ -36,7 +36,7 @@ citus: install
 
 # Every benchmark, in this order (a new one: add its file name here).
 BENCHES := denylist.py linkfilter.py yield.py claims.py audit.py selfcheck.py crawl.py slowweb.py panel.py \
-	roots.py growth.py churn.py bulk.py cores.py citus.py hostile.py export.py
+	roots.py growth.py churn.py bulk.py cores.py citus.py hostile.py hostile_crawl.py export.py
 BENCH_RESULTS := $(CURDIR)/var/bench-results.jsonl
 
 ## bench: every benchmark, each printing its figure and its ratio to a baseline, then one

@@ -28,6 +28,7 @@ from crawler.collector import CollectorTuning
 from crawler.concurrency import InFlightControl
 from crawler.core import config
 from crawler.discovery import RedirectHopSources
+from crawler.giveback import MemoryGiveBack
 from crawler.heartbeat import Heartbeat
 from crawler.metrics import PrometheusMetrics
 from crawler.middlewares import (
@@ -110,6 +111,7 @@ class HostcrawlAddon:
         settings.set_in_component_priority_dict("EXTENSIONS", ScheduledPrune, 500)
         settings.set_in_component_priority_dict("EXTENSIONS", InFlightControl, 500)
         settings.set_in_component_priority_dict("EXTENSIONS", CollectorTuning, 500)
+        settings.set_in_component_priority_dict("EXTENSIONS", MemoryGiveBack, 500)
         settings.set_in_component_priority_dict("EXTENSIONS", Heartbeat, 500)
 
     def install_resolver(self) -> None:

@@ -196,6 +196,9 @@ class InFlightControl:
         self._schedule(TICK, self.tick)
 
     def close(self, spider) -> None:
+        # The peak by the kernel's count: a tick every TICK s can miss a burst's.
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kB
+        self.crawler.stats.max_value("hostcrawl/rss_mb/peak", round(peak))
         for call in self._calls:
             if call.active():
                 call.cancel()

@@ -26,6 +26,7 @@ nothing here writes the text format by hand.
     hostcrawl_database_heartbeat_seconds  how long the database took to write the last one
     hostcrawl_database_up                 0 while the worker waits out a database outage
     hostcrawl_outage_retried_total        failures held back while the world did not answer
+    hostcrawl_memory_given_back_total     times it gave memory back after a burst
 
 Several workers on one machine need one port each: `make run` gives its N workers
 METRICS_PORT, METRICS_PORT+1, ... (docs/deployment.md, "Metrics").
@@ -72,6 +73,10 @@ SIMPLE_COUNTERS = {
     "hostcrawl_outage_retried": (
         "hostcrawl/outage/retried",
         "Failures held back while the world did not answer (tried again, not settled).",
+    ),
+    "hostcrawl_memory_given_back": (
+        "hostcrawl/memory/given_back",
+        "Times the worker gave memory back after a burst (crawler/giveback.py).",
     ),
 }
 

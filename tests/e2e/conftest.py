@@ -14,6 +14,7 @@ with `@pytest.mark.refetches(reason)`.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -54,6 +55,12 @@ KILLED_MANY = "the killed workers' hosts in flight are crawled again after their
 UNBLOCKED = "the unblocked trap's hosts are crawled again: that is what an unblock is for"
 FARM_CANARIES = (
     "the farm's hosts that fail are the only news: the checks ask the canary once a CANARY_INTERVAL"
+)
+
+# Why a test runs on one server only (`@pytest.mark.one_server(WHY)`).
+ONE_WORKER_MEMORY = (
+    "a figure of one worker's own memory and in-flight limit: the database it writes to"
+    " does not change them"
 )
 
 
@@ -196,6 +203,37 @@ def crawl(start_crawler) -> Callable[..., CrawlerProcess]:
 def known_hosts(db) -> set[str]:
     with db.connect() as conn:
         return set(conn.execute(text("SELECT hostname FROM hosts")).scalars())
+
+
+# A hostile crawl's bound on its worker's peak RSS: the worker's own (about 120 MB) and
+# what one hostile response may add (150 MB, docs/crawl.md "Memory for one response"),
+# with room for a few read at once.
+HOSTILE_PEAK_RSS_MB = 350
+NAMES_CAP = 6000  # MAX_NAMES_PER_PAGE's default
+
+
+def peak_rss_mb(log: str) -> int:
+    """The worker's peak RSS in MB, from the stats it dumped as it closed."""
+    found = re.findall(r"'hostcrawl/rss_mb/peak': (\d+)", log)
+    assert found, "the worker's log has no hostcrawl/rss_mb/peak"
+    return int(found[-1])
+
+
+def most_names_saved(db) -> int:
+    """The most names any one host's fetch saved."""
+    sql = (
+        "SELECT coalesce(max(saved), 0) FROM (SELECT count(*) AS saved FROM hosts"
+        " WHERE discovered_from IS NOT NULL GROUP BY discovered_from) AS per_page"
+    )
+    with db.connect() as conn:
+        return conn.execute(text(sql)).scalar()
+
+
+def assert_within_bounds(db, log: str, names_cap: int = NAMES_CAP) -> None:
+    """A hostile crawl's bounds: no fetch saved more than `names_cap` names, and the
+    worker's peak RSS stayed under HOSTILE_PEAK_RSS_MB."""
+    assert most_names_saved(db) <= names_cap
+    assert peak_rss_mb(log) <= HOSTILE_PEAK_RSS_MB
 
 
 def claims_held(db) -> int:

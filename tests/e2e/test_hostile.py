@@ -9,7 +9,14 @@ from sqlalchemy import text
 
 from crawler.db import queue
 from tests.conftest import empty_tables
-from tests.e2e.conftest import CrawlerProcess, crawl_settings
+from tests.e2e.conftest import (
+    HOSTILE_PEAK_RSS_MB,
+    NAMES_CAP,
+    CrawlerProcess,
+    crawl_settings,
+    most_names_saved,
+    peak_rss_mb,
+)
 from tests.fakeweb import FakeWeb, World
 
 LONG_HOST = ".".join(["a" * 60] * 8) + ".test"  # 500 characters
@@ -77,25 +84,34 @@ def hostile_crawl(engine, tmp_path_factory):
         worker = CrawlerProcess(settings, logs / "crawl.log")
         worker.wait()
     with engine.connect() as conn:
-        rows = conn.execute(text("SELECT hostname, outcome, title, links_found FROM hosts"))
-        facts = {r.hostname: r for r in rows}
-    return facts, worker.log()
+        sql = "SELECT hostname, outcome, title, links_found, extract_stopped FROM hosts"
+        facts = {r.hostname: r for r in conn.execute(text(sql))}
+    # Read now: another module's test may empty the tables before this module's last.
+    return facts, worker.log(), most_names_saved(engine)
 
 
 @pytest.mark.parametrize(("host", "outcome"), HOSTILE.items())
 def test_each_hostile_page_gets_an_outcome(hostile_crawl, host, outcome):
-    facts, _ = hostile_crawl
+    facts, _, _ = hostile_crawl
     assert facts[host].outcome == outcome
 
 
+def test_the_crawl_stays_within_its_bounds(hostile_crawl):
+    facts, log, most_saved = hostile_crawl
+    assert most_saved <= NAMES_CAP
+    assert peak_rss_mb(log) <= HOSTILE_PEAK_RSS_MB
+    # 130,000 links (1.9 MB) are read whole, well within the reading budget: linear.
+    assert facts["manylinks.test"].extract_stopped is None
+
+
 def test_nothing_raises_out_of_the_spider(hostile_crawl):
-    _, log = hostile_crawl
+    _, log, _ = hostile_crawl
     assert "Spider error" not in log and "spider_exceptions" not in log
     assert "Traceback" not in log
 
 
 def test_bad_links_are_dropped_and_good_ones_kept(hostile_crawl):
-    facts, _ = hostile_crawl
+    facts, _, _ = hostile_crawl
     assert "xn--bcher-kva.test" in facts and "::ffff:7f00:2" in facts
     assert not [h for h in facts if len(h) > 253 or "xn--zz" in h or " " in h]
     assert facts["hub.test"].links_found == 9 + len(HOSTILE)
@@ -110,12 +126,12 @@ def test_the_link_pages_are_either_side_of_the_production_size_limit():
 
 
 def test_a_page_with_130000_links_is_read_whole(hostile_crawl):
-    facts, _ = hostile_crawl
+    facts, _, _ = hostile_crawl
     assert facts["manylinks.test"].links_found == MANY_LINKS
     assert {"one.test", "two.test"} <= set(facts)
 
 
 def test_broken_encodings_still_give_links_and_a_title(hostile_crawl):
-    facts, _ = hostile_crawl
+    facts, _, _ = hostile_crawl
     assert "ok1.test" in facts and "ok2.test" in facts
     assert facts["badutf8.test"].title.startswith("caf")

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db import queue
-from tests.e2e.conftest import EARLY_FAILURE
+from tests.e2e.conftest import EARLY_FAILURE, assert_within_bounds
 from tests.fakeweb import ADDRESSES, World
 
 SECRET = "INTERNAL-SECRET-TITLE"
@@ -74,3 +74,4 @@ def test_links_redirects_and_dns_answers_to_internal_addresses_are_neither_fetch
     assert {name: facts[name].outcome for name in ORDINARY} == dict.fromkeys(ORDINARY, "OK")
     fetched = web.fetch_counts(path="/")
     assert all(fetched[name] == 1 for name in [*ORDINARY, "hub.test"])
+    assert_within_bounds(db, worker.log())

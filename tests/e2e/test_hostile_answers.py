@@ -11,7 +11,14 @@ from sqlalchemy import text
 from crawler.core.urls import MAX_STORED_URL
 from crawler.db import queue
 from tests.conftest import empty_tables
-from tests.e2e.conftest import CrawlerProcess, crawl_settings
+from tests.e2e.conftest import (
+    HOSTILE_PEAK_RSS_MB,
+    NAMES_CAP,
+    CrawlerProcess,
+    crawl_settings,
+    most_names_saved,
+    peak_rss_mb,
+)
 from tests.fakeweb import FakeWeb, World
 
 ORDINARY = [f"ok{i}.test" for i in range(4)]
@@ -59,11 +66,13 @@ def crawled(engine, tmp_path_factory):
         with engine.connect() as conn:
             rows = conn.execute(text("SELECT hostname, outcome, final_url FROM hosts"))
             facts = {row.hostname: row for row in rows}
-        yield web, facts, worker.log()
+        # Read now: another module's test may empty the tables before this module's last.
+        most_saved = most_names_saved(engine)
+        yield web, facts, worker.log(), most_saved
 
 
 def test_odd_answers_settle_their_hosts_with_the_true_outcome(crawled):
-    web, facts, log = crawled
+    web, facts, log, _ = crawled
     assert {name: facts[name].outcome for name in HOSTILE} == HOSTILE
     assert {name: facts[name].outcome for name in ORDINARY} == dict.fromkeys(ORDINARY, "OK")
     fetched = web.fetch_counts(path="/")
@@ -71,19 +80,26 @@ def test_odd_answers_settle_their_hosts_with_the_true_outcome(crawled):
     assert "Traceback" not in log and "CRITICAL" not in log and "UnicodeDecodeError" not in log
 
 
+def test_the_crawl_stays_within_its_bounds(crawled):
+    _, _, log, most_saved = crawled
+    assert most_saved <= NAMES_CAP
+    # A bomb of 8 MiB inflated is refused at DOWNLOAD_MAXSIZE (2 MiB), never held whole.
+    assert peak_rss_mb(log) <= HOSTILE_PEAK_RSS_MB
+
+
 def test_a_hanging_robots_txt_is_named_as_what_timed_out(crawled):
-    web, facts, _ = crawled
+    web, facts, _, _ = crawled
     assert facts["robotshang.test"].final_url.endswith("/robots.txt")
     assert web.fetch_counts(path="/")["robotshang.test"] == 0
 
 
 def test_a_nul_in_a_host_is_refused_not_dropped(crawled):
-    _, facts, _ = crawled
+    _, facts, _, _ = crawled
     assert "ab.test" not in facts
     assert not [name for name in facts if "\0" in name or "\ufffd" in name]
 
 
 def test_the_final_url_is_capped_as_the_title_is(crawled):
-    _, facts, _ = crawled
+    _, facts, _, _ = crawled
     final = facts["longurl.test"].final_url
     assert final.startswith("http://ok0.test:") and len(final) == MAX_STORED_URL

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from crawler.db import queue
-from tests.e2e.conftest import host_facts
+from tests.e2e.conftest import NAMES_CAP, assert_within_bounds, host_facts
 from tests.fakeweb import World
 
 ORDINARY = [f"plain{i}.test" for i in range(8)]
@@ -31,11 +31,14 @@ def crawl_beside_ordinary(db, fakeweb_factory, crawl, world: World, hostile: lis
     return web, worker
 
 
-def assert_ordinary_hosts_crawled(db, web) -> None:
+def assert_crawled_within_bounds(db, web, worker, names_cap: int = NAMES_CAP) -> None:
+    """Every ordinary host crawled (its front page once), and the crawl's bounds: names
+    saved per fetch, the worker's peak RSS."""
     fetched = web.fetch_counts(path="/")
     for name in ORDINARY:
         assert host_facts(db, name).outcome == "OK", name
         assert fetched[name] <= 1, name
+    assert_within_bounds(db, worker.log(), names_cap)
 
 
 def found_on(db, page: str) -> list[str]:
@@ -55,10 +58,11 @@ def test_patterns_that_backtracked_read_hostile_css_and_link_headers_at_once(
     # Link lines of 15 KB of `<` (under Twisted's line limit, 225 KB of head in all).
     links = ["<https://before-link.test/>"] + ["<" * 15_000 for _ in range(15)]
     world.raw("link.test", b"<html></html>", headers={"Link": links})
-    web, _ = crawl_beside_ordinary(db, fakeweb_factory, crawl, world, ["css.test", "link.test"])
-    assert_ordinary_hosts_crawled(db, web)
-    assert host_facts(db, "css.test").outcome == "OK"
-    assert host_facts(db, "link.test").outcome == "OK"
+    hostile = ["css.test", "link.test"]
+    web, worker = crawl_beside_ordinary(db, fakeweb_factory, crawl, world, hostile)
+    assert_crawled_within_bounds(db, web, worker)
+    for name in hostile:  # read whole, at once: no budget spent
+        assert (host_facts(db, name).outcome, host_facts(db, name).extract_stopped) == ("OK", None)
     assert found_on(db, "css.test") == ["before-css.test"]
     assert found_on(db, "link.test") == ["before-link.test"]
 
@@ -86,7 +90,7 @@ def test_one_fetch_saves_at_most_its_caps_of_names_from_every_source(db, fakeweb
         MAX_NAMES_PER_PAGE=120,
         MAX_NAMES_PER_ROOT_PER_PAGE=20,
     )
-    assert_ordinary_hosts_crawled(db, web)
+    assert_crawled_within_bounds(db, web, worker, names_cap=120)
     facts = host_facts(db, "flood.test")
     assert facts.outcome == "OK"
     saved = found_on(db, "flood.test")
@@ -108,7 +112,7 @@ def test_a_page_too_big_to_read_in_its_budget_is_read_in_part_and_settles(
     web, worker = crawl_beside_ordinary(
         db, fakeweb_factory, crawl, world, ["big.test"], MAX_EXTRACT_SECONDS=0.001
     )
-    assert_ordinary_hosts_crawled(db, web)
+    assert_crawled_within_bounds(db, web, worker)
     facts = host_facts(db, "big.test")
     assert facts.outcome == "OK"
     assert facts.extract_stopped == "budget_spent"
@@ -120,8 +124,8 @@ def test_headers_past_their_bound_are_too_large(db, fakeweb_factory, crawl):
     world = world_with_ordinary_hosts()
     lines = [f"<https://h{i}.test/{'x' * 9_000}>" for i in range(40)]  # 360 KB of head
     world.raw("heads.test", b"<html></html>", headers={"Link": lines})
-    web, _ = crawl_beside_ordinary(db, fakeweb_factory, crawl, world, ["heads.test"])
-    assert_ordinary_hosts_crawled(db, web)
+    web, worker = crawl_beside_ordinary(db, fakeweb_factory, crawl, world, ["heads.test"])
+    assert_crawled_within_bounds(db, web, worker)
     assert host_facts(db, "heads.test").outcome == "HTTP_TOO_LARGE"
     assert found_on(db, "heads.test") == []
 
@@ -136,7 +140,7 @@ def test_a_host_whose_leases_ran_out_twice_in_flight_is_put_off_unfetched(
     with db.begin() as conn:  # two workers froze on it until their leases ran out
         conn.execute(text("UPDATE queue SET unfinished_claims = 2 WHERE hostname = 'pill.test'"))
     worker = crawl(web)
-    assert_ordinary_hosts_crawled(db, web)
+    assert_crawled_within_bounds(db, web, worker)
     facts = host_facts(db, "pill.test")
     assert facts.outcome == "HTTP_UNFINISHED"
     assert web.fetch_counts(path="/")["pill.test"] == 0
@@ -152,7 +156,7 @@ def test_a_page_whose_new_registered_domains_all_fail_at_dns_is_named(db, fakewe
     gone = [f"gone{i}.test" for i in range(60)]  # no DNS rule: NXDOMAIN
     world.site("namer.test", links=[f"http://{name}/" for name in gone])
     web, worker = crawl_beside_ordinary(db, fakeweb_factory, crawl, world, ["namer.test"])
-    assert_ordinary_hosts_crawled(db, web)
+    assert_crawled_within_bounds(db, web, worker)
     assert host_facts(db, "namer.test").outcome == "OK"
     assert all(host_facts(db, name).outcome == "DNS_NXDOMAIN" for name in gone)
     log = worker.log()

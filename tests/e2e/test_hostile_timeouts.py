@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db import queue
-from tests.e2e.conftest import wait_until
+from tests.e2e.conftest import assert_within_bounds, wait_until
 from tests.fakeweb import World
 
 ORDINARY = [f"ok{i}.test" for i in range(4)]
@@ -58,9 +58,10 @@ def test_a_garbled_answer_settles_its_host_within_the_download_timeout(
         return set(found) >= every and all(found[name] for name in every)
 
     wait_until(all_settled, SETTLED_WITHIN, f"every host settled ({kind})")
-    worker.stop()
+    worker.wait()  # drained: it closes by itself, its stats dumped
     found = outcomes(db)
     assert found["garbled.test"] == outcome
     assert {name: found[name] for name in ORDINARY} == dict.fromkeys(ORDINARY, "OK")
     fetched = web.fetch_counts(path="/")
     assert all(fetched[name] == 1 for name in [*ORDINARY, "hub.test"])
+    assert_within_bounds(db, worker.log())

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from . import garbled
 from .eventlog import EventLog
+from .hostile import flood_lines
 from .world import World, normalize_host
 
 MAX_HEAD = 64 * 1024
@@ -104,6 +105,8 @@ class Responses:
         if "raw" in page:
             body = base64.b64decode(page["raw"])
             extra = header_lines(page.get("headers", {}))
+            if "header_flood" in page:
+                extra += flood_lines(page["header_flood"])
             return build_response(page["status"], body, page["type"], extra)
         if "size" in page:  # the body is streamed by the protocol: HUGE marks it
             return build_response(page["status"], b"", page["type"], length=page["size"])

@@ -99,8 +99,28 @@ def bind_dns(port: int) -> tuple[socket.socket, socket.socket]:
     raise PortBusy("no DNS port free for both UDP and TCP")
 
 
-def make_tls_context(workdir: Path, names: list[str] = ()) -> ssl.SSLContext:
-    """Server context with a fresh self-signed certificate for *.test and `names`."""
+def make_tls_context(
+    workdir: Path, names: list[str] = (), hosts: dict[str, list[str]] | None = None
+) -> ssl.SSLContext:
+    """Server context with a fresh self-signed certificate for *.test and `names`; a host
+    of `hosts` presents one of its own (by SNI), naming its list."""
+    context = certificate_context(workdir, "cert", ["*.test", *names])
+    own = {
+        host: certificate_context(workdir, f"cert-{host}", host_names)
+        for host, host_names in (hosts or {}).items()
+    }
+    if own:
+
+        def by_server_name(ssl_object, server_name, _context) -> None:
+            if server_name in own:
+                ssl_object.context = own[server_name]
+
+        context.sni_callback = by_server_name
+    return context
+
+
+def certificate_context(workdir: Path, stem: str, names: list[str]) -> ssl.SSLContext:
+    """A server context for a fresh self-signed certificate naming `names` (files `stem`.pem)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -110,7 +130,7 @@ def make_tls_context(workdir: Path, names: list[str] = ()) -> ssl.SSLContext:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fakeweb.test")])
     now = datetime.datetime.now(datetime.UTC)
-    alt = [x509.DNSName(name) for name in ("*.test", *names)]
+    alt = [x509.DNSName(name) for name in names]
     alt.append(x509.IPAddress(ipaddress.ip_address(LOOPBACK)))
     cert = (
         x509.CertificateBuilder()
@@ -123,7 +143,7 @@ def make_tls_context(workdir: Path, names: list[str] = ()) -> ssl.SSLContext:
         .add_extension(x509.SubjectAlternativeName(alt), critical=False)
         .sign(key, hashes.SHA256())
     )
-    cert_path, key_path = workdir / "cert.pem", workdir / "key.pem"
+    cert_path, key_path = workdir / f"{stem}.pem", workdir / f"{stem}-key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(
         key.private_bytes(
@@ -204,7 +224,9 @@ class FakeWebServer:
         control = await asyncio.start_server(
             control_handler(self.responder, self.stop), LOOPBACK, self.args.control_port
         )
-        tls = make_tls_context(self.workdir, self.world.certificate_names)
+        tls = make_tls_context(
+            self.workdir, self.world.certificate_names, self.world.host_certificates
+        )
         bound = {
             scheme: bind_on_all(port)
             for scheme, port in (("http", self.args.http_port), ("https", self.args.https_port))

@@ -110,8 +110,10 @@ class World:
         # {"trickle": [bytes, every s]}; and DNS replies delayed by uniform(lo, hi) s.
         self.timing: dict[str, dict] = {}
         self.dns_delay: list[float] | None = None
-        # Extra DNS names of the one TLS certificate every https host presents.
+        # Extra DNS names of the one TLS certificate every https host presents, and the
+        # certificates of their own that some hosts present instead (by SNI).
         self.certificate_names: list[str] = []
+        self.host_certificates: dict[str, list[str]] = {}
 
     # -- building -----------------------------------------------------------
 
@@ -222,6 +224,12 @@ class World:
     def certify(self, *names: str) -> None:
         """Name `names` in the TLS certificate too (it always names *.test)."""
         self.certificate_names.extend(names)
+
+    def certify_host(self, name: str, names: list[str]) -> str:
+        """Make https://name/ present a certificate of its own naming `names` (and name)."""
+        name = normalize_host(name)
+        self.host_certificates[name] = [name, *names]
+        return name
 
     def zone(
         self,
@@ -423,7 +431,7 @@ class World:
     def to_dict(self) -> dict:
         """JSON-able representation."""
         keys = ("seed", "ttl", "negative_ttl", "delay", "names", "zones", "pages", "robots")
-        keys += ("farms", "timing", "dns_delay", "certificate_names")
+        keys += ("farms", "timing", "dns_delay", "certificate_names", "host_certificates")
         return {"version": 1, **{key: getattr(self, key) for key in keys}}
 
     @classmethod
@@ -441,6 +449,7 @@ class World:
         world.timing = data.get("timing", {})
         world.dns_delay = data.get("dns_delay")
         world.certificate_names = data.get("certificate_names", [])
+        world.host_certificates = data.get("host_certificates", {})
         return world
 
     def to_json(self) -> str:

@@ -18,6 +18,7 @@ import pytest
 
 from tests.fakeweb import ADDRESSES, FakeWeb, World, link_host
 from tests.fakeweb.handle import PROJECT_ROOT, read_ready_line
+from tests.fakeweb.hostile import link_lines
 
 TIMEOUT = 3.0  # bound for every answer we expect to arrive
 SILENCE = 0.3  # how long to wait for an answer we expect never to come
@@ -41,6 +42,9 @@ def build_world() -> World:
         w.host(f"{behaviour}.test", behaviour=behaviour)
     for behaviour in ("servfail", "refused_dns", "noanswer", "silent"):
         w.host(f"{behaviour}.test", behaviour=behaviour)
+    w.site("owncert.test")
+    w.certify_host("owncert.test", ["x1.test", "x2.test"])
+    link_lines(50)(w, "flood.test", "fl")
     return w
 
 
@@ -220,6 +224,37 @@ def test_https_serves_the_same_pages(web):
     assert status == 200
     assert "<title>A &amp; co</title>" in body
     assert web.fetches("a.test", scheme="https")
+
+
+def certificate_names(web, server_name: str) -> list[str]:
+    """The DNS names of the certificate the https port presents for `server_name` (SNI)."""
+    from cryptography import x509
+
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    raw = socket.create_connection(("127.0.0.1", web.https_port), timeout=TIMEOUT)
+    with context.wrap_socket(raw, server_hostname=server_name) as tls:
+        der = tls.getpeercert(binary_form=True)
+    names = x509.load_der_x509_certificate(der).extensions.get_extension_for_class(
+        x509.SubjectAlternativeName
+    )
+    return names.value.get_values_for_type(x509.DNSName)
+
+
+def test_a_host_may_present_a_certificate_of_its_own(web):
+    assert certificate_names(web, "owncert.test") == ["owncert.test", "x1.test", "x2.test"]
+    assert certificate_names(web, "a.test") == ["*.test"]
+
+
+def test_a_header_flood_is_built_in_the_fakeweb(web):
+    conn = http.client.HTTPConnection("127.0.0.1", web.http_port, timeout=TIMEOUT)
+    try:
+        conn.request("GET", "/", headers={"Host": "flood.test"})
+        links = conn.getresponse().msg.get_all("Link")
+    finally:
+        conn.close()
+    assert links == [f"<https://fl{i}.test/>" for i in range(50)]
 
 
 def test_refused_address_refuses(web):

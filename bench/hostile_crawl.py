@@ -1,0 +1,194 @@
+"""Issue 45's table, rerun: each hostile host crawled beside ordinary hosts, and its bounds.
+
+Each case (tests/fakeweb/hostile.py) is one crawl: `scrapy crawl hosts` with the
+production settings (MAX_NAMES_PER_PAGE 6,000, MAX_NAMES_PER_ROOT_PER_PAGE 1,000,
+DOWNLOAD_MAXSIZE 2 MiB, MAX_HEADER_BYTES 256 KiB, MAX_EXTRACT_SECONDS 1) on a fakeweb of
+ORDINARY ordinary hosts (a root each) and the hostile host, all seeded at once, on a
+throwaway embedded Postgres. The crawl runs until every seeded host has settled (the
+names the hostile host got saved are left in the queue: they are what the caps bound,
+not what is measured), then is stopped. Per case:
+
+- names saved: the hosts rows the hostile host's one fetch added (`discovered_from`);
+- peak RSS: the crawler process's VmHWM (/proc) when every seeded host had settled;
+- the hostile host's time: its first request (fakeweb's log) to its row's last_crawled_at;
+- the ordinary hosts: all OK, and the time from the crawler's start until they were.
+
+Baseline, side by side: the same crawl without the hostile host, run before the first
+case and after the last (the best of the two): its peak RSS and its ordinary hosts'
+time. Each case prints its ordinary hosts' time over the baseline's and its peak RSS
+over the baseline's.
+
+PASS per case: names saved <= MAX_NAMES_PER_PAGE, every ordinary host OK, the hostile
+host settled, and peak RSS within RSS_BOUND_MB of the baseline's (docs/crawl.md, "Memory
+for one response").
+
+    python bench/hostile_crawl.py [--keep] [CASE ...]   # CASE: a word of a case's name
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+from _common import machine_line, start_database, verdict, work_dir
+from _crawl_runs import PROJECT_ROOT, empty_tables, scrapy_args
+
+sys.path.insert(0, str(PROJECT_ROOT))
+
+from sqlalchemy import create_engine, text  # noqa: E402
+
+from crawler.core.config import setting  # noqa: E402
+from crawler.db import queue  # noqa: E402
+from tests.fakeweb import FakeWeb, World  # noqa: E402
+from tests.fakeweb.hostile import HOSTILE, Case  # noqa: E402
+
+ORDINARY = [f"plain{i}.test" for i in range(20)]
+HOST, TAG = "hostile.test", "hx"
+SETTLE_BOUND = 240  # seconds: a bound on one crawl, not a figure (the issue's crawls froze)
+POLL = 0.2  # seconds between looks at the database
+# What one hostile response may add to a worker's peak RSS (docs/crawl.md).
+RSS_BOUND_MB = 150
+NAMES_CAP = setting("MAX_NAMES_PER_PAGE").default
+
+
+def world_of(case: Case | None) -> World:
+    world = World()
+    for name in ORDINARY:
+        world.site(name)
+    if case is not None:
+        case.build(world, HOST, TAG)
+    return world
+
+
+def vm_peak_mb(pid: int) -> float:
+    """The process's peak resident memory so far (VmHWM), in MB."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def settled(engine, names: list[str]) -> dict[str, tuple[str, float]]:
+    """{hostname: (outcome, last_crawled_at as Unix time)} of the names that settled."""
+    sql = (
+        "SELECT hostname, outcome, extract(epoch FROM last_crawled_at) AS at FROM hosts"
+        " WHERE hostname = ANY(:names) AND outcome IS NOT NULL"
+    )
+    with engine.connect() as conn:
+        return {
+            r.hostname: (r.outcome, float(r.at)) for r in conn.execute(text(sql), {"names": names})
+        }
+
+
+def crawl(engine, work, label: str, case: Case | None) -> dict:
+    """One crawl of the case's world until every seeded host settled; its figures."""
+    scheme = case.scheme if case else "http"
+    seeds = ORDINARY + ([HOST] if case else [])
+    with FakeWeb(world_of(case), workdir=work / f"web-{label}") as web:
+        empty_tables(engine)
+        queue.seed(engine, seeds)
+        args = scrapy_args(
+            ["crawl", "hosts"], web.scrapy_settings(scheme), CLOSE_WHEN_DRAINED=0, LOG_LEVEL="INFO"
+        )
+        with open(work / f"crawl-{label}.log", "w") as log:
+            started = time.time()
+            proc = subprocess.Popen(args, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                done, peak = wait_settled(engine, seeds, proc)
+            finally:
+                stop(proc)
+        first = [r["t"] for r in web.requests() if r["host"] == HOST]
+    with engine.connect() as conn:
+        saved = conn.execute(
+            text("SELECT count(*) FROM hosts WHERE discovered_from = :h"), {"h": HOST}
+        ).scalar()
+    ordinary = [done[name] for name in ORDINARY if name in done]
+    hostile = done.get(HOST)
+    return {
+        "ordinary_ok": sum(outcome == "OK" for outcome, _ in ordinary),
+        "ordinary_s": max((at for _, at in ordinary), default=float("nan")) - started,
+        "outcome": hostile[0] if hostile else "unsettled",
+        "took": hostile[1] - min(first) if hostile and first else float("nan"),
+        "saved": saved,
+        "rss": peak,
+    }
+
+
+def wait_settled(engine, seeds: list[str], proc) -> tuple[dict, float]:
+    """Poll until every seed settled (or SETTLE_BOUND, or the crawler died); (what settled,
+    the crawler's peak RSS in MB then)."""
+    deadline = time.monotonic() + SETTLE_BOUND
+    done: dict = {}
+    while time.monotonic() < deadline and proc.poll() is None:
+        done = settled(engine, seeds)
+        if len(done) == len(seeds):
+            break
+        time.sleep(POLL)
+    peak = vm_peak_mb(proc.pid) if proc.poll() is None else float("nan")
+    return done, peak
+
+
+def stop(proc) -> None:
+    """One SIGINT (a graceful stop), then a kill if it does not end."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def chosen_cases() -> dict[str, Case]:
+    words = [a.lower() for a in sys.argv[1:] if not a.startswith("--")]
+    return {n: c for n, c in HOSTILE.items() if not words or any(w in n.lower() for w in words)}
+
+
+def report(name: str, r: dict, base: dict) -> bool:
+    all_ok = r["ordinary_ok"] == len(ORDINARY)
+    ok = r["saved"] <= NAMES_CAP and all_ok and r["outcome"] != "unsettled"
+    ok = ok and r["rss"] - base["rss"] <= RSS_BOUND_MB
+    value = (
+        f"{r['saved']:,} names, peak RSS {r['rss']:.0f} MB, {r['outcome']} in {r['took']:.1f} s,"
+        f" ordinary {r['ordinary_ok']}/{len(ORDINARY)}"
+    )
+    target = f"names <= {NAMES_CAP:,}, RSS <= baseline + {RSS_BOUND_MB} MB, ordinary all OK"
+    word = verdict(ok, name, value, target)
+    print(
+        f"{name:<38} names {r['saved']:>6,}  peak RSS {r['rss']:4.0f} MB"
+        f" ({r['rss'] - base['rss']:+4.0f})  {r['outcome']:<14} in {r['took']:5.1f} s"
+        f"  ordinary {r['ordinary_ok']}/{len(ORDINARY)} OK in {r['ordinary_s']:5.1f} s"
+        f" ({r['ordinary_s'] / base['ordinary_s']:.2f}x)  {word}"
+    )
+    return ok
+
+
+def main() -> int:
+    print(machine_line())
+    cases = chosen_cases()
+    work = work_dir("hostile-crawl")
+    engine = create_engine(start_database(), pool_size=2)
+    print(
+        f"# {len(ORDINARY)} ordinary hosts + one hostile host per crawl, production limits;"
+        f" baseline: the same {len(ORDINARY)} hosts alone (best of a crawl before and after)"
+    )
+    before = crawl(engine, work, "baseline-before", None)
+    results = {
+        name: crawl(engine, work, f"case{i}", case) for i, (name, case) in enumerate(cases.items())
+    }
+    after = crawl(engine, work, "baseline-after", None)
+    base = {key: min(before[key], after[key]) for key in ("rss", "ordinary_s")}
+    print(
+        f"{'baseline (ordinary hosts alone)':<38} peak RSS {base['rss']:4.0f} MB,"
+        f" ordinary {min(before['ordinary_ok'], after['ordinary_ok'])}/{len(ORDINARY)} OK"
+        f" in {base['ordinary_s']:5.1f} s"
+    )
+    failed = sum(not report(name, r, base) for name, r in results.items())
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
