@@ -9,7 +9,7 @@ from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.core.hostnames import MAX_NAME, HostnameError, normalize
 from crawler.core.links import filter_links
 
-FUZZ = settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(max_examples=3_000, deadline=None, suppress_health_check=list(HealthCheck))
 
 LABEL_CHARS = st.sampled_from(list("abcxyz019-_.:@[]/%*") + ["ü", "ß", "\u200b", "é", "\x00"])
 HOSTISH = st.text(LABEL_CHARS, max_size=80)
