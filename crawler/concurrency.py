@@ -82,6 +82,19 @@ def rss_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory: VmHWM, its own image's. ru_maxrss is not: Linux
+    keeps it across exec, so a worker started by a big process reported that one's peak."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -197,8 +210,7 @@ class InFlightControl:
 
     def close(self, spider) -> None:
         # The peak by the kernel's count: a tick every TICK s can miss a burst's.
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kB
-        self.crawler.stats.max_value("hostcrawl/rss_mb/peak", round(peak))
+        self.crawler.stats.max_value("hostcrawl/rss_mb/peak", round(peak_rss_bytes() / 2**20))
         for call in self._calls:
             if call.active():
                 call.cancel()
