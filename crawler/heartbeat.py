@@ -41,6 +41,9 @@ class Heartbeat:
         self.crawler = crawler
         self.every = every
         self.name = worker_name(crawler.settings)
+        # The queue's depth is for /metrics only: on a cluster its count asks every shard,
+        # each heartbeat, of every worker.
+        self.metrics_served = crawler.settings.getint("METRICS_PORT") > 0
         self.started_at = datetime.now(UTC)
         self._task: asyncio.Task | None = None
         self._last: tuple[float, int] | None = None  # (monotonic time, pages) of the last beat
@@ -96,13 +99,15 @@ class Heartbeat:
         return len(world.held)
 
     async def beat_once(self) -> None:
-        """Write the row, then read the queue's depth: both for the metrics too (how long
-        the database took to take a heartbeat, and the hosts due now)."""
+        """Write the row, then (with METRICS_PORT) read the queue's depth: both for the
+        metrics too (how long the database took to take a heartbeat, and the hosts due
+        now)."""
         stats = self.crawler.stats
         try:
             started = time.perf_counter()
             await asyncio.to_thread(workers.beat, get_engine(), self.figures())
             stats.set_value(BEAT_MS, 1000 * (time.perf_counter() - started))
-            stats.set_value(DUE_NOW, await asyncio.to_thread(workers.due_now, get_engine()))
+            if self.metrics_served:
+                stats.set_value(DUE_NOW, await asyncio.to_thread(workers.due_now, get_engine()))
         except DBAPIError as exc:
             log.warning("heartbeat of %s skipped (%s)", self.name, first_line(exc))
