@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -41,19 +43,29 @@ def chromium() -> Path:
     return CHROMIUM
 
 
-@pytest.fixture(scope="package")
-def live_server(database_url):
-    """The panel served over plain HTTP (so the session cookie is not Secure)."""
+@contextmanager
+def served_panel(database_url: str, **config) -> Iterator[str]:
+    """The panel served over plain HTTP (so the session cookie is not Secure) in a thread,
+    with `config` over the tests' own; yields its base URL."""
     from tests.unit.test_panel_support import panel_config
     from webpanel import create_app
 
-    app = create_app(panel_config(database_url, SESSION_COOKIE_SECURE=False))
+    app = create_app(panel_config(database_url, SESSION_COOKIE_SECURE=False, **config))
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="live-panel", daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="package")
+def live_server(database_url):
+    """The folder's panel (a module may serve its own, with its own settings)."""
+    with served_panel(database_url) as url:
+        yield url
 
 
 @pytest.fixture(scope="package")

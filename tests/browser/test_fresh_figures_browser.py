@@ -6,12 +6,11 @@ right after it is saved."""
 from __future__ import annotations
 
 import re
-import threading
 
 import pytest
 from playwright.sync_api import Page, expect
-from werkzeug.serving import make_server
 
+from tests.browser.conftest import served_panel
 from tests.unit.test_panel_support import PASSWORD, give_api_token, insert_hosts
 
 pytest_plugins = ["tests.unit.test_panel_support"]
@@ -20,16 +19,8 @@ pytest_plugins = ["tests.unit.test_panel_support"]
 @pytest.fixture(scope="module")
 def live_server(database_url):
     """This module's panel (the folder's own computes its figures on every request)."""
-    from tests.unit.test_panel_support import panel_config
-    from webpanel import create_app
-
-    config = panel_config(database_url, SESSION_COOKIE_SECURE=False, STATS_TTL=3600)
-    server = make_server("127.0.0.1", 0, create_app(config), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="cached-panel", daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=10)
+    with served_panel(database_url, STATS_TTL=3600) as url:
+        yield url
 
 
 def log_in(page: Page) -> None:

@@ -7,15 +7,12 @@ saved as artifacts/health_*.png (docs/screenshots/ holds a copy of them)."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import text
-from werkzeug.serving import make_server
 
 from crawler.db import deny_entries, queue
-from tests.browser.conftest import ARTIFACTS
+from tests.browser.conftest import ARTIFACTS, served_panel
 from tests.browser.test_roots_browser import log_in
 from tests.e2e.conftest import CrawlerProcess, crawl_settings
 from tests.fakeweb import World
@@ -51,16 +48,8 @@ CHART_TEXT_PX = """() => {
 @pytest.fixture(scope="module")
 def live_server(database_url):
     """This module's panel: its health row fetches itself again every second."""
-    from tests.unit.test_panel_support import panel_config
-    from webpanel import create_app
-
-    config = panel_config(database_url, SESSION_COOKIE_SECURE=False, HEALTH_REFRESH_SECONDS=1)
-    server = make_server("127.0.0.1", 0, create_app(config), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="health-panel", daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=10)
+    with served_panel(database_url, HEALTH_REFRESH_SECONDS=1) as url:
+        yield url
 
 
 def a_small_web(fakeweb_factory):
