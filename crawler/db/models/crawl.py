@@ -1,4 +1,5 @@
-"""The one schema, shared by the crawler, the CLI, the panel and Alembic."""
+"""The crawl's tables, each kept per root: hosts, the queue, trap windows and deferrals, the
+world's silences, workers, wildcard probes and the roots' rollups."""
 
 from __future__ import annotations
 
@@ -8,42 +9,19 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
-    DateTime,
     Float,
-    ForeignKey,
     ForeignKeyConstraint,
     Index,
     Integer,
-    MetaData,
     SmallInteger,
     String,
     Text,
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
-NAMING_CONVENTION = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-# Byte order (C collation): hostnames are ASCII, and suffix ranges must not depend on locale.
-HOSTNAME = String(253, collation="C")
-Timestamp = DateTime(timezone=True)
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
-
-
-def reversed_name(column: str) -> object:
-    """reverse(hostname): "every name under example.org" becomes a range scan."""
-    return text(f"reverse({column}::text)")
+from crawler.db.models.base import HOSTNAME, Base, Timestamp, reversed_name
 
 
 class Host(Base):
@@ -292,157 +270,3 @@ class RootRow(Base):
         Index("ix_roots_failed", "failed", "root"),
         Index("ix_roots_reversed", reversed_name("root")),
     )
-
-
-class RootClaims(Base):
-    """Hosts of a root claimed in one minute: the rolling-hour budget sums them.
-
-    Written by the claim itself (crawler.db.claims), no trigger; pruned by
-    crawler.db.retention.
-    """
-
-    __tablename__ = "root_claims"
-
-    root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
-    minute: Mapped[datetime] = mapped_column(Timestamp, primary_key=True)
-    claimed: Mapped[int] = mapped_column(Integer)
-
-    __table_args__ = (Index("ix_root_claims_minute", "minute"),)
-
-
-class HostHour(Base):
-    """Hosts discovered and crawled (by outcome group) in one hour, kept by the writers of
-    hosts (crawler.db.rollups.count_hours). One row per hour and writer shard: the reader
-    sums them."""
-
-    __tablename__ = "host_hours"
-
-    hour: Mapped[datetime] = mapped_column(Timestamp, primary_key=True)
-    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
-    discovered: Mapped[int] = mapped_column(Integer, server_default="0")
-    ok: Mapped[int] = mapped_column(Integer, server_default="0")
-    http: Mapped[int] = mapped_column(Integer, server_default="0")
-    network: Mapped[int] = mapped_column(Integer, server_default="0")
-    ignored: Mapped[int] = mapped_column(Integer, server_default="0")
-    # The last hosts that answered OK in this hour and shard, newest first: canaries.
-    last_ok: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
-
-
-class SourceHour(Base):
-    """Hosts discovered in one hour by one source group ('' none: a seed, an entry's own
-    row), kept by the writers of hosts (crawler.db.rollups.count_sources). One row per
-    hour, writer shard and group: the reader sums them."""
-
-    __tablename__ = "source_hours"
-
-    hour: Mapped[datetime] = mapped_column(Timestamp, primary_key=True)
-    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
-    source: Mapped[str] = mapped_column(String(16), primary_key=True)
-    discovered: Mapped[int] = mapped_column(Integer, server_default="0")
-
-
-class HostMinute(Base):
-    """Hosts crawled (failures by layer) and discovered in one minute, kept by the writers
-    of hosts beside host_hours (crawler.db.rollups.count_hours): the dashboard's health
-    row. One row per minute and writer shard; pruned after MINUTES_KEPT (retention)."""
-
-    __tablename__ = "host_minutes"
-
-    minute: Mapped[datetime] = mapped_column(Timestamp, primary_key=True)
-    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
-    crawled: Mapped[int] = mapped_column(Integer, server_default="0")
-    discovered: Mapped[int] = mapped_column(Integer, server_default="0")
-    dns: Mapped[int] = mapped_column(Integer, server_default="0")
-    address: Mapped[int] = mapped_column(Integer, server_default="0")
-    tcp: Mapped[int] = mapped_column(Integer, server_default="0")
-    tls: Mapped[int] = mapped_column(Integer, server_default="0")
-    http: Mapped[int] = mapped_column(Integer, server_default="0")
-    # When a host last answered in this minute and shard (the writer's transaction time).
-    last_ok_at: Mapped[datetime | None] = mapped_column(Timestamp)
-
-
-class DroppedLinks(Base):
-    """Links a deny entry dropped from crawled pages (migration 0025), counted by the
-    crawl's finish (crawler.db.dropped_links) per entry name; kept per root with the
-    entry's row (a Citus cluster co-locates it)."""
-
-    __tablename__ = "dropped_links"
-
-    hostname: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
-    root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
-    links: Mapped[int] = mapped_column(BigInteger, server_default="0")
-
-
-class ChangeLogEntry(Base):
-    """One change to the deny entries in the operators' change log: who, what, when."""
-
-    __tablename__ = "change_log"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
-    actor: Mapped[str] = mapped_column(String(128))
-    action: Mapped[str] = mapped_column(String(32))
-    hostname: Mapped[str] = mapped_column(HOSTNAME)
-    detail: Mapped[str | None] = mapped_column(Text)
-
-    __table_args__ = (
-        Index("ix_change_log_at", "at"),
-        Index("ix_change_log_hostname", "hostname"),
-    )
-
-
-class ChangeLogItems(Base):
-    """The names of one batch of a deny-entry change, in one row: the change-log row holds
-    the batch's count (a change of one name has no items row).
-
-    Arrays, not a row per name: a batch of 20,000 names costs one row to log.
-    """
-
-    __tablename__ = "change_log_items"
-    # Which batch added a name (the entry lists' "added at ... by ..."): migration 0013.
-    __table_args__ = (Index("ix_change_log_items_names", "names", postgresql_using="gin"),)
-
-    change_id: Mapped[int] = mapped_column(
-        ForeignKey("change_log.id", ondelete="CASCADE"), primary_key=True
-    )
-    names: Mapped[list[str]] = mapped_column(ARRAY(Text))
-    details: Mapped[list[str | None]] = mapped_column(ARRAY(Text))  # a note or reason each
-
-
-class User(Base):
-    """A panel operator."""
-
-    __tablename__ = "users"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    username: Mapped[str] = mapped_column(String(64), unique=True)
-    password_hash: Mapped[str] = mapped_column(Text)
-    api_token_hash: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
-    # admin: everything; viewer: read-only pages and GET API calls.
-    role: Mapped[str] = mapped_column(String(16), server_default="admin")
-    # Set: no login, no session, no API token works.
-    disabled_at: Mapped[datetime | None] = mapped_column(Timestamp)
-    # Part of every session's id: raising it (logout, a new password, disabling) ends
-    # every session of this operator on the server, whatever cookies are kept.
-    session_generation: Mapped[int] = mapped_column(Integer, server_default="1")
-
-    __table_args__ = (CheckConstraint("role IN ('admin', 'viewer')", name="role"),)
-
-
-class LoginFailure(Base):
-    """Failed logins, per (username, client address) and per address (username '').
-
-    They slow the next attempt down and are forgotten a day after the last one: no
-    account is ever locked, so nobody can lock an operator out by guessing. Unknown
-    usernames get rows like known ones: both cost and read the same.
-    """
-
-    __tablename__ = "login_failures"
-
-    username: Mapped[str] = mapped_column(String(64), primary_key=True)
-    address: Mapped[str] = mapped_column(String(64), primary_key=True)
-    failures: Mapped[int] = mapped_column(Integer)
-    last_failed_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
-
-    __table_args__ = (Index("ix_login_failures_last_failed_at", "last_failed_at"),)
