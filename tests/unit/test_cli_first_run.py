@@ -8,6 +8,7 @@ import pty
 import select
 import sys
 
+import pytest
 from sqlalchemy import make_url
 
 from crawler import console
@@ -109,24 +110,29 @@ class Terminal:
         return os.waitstatus_to_exitcode(status), self.said.decode(errors="replace")
 
 
-def test_two_different_passwords_are_refused_in_our_words(db):
+@pytest.mark.parametrize(
+    ("again", "code", "said_then", "users"),
+    [
+        (
+            "correct horse battery staple",
+            1,
+            "error: password: the two entries differ; nothing was stored",
+            [],
+        ),
+        ("correct horse battery", 0, "user alice created (admin)", ["alice"]),
+    ],
+)
+def test_the_password_typed_twice_creates_the_operator_or_is_refused_in_our_words(
+    db, again, code, said_then, users
+):
     terminal = Terminal(["user", "create", "alice"])
     terminal.type_after_prompt("correct horse battery")
-    terminal.type_after_prompt("correct horse battery staple")
-    code, said = terminal.finish()
-    assert code == 1, said
-    assert "error: password: the two entries differ; nothing was stored" in said
+    terminal.type_after_prompt(again)
+    exit_code, said = terminal.finish()
+    assert exit_code == code, said
+    assert said_then in said
     assert "do not match" not in said and "Error:" not in said
-    assert accounts.list_users(db) == []
-
-
-def test_two_same_passwords_create_the_operator(db):
-    terminal = Terminal(["user", "create", "alice"])
-    terminal.type_after_prompt("correct horse battery")
-    terminal.type_after_prompt("correct horse battery")
-    code, said = terminal.finish()
-    assert code == 0, said
-    assert "user alice created (admin)" in said
+    assert [user.username for user in accounts.list_users(db)] == users
 
 
 def test_make_runs_console_names_the_first_operator_only_while_none_exists(db, monkeypatch, capsys):
