@@ -48,7 +48,8 @@ SCHEDULE = text(
         SELECT hostname, host_root, now() + after AS at
           FROM unnest(:names, :host_roots, :afters) AS u(hostname, host_root, after))
     UPDATE queue q SET claimed_by = NULL, claimed_at = NULL, unfinished_claims = 0,
-           next_claim_at = CASE WHEN q.status_reason IS NULL THEN t.at ELSE q.next_claim_at END
+           next_claim_at = CASE WHEN q.status_reason IS NULL OR q.claimed_by IS NOT NULL
+                                THEN t.at ELSE q.next_claim_at END
       FROM t
      WHERE q.root = ANY(:roots) AND q.hostname = t.hostname AND q.root = t.host_root
     RETURNING {DATED}

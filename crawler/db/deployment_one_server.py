@@ -41,14 +41,16 @@ WRITE_RESULTS = text(
     """
 ).bindparams(*RESULT_PARAMS)
 # The dates are taken before the update, in a materialized CTE (as on the cluster, where
-# Citus allows no now() in a CASE of an UPDATE).
+# Citus allows no now() in a CASE of an UPDATE). A claimed row that became an entry gets
+# its date too, kept for when the entry is lifted: the one it had was its lease's end.
 SCHEDULE = text(
     f"""
     WITH t AS MATERIALIZED (
         SELECT hostname, host_root, now() + after AS at
           FROM unnest(:names, :host_roots, :afters) AS u(hostname, host_root, after))
     UPDATE queue q SET claimed_by = NULL, claimed_at = NULL, unfinished_claims = 0,
-           next_claim_at = CASE WHEN q.status_reason IS NULL THEN t.at ELSE q.next_claim_at END
+           next_claim_at = CASE WHEN q.status_reason IS NULL OR q.claimed_by IS NOT NULL
+                                THEN t.at ELSE q.next_claim_at END
       FROM t
      WHERE q.hostname = t.hostname AND q.root = t.host_root
     RETURNING {DATED}

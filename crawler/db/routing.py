@@ -90,7 +90,9 @@ PUT_BACK = text(
 ).bindparams(*names_param("entries", "roots", "above"))
 # The claim is released either way, and the host is due at once the moment it is
 # routable: now if the entry was removed meanwhile (this worker heard late), or
-# when the entry is removed later. (now() is read in the CTE: Citus allows no
+# when the entry is removed later. A host that is itself the entry (blocked while
+# claimed) is dated now too: the date it had was the released claim's lease end, and
+# lifting the entry keeps a row's date. (now() is read in the CTE: Citus allows no
 # non-immutable function in a CASE of an UPDATE.)
 DENY_ONE = text(
     """
@@ -102,7 +104,7 @@ DENY_ONE = text(
     UPDATE queue q SET claimed_by = NULL, claimed_at = NULL, unfinished_claims = 0,
            denied_by = CASE WHEN q.status_reason IS NULL AND entry.stands
                             THEN :entry ELSE q.denied_by END,
-           next_claim_at = CASE WHEN q.status_reason IS NULL
+           next_claim_at = CASE WHEN q.status_reason IS NULL OR q.claimed_by IS NOT NULL
                                 THEN entry.now ELSE q.next_claim_at END
       FROM entry
      WHERE q.hostname = :hostname AND q.root = :root

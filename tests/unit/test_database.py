@@ -19,7 +19,7 @@ from crawler.db.queue import CrawlResult
 from crawler.livedenylist import LiveDenyList
 from tests.conftest import insert_stale_row
 from tests.dbhelpers import finish, record_outcome
-from tests.waiting import WAIT_BOUND, wait_until
+from tests.waiting import WAIT_BOUND, WAITS_ON_A_LOCK, wait_until
 
 
 def queue_row(db, hostname: str):
@@ -226,14 +226,31 @@ def test_crawl_is_pending_while_anything_is_due_or_claimed(db):
     assert not claims.crawl_pending(db)
 
 
-def test_a_claimed_host_that_became_an_entry_is_released(db):
-    queue.save_hosts(db, ["flip.test"])
-    assert claims.claim(db, 10, "w") == ["flip.test"]
-    deny_entries.upsert_blocked(db, "flip.test", "trap")
-    routing.take_out_denied(db, "flip.test", "flip.test")  # its request was then denied
-    deny_entries.unblock(db, ["flip.test"])
-    assert queue_row(db, "flip.test").claimed_by is None
-    assert not claims.crawl_pending(db)
+@pytest.mark.parametrize("deployment", sorted(WAITS_ON_A_LOCK))
+def test_a_claimed_host_that_became_an_entry_is_released_and_due_when_lifted(deployment, request):
+    engine = request.getfixturevalue(deployment)
+    queue.save_hosts(engine, ["flip.test"])
+    assert claims.claim(engine, 10, "w", lease=timedelta(hours=1)) == ["flip.test"]
+    deny_entries.upsert_blocked(engine, "flip.test", "trap")
+    routing.take_out_denied(engine, "flip.test", "flip.test")  # its request was then denied
+    assert queue_row(engine, "flip.test").claimed_by is None
+    deny_entries.unblock(engine, ["flip.test"])
+    # Due at once, not when the released claim's lease would have ended: a crawl that
+    # drains on "nothing due" left it queued and uncrawled.
+    assert claims.claim(engine, 10, "w") == ["flip.test"]
+
+
+@pytest.mark.parametrize("deployment", sorted(WAITS_ON_A_LOCK))
+def test_a_claim_given_back_after_its_host_became_an_entry_is_due_when_lifted(
+    deployment, request
+):
+    engine = request.getfixturevalue(deployment)
+    queue.save_hosts(engine, ["gift.test"])
+    assert claims.claim(engine, 10, "w", lease=timedelta(hours=1)) == ["gift.test"]
+    deny_entries.upsert_blocked(engine, "gift.test", "trap")
+    queue.release(engine, ["gift.test"])  # a worker stopping gives its claims back
+    deny_entries.unblock(engine, ["gift.test"])
+    assert claims.claim(engine, 10, "w") == ["gift.test"]  # not an hour later
 
 
 def test_a_denied_host_is_due_at_once_when_its_entry_goes(db):
