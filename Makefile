@@ -19,7 +19,7 @@ install: $(INSTALLED)
 ## processes (make run CRAWL_WORKERS=4; auto, the default: about one per core)
 BIND ?= 127.0.0.1:8000
 run: install
-	$(BIN)/python -m crawler.run --seeds seeds.txt --bind $(BIND)
+	$(BIN)/python -m crawler.runner.run --seeds seeds.txt --bind $(BIND)
 
 ## test: the whole suite on a throwaway embedded Postgres (or TEST_DATABASE_URL) and a
 ## one-machine Citus cluster, in TEST_WORKERS processes (pytest-xdist; each its own

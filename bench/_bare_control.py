@@ -1,7 +1,7 @@
 """The bare spider's own in-flight control and collector tuning (bench/crawl.py's baseline).
 
-The same room as the hosts spider's: a copy of the idea of crawler/concurrency.py
-(InFlightControl) and crawler/collector.py, written again here so that the
+The same room as the hosts spider's: a copy of the idea of crawler/extensions/in_flight.py
+(InFlightControl) and crawler/extensions/gc_tuning.py, written again here so that the
 baseline shares no code with what it measures. Every TICK it moves its limit of
 hosts in flight within [MIN_IN_FLIGHT, MAX_IN_FLIGHT]: doubled from
 START_IN_FLIGHT while the limit holds the spider back, its CPU is under

@@ -6,7 +6,7 @@ Targets:
 
 The audit runs as it does in production: a `scrapy audit` process on one core
 claiming due hosts from a throwaway embedded Postgres, resolving them through
-crawler.resolver.OutcomeResolver and writing every outcome in batches. The
+crawler.network.resolver.OutcomeResolver and writing every outcome in batches. The
 baseline resolves the same number of (fresh) names with dns.asyncresolver,
 same nameserver, same concurrency, and writes nothing. Rounds alternate
 (audit, plain, audit, plain) with fresh names each round, so no cache helps;

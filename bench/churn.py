@@ -112,7 +112,8 @@ def worker(url: str, number: int, stop, latencies) -> None:
     pending: list[tuple[float, float]] = []
     next_at = next_prune = time.monotonic()
     while not stop.is_set():
-        if time.monotonic() >= next_prune:  # as each crawler worker does (crawler/pruning.py)
+        # as each crawler worker does (crawler/extensions/pruning.py)
+        if time.monotonic() >= next_prune:
             retention.scheduled(engine, retention.Rules())
             next_prune += PRUNE_INTERVAL
         started = time.perf_counter()

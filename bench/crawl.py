@@ -74,11 +74,11 @@ from _crawl_runs import (
 )
 
 from crawler.addon import HostcrawlAddon
-from crawler.collector import CollectorTuning
-from crawler.concurrency import InFlightControl
 from crawler.core.hostnames import root
-from crawler.metrics import PrometheusMetrics
-from crawler.middlewares import BlacklistMiddleware
+from crawler.downloadermiddlewares.deny import BlacklistMiddleware
+from crawler.extensions.gc_tuning import CollectorTuning
+from crawler.extensions.in_flight import InFlightControl
+from crawler.extensions.metrics import PrometheusMetrics
 from crawler.pipelines import HostWritePipeline
 
 SEED = 20261130

@@ -28,8 +28,8 @@ from _common import machine_line, start_database, verdict  # noqa: E402
 from crawler.core.hostnames import allowed_private_networks  # noqa: E402
 from crawler.db import deny_entries, windows  # noqa: E402
 from crawler.db.engine import PROJECT_ROOT, get_engine  # noqa: E402
-from crawler.resolver import OutcomeResolver, parse_nameservers  # noqa: E402
-from crawler.selfcheck import SelfCheck, WorldCheck  # noqa: E402
+from crawler.network.resolver import OutcomeResolver, parse_nameservers  # noqa: E402
+from crawler.rules.world_check import SelfCheck, WorldCheck  # noqa: E402
 
 sys.path.insert(0, str(PROJECT_ROOT))  # the local test internet lives in tests/
 from tests.fakeweb import FakeWeb, World  # noqa: E402

@@ -7,10 +7,10 @@ never downloaded; every outcome fed to the trap windows), the retry variant
 that never retries an authoritative NXDOMAIN, the bounded robots.txt
 middleware, the outcome resolver (NXDOMAIN, SERVFAIL, timeout told apart),
 the pipeline that writes HostItems, the log formatter (a dropped HostItem
-is its reason, not its repr), the scheduled prune (crawler/pruning.py,
-every PRUNE_INTERVAL), the in-flight control (crawler/concurrency.py), the
-collector's tuning (crawler/collector.py), the worker's heartbeat for the panel
-(crawler/heartbeat.py) and the production defaults. A project's
+is its reason, not its repr), the scheduled prune (crawler/extensions/pruning.py,
+every PRUNE_INTERVAL), the in-flight control (crawler/extensions/in_flight.py), the
+collector's tuning (crawler/extensions/gc_tuning.py), the worker's heartbeat for the panel
+(crawler/extensions/heartbeat.py) and the production defaults. A project's
 own settings still win over the defaults set here.
 """
 
@@ -24,24 +24,22 @@ from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.settings import SETTINGS_PRIORITIES
 
-from crawler.collector import CollectorTuning
-from crawler.concurrency import InFlightControl
 from crawler.core import config
-from crawler.discovery import RedirectHopSources
-from crawler.giveback import MemoryGiveBack
-from crawler.heartbeat import Heartbeat
-from crawler.metrics import PrometheusMetrics
-from crawler.middlewares import (
-    AnswerAwareRetryMiddleware,
-    BlacklistMiddleware,
-    FrontPageRobotsTxtMiddleware,
-)
+from crawler.downloadermiddlewares.deny import BlacklistMiddleware
+from crawler.downloadermiddlewares.retry import AnswerAwareRetryMiddleware
+from crawler.downloadermiddlewares.robotstxt import FrontPageRobotsTxtMiddleware
+from crawler.extensions.gc_tuning import CollectorTuning
+from crawler.extensions.giveback import MemoryGiveBack
+from crawler.extensions.heartbeat import Heartbeat
+from crawler.extensions.in_flight import InFlightControl
+from crawler.extensions.metrics import PrometheusMetrics
+from crawler.extensions.pruning import ScheduledPrune
+from crawler.network.resolver import OutcomeResolver
 from crawler.pipelines import HostWritePipeline
-from crawler.pruning import ScheduledPrune
-from crawler.resolver import OutcomeResolver
+from crawler.spiders.discovery import RedirectHopSources
 
 log = logging.getLogger(__name__)
-DOWNLOAD_HANDLER = "crawler.download.HostcrawlDownloadHandler"
+DOWNLOAD_HANDLER = "crawler.network.download.HostcrawlDownloadHandler"
 LOG_FORMATTER = "crawler.logformatter.HostcrawlLogFormatter"
 
 # docs/design.md, "Scrapy 2.19 facts": what a crawler of the open web should not run with.
@@ -52,7 +50,7 @@ PRODUCTION_DEFAULTS = {
     "ROBOTSTXT_OBEY": True,
     "DOWNLOAD_MAXSIZE": 2 * 1024 * 1024,
     "DOWNLOAD_WARNSIZE": 1024 * 1024,
-    "TWISTED_DNS_RESOLVER": "crawler.resolver.OutcomeResolver",
+    "TWISTED_DNS_RESOLVER": "crawler.network.resolver.OutcomeResolver",
     # A meta refresh is a source of hostnames (its target is saved and crawled in its
     # turn); followed as a redirect, the refreshing page's own names would be lost.
     "METAREFRESH_ENABLED": False,

@@ -16,7 +16,6 @@ from datetime import timedelta
 
 from scrapy.exceptions import DropItem
 
-from crawler.batches import Batcher
 from crawler.core.floods import FloodWatch
 from crawler.core.links import FilteredLinks
 from crawler.core.namecaps import OVER_CAP
@@ -33,10 +32,11 @@ from crawler.core.urls import stored_url
 from crawler.db import floods, queue, routing
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.retry import in_thread_until_up
-from crawler.evidence import failure_layer
 from crawler.items import HostItem
+from crawler.rules.evidence import failure_layer
+from crawler.rules.wildcards import WildcardWatch
 from crawler.state import CrawlState
-from crawler.wildcards import WildcardWatch
+from crawler.utils.batcher import Batcher
 
 log = logging.getLogger(__name__)
 

@@ -22,16 +22,16 @@ LOG_LEVEL = config.from_environment("LOG_LEVEL", os.environ)
 # production defaults (remote control and telnet off, cookies off, robots.txt
 # obeyed, a 2 MiB DOWNLOAD_MAXSIZE): crawler/addon.py ---
 ADDONS = {"crawler.addon.HostcrawlAddon": 0}
-TWISTED_DNS_RESOLVER = "crawler.resolver.OutcomeResolver"  # read by CrawlerProcess itself
+TWISTED_DNS_RESOLVER = "crawler.network.resolver.OutcomeResolver"  # read by CrawlerProcess itself
 DNSCACHE_SIZE = 100_000
 # The whole download (DNS, connect, TLS, answer, body); connecting and the TLS handshake
-# have CONNECT_TIMEOUT each (crawler/download.py, installed by the add-on).
+# have CONNECT_TIMEOUT each (crawler/network/download.py, installed by the add-on).
 DOWNLOAD_TIMEOUT = 20
 REDIRECT_MAX_TIMES = 5
 RETRY_TIMES = 1
 # Politeness: one connection per host at a time; many hosts in parallel. The add-on
 # derives CONCURRENT_REQUESTS_PER_DOMAIN (a download slot is a root) from ROOT_CONCURRENCY.
-# Only where the crawl starts: crawler/concurrency.py sets the downloader's total at run
+# Only where the crawl starts: crawler/extensions/in_flight.py sets the downloader's total at run
 # time (two requests per host in flight, the hosts in flight up to MAX_IN_FLIGHT).
 CONCURRENT_REQUESTS = 64
 DOWNLOAD_DELAY = 0

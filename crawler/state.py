@@ -24,11 +24,11 @@ from crawler.core.outcomes import is_network_failure
 from crawler.db import world_silences
 from crawler.db.engine import DatabaseUrlError, get_engine
 from crawler.db.retry import in_thread_until_up
-from crawler.evidence import DNS
-from crawler.livedenylist import LiveDenyList
-from crawler.resolver import OutcomeResolver, answered_listeners
-from crawler.selfcheck import SelfCheck, WorldCheck
-from crawler.trapguard import TrapGuard
+from crawler.network.resolver import OutcomeResolver, answered_listeners
+from crawler.rules.evidence import DNS
+from crawler.rules.live_deny_list import LiveDenyList
+from crawler.rules.trap_guard import TrapGuard
+from crawler.rules.world_check import SelfCheck, WorldCheck
 
 log = logging.getLogger(__name__)
 

@@ -1,1 +1,4 @@
-"""Project Scrapy commands (`scrapy audit` arrives with the DNS/TLS audit)."""
+"""Scrapy commands of the project (COMMANDS_MODULE): `scrapy crawl`, `scrapy audit`.
+
+The operator's own commands are crawler/cli.
+"""

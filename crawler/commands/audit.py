@@ -49,7 +49,7 @@ class Command(ScrapyCommand):
 
     def audit_options(self, opts: argparse.Namespace):
         from crawler.db.dns_audits import Backoff
-        from crawler.dns_audit import AuditOptions
+        from crawler.rules.dns_audit import AuditOptions
 
         s = self.settings
         if opts.limit is not None and opts.limit < 1:
@@ -80,9 +80,9 @@ class Command(ScrapyCommand):
 
 def reactor_run(reactor, settings, options):
     """Run one audit on the asyncio reactor and return its Progress."""
-    from crawler.dns_audit import Audit
-    from crawler.resolver import OutcomeResolver
-    from crawler.selfcheck import SelfCheck, WorldCheck
+    from crawler.network.resolver import OutcomeResolver
+    from crawler.rules.dns_audit import Audit
+    from crawler.rules.world_check import SelfCheck, WorldCheck
     from crawler.state import canary_hosts, crawl_engine, url_templates
 
     resolver = OutcomeResolver.from_settings(settings, reactor)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import dataclass
 
-# The layers a failure is judged at (crawler.evidence uses the same words).
+# The layers a failure is judged at (crawler.rules.evidence uses the same words).
 DNS = "dns"
 NETWORK = "network"
 LAYER_NAMES = {DNS: "DNS", NETWORK: "network"}

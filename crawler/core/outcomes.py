@@ -1,7 +1,7 @@
 """Outcome types: what one request to a host came to (docs/design.md, "outcome"). Pure.
 
 The kinds live here, in the core; the resolver reports them and
-`crawler.failures` tells them from Scrapy's and Twisted's exceptions.
+`crawler.network.failures` tells them from Scrapy's and Twisted's exceptions.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
     host_minutes                      MINUTES_KEPT (3 hours): the health row reads one
     hosts without a queue row         `hostcrawl prune` only (a scan of hosts)
 
-Each worker runs `scheduled` every PRUNE_INTERVAL seconds (crawler/pruning.py);
+Each worker runs `scheduled` every PRUNE_INTERVAL seconds (crawler/extensions/pruning.py);
 `hostcrawl prune` runs `prune` by hand. Deletes go BATCH rows at a time, each
 batch its own short transaction that first takes the retention advisory lock:
 so a large first prune never holds row locks (or a snapshot that keeps vacuum

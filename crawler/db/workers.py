@@ -1,7 +1,7 @@
 """The crawl_workers table: each running worker's heartbeat, pages per second, hosts in
 flight and hosts held back by an outage.
 
-A worker writes its row every HEARTBEAT seconds (crawler/heartbeat.py) and deletes
+A worker writes its row every HEARTBEAT seconds (crawler/extensions/heartbeat.py) and deletes
 it when it stops. A row whose heartbeat is older than ALIVE_WITHIN is a worker that
 died (killed, or its machine lost): the panel shows it as gone, and the retention
 runner (crawler/db/retention.py) deletes it a day after its last heartbeat.

@@ -1,1 +1,1 @@
-"""Scrapy spiders of hostcrawl."""
+"""Scrapy spiders of hostcrawl, and what a response reveals (discovery)."""

@@ -2,7 +2,7 @@
 
 Claims are lazy: hosts are claimed only when there is room in
 flight, so leases are not spent waiting in the scheduler. The room is the
-worker's in-flight limit (crawler/concurrency.py sizes it at run time, up to
+worker's in-flight limit (crawler/extensions/in_flight.py sizes it at run time, up to
 MAX_IN_FLIGHT); one claim fills it, a CLAIM_BATCH up to MAX_CLAIM_BATCHES of them.
 Every claimed host settles as exactly one HostItem — crawled, failed or denied — which the
 pipeline writes (result, new links and next date in one transaction). A host
@@ -27,7 +27,6 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from crawler.concurrency import InFlightControl
 from crawler.core.denylist import Denial
 from crawler.core.hostnames import local_suffixes, root
 from crawler.core.outcomes import (
@@ -43,10 +42,12 @@ from crawler.core.outcomes import (
 from crawler.core.sources import parse_groups
 from crawler.db import claims, unfinished
 from crawler.db.retry import in_thread_until_up
-from crawler.discovery import LimitSettings, discover
-from crawler.failures import classify
+from crawler.downloadermiddlewares.deny import request_denied
+from crawler.extensions.in_flight import InFlightControl
 from crawler.items import HostItem
-from crawler.middlewares import FAILED_AT, OUTCOME_BY_ITEM, request_denied, request_hostname
+from crawler.network.failures import classify
+from crawler.network.request_meta import FAILED_AT, OUTCOME_BY_ITEM, request_hostname
+from crawler.spiders.discovery import LimitSettings, discover
 from crawler.state import CrawlState
 
 # Stats: links a page offered that were not saved, by reason (crawler.core.links).
@@ -102,7 +103,7 @@ class HostsSpider(scrapy.Spider):
         # request was read again (inspect, ast: ~5 ms) whenever the remembered one died.
         self.on_page, self.on_failure = self.parse, self.failed
         # Each host in flight, since when (monotonic): the in-flight control counts the
-        # hosts stalled on the web apart (crawler/concurrency.py).
+        # hosts stalled on the web apart (crawler/extensions/in_flight.py).
         self.in_flight: dict[str, float] = {}
         # Claimed hosts settled without a fetch (refused as scheduled, or poison pills).
         self._to_settle: list[HostItem] = []

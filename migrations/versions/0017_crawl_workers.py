@@ -4,7 +4,7 @@ Revision ID: 0017
 Revises: 0016
 Create Date: 2026-12-02 19:00:00
 
-Each worker writes its row every few seconds (crawler/heartbeat.py); the panel's
+Each worker writes its row every few seconds (crawler/extensions/heartbeat.py); the panel's
 dashboard counts the rows with a recent heartbeat as alive and shows each one's
 pages/s. A worker that stops deletes its row; one that was killed leaves it, and
 the retention runner deletes it a day after its last heartbeat. A coordinator-local

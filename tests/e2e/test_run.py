@@ -1,4 +1,4 @@
-"""`make run` (crawler/run.py) on a fresh var/: the embedded database, migrations, the
+"""`make run` (crawler/runner/run.py) on a fresh var/: the embedded database, migrations, the
 seeds, the crawler and the panel side by side; one Ctrl-C, or one SIGTERM (what
 supervisors and `docker stop` send), stops them all, then the database."""
 
@@ -47,7 +47,7 @@ def ignore_stop_signals() -> None:
 
 
 def start_make_run(web, tmp_path, seeds: str, port: int) -> subprocess.Popen:
-    """`python -m crawler.run` as `make run` starts it, with var/ in tmp_path."""
+    """`python -m crawler.runner.run` as `make run` starts it, with var/ in tmp_path."""
     seeds_file = tmp_path / "seeds.txt"
     seeds_file.write_text(seeds)
     env = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
@@ -57,7 +57,7 @@ def start_make_run(web, tmp_path, seeds: str, port: int) -> subprocess.Popen:
         DNS_NAMESERVERS=web.nameservers,
         CLAIM_POLL_INTERVAL="0.2",
     )
-    command = [sys.executable, "-m", "crawler.run", "--seeds", str(seeds_file)]
+    command = [sys.executable, "-m", "crawler.runner.run", "--seeds", str(seeds_file)]
     return subprocess.Popen(
         [*command, "--bind", f"127.0.0.1:{port}", "--progress-every", "2"],
         cwd=PROJECT_ROOT,
@@ -123,7 +123,7 @@ def assert_a_quiet_console(output: str, logs, port: int) -> None:
 def test_make_run_without_its_seeds_file_says_so(tmp_path):
     missing = tmp_path / "nowhere.txt"
     done = subprocess.run(
-        [sys.executable, "-m", "crawler.run", "--seeds", str(missing)],
+        [sys.executable, "-m", "crawler.runner.run", "--seeds", str(missing)],
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
@@ -137,7 +137,7 @@ def test_make_run_with_a_malformed_database_url_is_one_line(tmp_path):
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("a.test\n")
     done = subprocess.run(
-        [sys.executable, "-m", "crawler.run", "--seeds", str(seeds)],
+        [sys.executable, "-m", "crawler.runner.run", "--seeds", str(seeds)],
         cwd=PROJECT_ROOT,
         env={**os.environ, "DATABASE_URL": "mysql://u:secret@db/x"},
         capture_output=True,
@@ -149,10 +149,10 @@ def test_make_run_with_a_malformed_database_url_is_one_line(tmp_path):
     assert len(done.stderr.splitlines()) == 1 and "secret" not in done.stderr
 
 
-# crawler.run with its work replaced by: report how a child sees SIGINT, then wait.
+# crawler.runner.run with its work replaced by: report how a child sees SIGINT, then wait.
 WAITING_RUN = """
 import signal, subprocess, sys
-from crawler import run
+from crawler.runner import run
 
 def waiting(args):
     child = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"

@@ -1,4 +1,4 @@
-"""`make run` with CRAWL_WORKERS=2 (crawler/supervisor.py): two named workers that both
+"""`make run` with CRAWL_WORKERS=2 (crawler/runner/supervisor.py): two named workers that both
 claim hosts, a killed one restarted in its place with a back-off and said so, and a
 clean stop that leaves nothing running and no worker counted alive."""
 
@@ -25,7 +25,7 @@ ONE, TWO = f"worker-1@{HOST}", f"worker-2@{HOST}"
 
 
 def start_run(web, tmp_path, seed: str, **settings) -> subprocess.Popen:
-    """`python -m crawler.run` on the test database, its output in tmp_path/run.log."""
+    """`python -m crawler.runner.run` on the test database, its output in tmp_path/run.log."""
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(f"{seed}\n")
     env = {
@@ -37,7 +37,7 @@ def start_run(web, tmp_path, seed: str, **settings) -> subprocess.Popen:
         "HOSTCRAWL_VAR": str(tmp_path / "var"),  # the workers' logs: var/log/worker-N.log
         **settings,
     }
-    command = [sys.executable, "-m", "crawler.run", "--seeds", str(seeds)]
+    command = [sys.executable, "-m", "crawler.runner.run", "--seeds", str(seeds)]
     return subprocess.Popen(
         [*command, "--bind", f"127.0.0.1:{unused_port()}"],
         cwd=PROJECT_ROOT,

@@ -9,8 +9,8 @@ from twisted.internet import reactor
 
 from crawler.addon import HostcrawlAddon
 from crawler.core import config
-from crawler.download import HostcrawlDownloadHandler
-from crawler.resolver import OutcomeResolver
+from crawler.network.download import HostcrawlDownloadHandler
+from crawler.network.resolver import OutcomeResolver
 
 
 def crawler_with_addon(**settings):
@@ -21,7 +21,9 @@ def crawler_with_addon(**settings):
 
 def test_http_and_https_go_through_the_connect_bound_handler():
     handlers = crawler_with_addon().settings.getdict("DOWNLOAD_HANDLERS")
-    assert handlers["http"] == handlers["https"] == "crawler.download.HostcrawlDownloadHandler"
+    assert (
+        handlers["http"] == handlers["https"] == "crawler.network.download.HostcrawlDownloadHandler"
+    )
 
 
 @pytest.mark.parametrize(

@@ -87,7 +87,7 @@ def test_the_resolver_refuses_an_internal_literal_under_the_crawls_name_for_it()
     """Every connection asks getHostByName, IP literals included (a redirect to one)."""
     from twisted.internet import reactor
 
-    from crawler.resolver import OutcomeResolver, last_failure
+    from crawler.network.resolver import OutcomeResolver, last_failure
 
     allowed = parse_networks("127.0.0.1/32")
     resolver = OutcomeResolver(reactor, [("127.0.0.1", 53)], allowed=allowed)

@@ -109,7 +109,7 @@ BAD_URLS = {
 }
 STARTS = {
     "cli": [sys.executable, "-m", "crawler.cli", "no-follow", "list"],
-    "make-run": [sys.executable, "-m", "crawler.run", "--bind", "127.0.0.1:0", "--seeds"],
+    "make-run": [sys.executable, "-m", "crawler.runner.run", "--bind", "127.0.0.1:0", "--seeds"],
     "scrapy-crawl": [sys.executable, "-m", "scrapy", "crawl", "hosts"],
     "scrapy-audit": [sys.executable, "-m", "scrapy", "audit"],
 }
@@ -148,7 +148,7 @@ def test_make_run_on_a_busy_port_is_one_line_and_starts_nothing(database_url, tm
         taken.listen()
         port = taken.getsockname()[1]
         done = run(
-            [sys.executable, "-m", "crawler.run", "--seeds", str(seeds)]
+            [sys.executable, "-m", "crawler.runner.run", "--seeds", str(seeds)]
             + ["--bind", f"127.0.0.1:{port}"],
             {"DATABASE_URL": database_url},
         )

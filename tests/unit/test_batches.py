@@ -1,11 +1,11 @@
-"""crawler.batches.Batcher: many small writes, few database calls, every caller answered."""
+"""crawler.utils.batcher.Batcher: many small writes, few database calls, every caller answered."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 
-from crawler.batches import MAX_ITEMS, Batcher
+from crawler.utils.batcher import MAX_ITEMS, Batcher
 
 BOUND = 10  # seconds: a bound on a wait, not a duration the test expects
 

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db import bulk, bulk_change_log, deny_entries
-from crawler.livedenylist import LiveDenyList
+from crawler.rules.live_deny_list import LiveDenyList
 from tests.unit.test_panel_support import insert_hosts
 from tests.waiting import wait_until
 

@@ -16,7 +16,7 @@ import sys
 from sqlalchemy import text
 
 from crawler.db import bulk, deny_entries
-from crawler.livedenylist import LiveDenyList
+from crawler.rules.live_deny_list import LiveDenyList
 from tests.waiting import wait_until
 
 DENY_ENTRIES = [f"deny{j}.test" for j in range(50)]

@@ -11,9 +11,9 @@ import sys
 import pytest
 from sqlalchemy import make_url
 
-from crawler import console
 from crawler.db import accounts
 from crawler.db.migrate import SchemaState
+from crawler.runner import console
 from tests.unit.test_cli import assert_refused, hostcrawl
 from tests.waiting import wait_until
 

@@ -1,4 +1,4 @@
-"""The collector's tuning for a crawl (crawler/collector.py): set at open, undone at close."""
+"""The collector's tuning for a crawl (extensions/gc_tuning.py): set at open, undone at close."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
 from crawler.addon import HostcrawlAddon
-from crawler.collector import OLDER_EVERY, YOUNG_EVERY, CollectorTuning
+from crawler.extensions.gc_tuning import OLDER_EVERY, YOUNG_EVERY, CollectorTuning
 
 
 def test_a_crawl_collects_rarely_and_leaves_the_collector_as_it_found_it():

@@ -1,4 +1,4 @@
-"""The in-flight limit follows what the worker has to spare (crawler/concurrency.py)."""
+"""The in-flight limit follows what the worker has to spare (crawler/extensions/in_flight.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
-from crawler.concurrency import (
+from crawler.extensions.in_flight import (
     MIN_IN_FLIGHT,
     STALLED_AFTER,
     InFlightControl,
@@ -77,10 +77,10 @@ def test_memory_over_the_budget_lowers_the_limit_and_near_it_stops_raising():
 
 def test_the_limit_stays_within_its_bounds(monkeypatch):
     crawler = get_crawler(Spider, {"MAX_IN_FLIGHT": 300, "MEMORY_BUDGET_MB": 500})
-    monkeypatch.setattr("crawler.concurrency.cpu_seconds", lambda: 0.0)  # an idle CPU
+    monkeypatch.setattr("crawler.extensions.in_flight.cpu_seconds", lambda: 0.0)  # an idle CPU
     # A small worker: the test process's own RSS (hundreds of MB late in a suite) would
     # be near the budget and hold the limit down.
-    monkeypatch.setattr("crawler.concurrency.rss_bytes", lambda: 100 * MB)
+    monkeypatch.setattr("crawler.extensions.in_flight.rss_bytes", lambda: 100 * MB)
     control = InFlightControl.of(crawler)
     assert InFlightControl.of(crawler) is control
     crawler.spider = Spider("probe")
@@ -94,7 +94,7 @@ def test_the_limit_stays_within_its_bounds(monkeypatch):
             control.tick()
         assert control.limit == 300  # MAX_IN_FLIGHT
         assert downloader.total_concurrency == 600  # robots.txt and page per host
-        monkeypatch.setattr("crawler.concurrency.rss_bytes", lambda: 900 * MB)
+        monkeypatch.setattr("crawler.extensions.in_flight.rss_bytes", lambda: 900 * MB)
         for _ in range(20):
             control.tick()
         assert control.limit == MIN_IN_FLIGHT
@@ -115,8 +115,8 @@ def started_control(monkeypatch, cpu_per_tick=0.0, **settings):
     CPU clock advancing `cpu_per_tick` seconds a call; (control, spider, downloader)."""
     crawler = get_crawler(Spider, {"MEMORY_BUDGET_MB": 500, **settings})
     used = iter(i * cpu_per_tick for i in range(10_000))
-    monkeypatch.setattr("crawler.concurrency.cpu_seconds", lambda: next(used))
-    monkeypatch.setattr("crawler.concurrency.rss_bytes", lambda: 100 * MB)
+    monkeypatch.setattr("crawler.extensions.in_flight.cpu_seconds", lambda: next(used))
+    monkeypatch.setattr("crawler.extensions.in_flight.rss_bytes", lambda: 100 * MB)
     control = InFlightControl.of(crawler)
     crawler.spider = Spider("probe")
     downloader = SimpleNamespace(total_concurrency=64)

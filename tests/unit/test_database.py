@@ -16,7 +16,7 @@ from crawler.core.outcomes import DNS_NXDOMAIN, OK, TCP_REFUSED
 from crawler.core.traps import Observation, trap_reason
 from crawler.db import claims, deny_entries, queue, routing, windows
 from crawler.db.queue import CrawlResult
-from crawler.livedenylist import LiveDenyList
+from crawler.rules.live_deny_list import LiveDenyList
 from tests.conftest import insert_stale_row
 from tests.dbhelpers import finish, record_outcome
 from tests.waiting import WAIT_BOUND, WAITS_ON_A_LOCK, wait_until
@@ -241,9 +241,7 @@ def test_a_claimed_host_that_became_an_entry_is_released_and_due_when_lifted(dep
 
 
 @pytest.mark.parametrize("deployment", sorted(WAITS_ON_A_LOCK))
-def test_a_claim_given_back_after_its_host_became_an_entry_is_due_when_lifted(
-    deployment, request
-):
+def test_a_claim_given_back_after_its_host_became_an_entry_is_due_when_lifted(deployment, request):
     engine = request.getfixturevalue(deployment)
     queue.save_hosts(engine, ["gift.test"])
     assert claims.claim(engine, 10, "w", lease=timedelta(hours=1)) == ["gift.test"]

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from crawler.db import deny_entries, windows
-from crawler.trapguard import TrapGuard
+from crawler.rules.trap_guard import TrapGuard
 from tests.dbhelpers import record_outcomes
 
 pytest_plugins = ["tests.unit.test_panel_support"]

@@ -1,4 +1,4 @@
-"""A worker gives back the memory of a burst once it is over (crawler/giveback.py)."""
+"""A worker gives back the memory of a burst once it is over (crawler/extensions/giveback.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import logging
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
-from crawler import giveback
 from crawler.core import suffixes, urls
-from crawler.giveback import GROWTH, MIN_GAP, STILL, MemoryGiveBack, due
+from crawler.extensions import giveback
+from crawler.extensions.giveback import GROWTH, MIN_GAP, STILL, MemoryGiveBack, due
 
 MB = 2**20
 SETTLED = 120 * MB
@@ -49,7 +49,7 @@ def test_a_burst_over_and_given_back_is_counted_and_said(monkeypatch, caplog):
     extension.given = float("-inf")  # no give-back yet
     extension._schedule = lambda: None
     crawler.stats.set_value("hostcrawl/links/dropped/over_cap", 540)
-    caplog.set_level(logging.INFO, logger="crawler.giveback")
+    caplog.set_level(logging.INFO, logger="crawler.extensions.giveback")
 
     extension.check()  # 300 MB, grown since the last look: the burst is not over
     extension.check()  # 300 MB again: over, given back down to 200 MB

@@ -3,7 +3,10 @@
 core (pure rules) ← crawler/db ← {the Scrapy parts, the CLI, the panel}; the
 Scrapy parts and the panel never import each other. A module's layer is its
 folder: crawler/core, crawler/db, crawler/cli, webpanel; the rest of crawler/
-is the Scrapy side.
+is the Scrapy side, whose rooms (ROOMS) point one way too: the network knows
+nothing of the crawl, the rules know the network, the shared state knows the
+rules, and the Scrapy components (middlewares, extensions, spiders, pipelines)
+share that state; the add-on and the commands wire them all.
 """
 
 from __future__ import annotations
@@ -83,6 +86,51 @@ def test_imports_point_one_way(path):
     assert not wrong, f"{name_of(path)} ({own}) imports {wrong}"
     libraries = {n.split(".")[0] for n in imported(path)} & FORBIDDEN_LIBRARIES[own]
     assert not libraries, f"{name_of(path)} ({own}) imports {sorted(libraries)}"
+
+
+# What each room of the Scrapy side may import of the Scrapy side (core and db are the
+# layers' business). The wiring (addon, commands) may import any room.
+ROOMS = {
+    "network": set(),
+    "utils": set(),
+    "rules": {"network", "utils"},
+    "state": {"network", "rules"},
+    "downloadermiddlewares": {"network", "state"},
+    "extensions": {"state"},
+    "items": set(),
+    "logformatter": {"items"},
+    "pipelines": {"items", "rules", "state", "utils"},
+    "spiders": {"downloadermiddlewares", "extensions", "items", "network", "state"},
+    "runner": set(),
+    "settings": set(),
+}
+WIRING = {"addon", "commands"}
+
+
+def room(module: str) -> str:
+    """The Scrapy side's room of a module: crawler.<room>[.module]."""
+    return module.split(".")[1]
+
+
+SCRAPY_SIDE = [p for p in modules() if layer(name_of(p)) == "scrapy" and name_of(p) != "crawler"]
+
+
+@pytest.mark.parametrize("path", SCRAPY_SIDE, ids=name_of)
+def test_the_scrapy_side_rooms_point_one_way(path):
+    own = room(name_of(path))
+    assert own in ROOMS or own in WIRING, f"{name_of(path)}: a room the table does not know"
+    if own in WIRING:
+        return
+    side = {n for n in imported(path) if n.startswith("crawler.") and layer(n) == "scrapy"}
+    wrong = sorted(n for n in side if room(n) != own and room(n) not in ROOMS[own])
+    assert not wrong, f"{name_of(path)} ({own}) imports {wrong}"
+
+
+def test_the_runner_starts_processes_and_imports_no_scrapy():
+    for path in SCRAPY_SIDE:
+        if room(name_of(path)) == "runner":
+            libraries = {n.split(".")[0] for n in imported(path)} & {"scrapy", "twisted"}
+            assert not libraries, f"{name_of(path)} imports {sorted(libraries)}"
 
 
 def test_the_layer_table_knows_every_core_module():

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
-from crawler.concurrency import MIN_IN_FLIGHT, InFlightControl
+from crawler.extensions.in_flight import MIN_IN_FLIGHT, InFlightControl
 
 MB = 2**20
 
@@ -18,14 +18,14 @@ def test_a_worker_over_its_memory_budget_says_by_how_much_and_what_it_holds(monk
     crawler = get_crawler(
         Spider, {"MAX_IN_FLIGHT": 300, "MEMORY_BUDGET_MB": 500, "LOGSTATS_INTERVAL": 0}
     )
-    monkeypatch.setattr("crawler.concurrency.cpu_seconds", lambda: 0.0)
-    monkeypatch.setattr("crawler.concurrency.rss_bytes", lambda: 536 * MB)
+    monkeypatch.setattr("crawler.extensions.in_flight.cpu_seconds", lambda: 0.0)
+    monkeypatch.setattr("crawler.extensions.in_flight.rss_bytes", lambda: 536 * MB)
     control = InFlightControl.of(crawler)
     crawler.spider = Spider("probe")
     crawler.spider.in_flight = set(range(MIN_IN_FLIGHT))
     downloader = SimpleNamespace(total_concurrency=64, active=set(range(100)))
     crawler._engine = SimpleNamespace(downloader=downloader)
-    caplog.set_level(logging.INFO, logger="crawler.concurrency")
+    caplog.set_level(logging.INFO, logger="crawler.extensions.in_flight")
     control.open(crawler.spider)
     try:
         for _ in range(10):

@@ -13,7 +13,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
 from crawler.db import deny_entries
-from crawler.metrics import PrometheusMetrics
+from crawler.extensions.metrics import PrometheusMetrics
 from tests.unit.test_panel_support import give_api_token, insert_hosts
 
 pytest_plugins = ["tests.unit.test_panel_support"]
@@ -79,7 +79,7 @@ def test_a_worker_serves_its_stats_as_metrics():
     stats.inc_value("hostcrawl/traps/blocked")
     stats.inc_value("hostcrawl/traps/deferred", 3)
     stats.inc_value("hostcrawl/blacklist/filtered/no_follow", 4)
-    stats.set_value("hostcrawl/in_flight", 300)  # what crawler/concurrency.py records
+    stats.set_value("hostcrawl/in_flight", 300)  # what crawler/extensions/in_flight.py records
     stats.set_value("hostcrawl/in_flight/limit", 512)
     stats.set_value("hostcrawl/reactor_lag_ms", 40)
     stats.set_value("hostcrawl/rss_mb", 210)

@@ -10,7 +10,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.test import get_crawler
 
 from crawler.db import deny_entries
-from crawler.middlewares import AnswerAwareRetryMiddleware, BlacklistMiddleware, request_denied
+from crawler.downloadermiddlewares.deny import BlacklistMiddleware, request_denied
+from crawler.downloadermiddlewares.retry import AnswerAwareRetryMiddleware
 from crawler.state import CrawlState
 from tests.loops import run as run_in_loop
 from tests.unit.test_hostnames import CASES
@@ -96,7 +97,7 @@ def test_a_block_elsewhere_applies_once_the_deny_list_has_it(db, middleware):
 def test_nxdomain_is_not_retried_but_servfail_is(crawler):
     from scrapy.exceptions import CannotResolveHostError
 
-    from crawler.resolver import DNSFailure, Resolution
+    from crawler.network.resolver import DNSFailure, Resolution
 
     retry = AnswerAwareRetryMiddleware.from_crawler(crawler)
 
@@ -118,7 +119,7 @@ def test_waits_spent_in_full_are_not_retried_in_the_same_claim():
     from scrapy.exceptions import CannotResolveHostError, DownloadTimeoutError
     from twisted.internet import error as tx
 
-    from crawler.resolver import DNSFailure, Resolution
+    from crawler.network.resolver import DNSFailure, Resolution
 
     crawler = get_crawler(Spider, {"ADDONS": {"crawler.addon.HostcrawlAddon": 0}})
     crawler.spider = crawler._create_spider("test")
@@ -138,7 +139,7 @@ def test_waits_spent_in_full_are_not_retried_in_the_same_claim():
 def test_robots_parsers_are_kept_for_a_bounded_number_of_hosts(db):
     from twisted.internet.defer import Deferred
 
-    from crawler.middlewares import FrontPageRobotsTxtMiddleware
+    from crawler.downloadermiddlewares.robotstxt import FrontPageRobotsTxtMiddleware
 
     crawler = get_crawler(Spider, settings_dict={"ROBOTSTXT_OBEY": True})
     middleware = FrontPageRobotsTxtMiddleware.from_crawler(crawler)
@@ -156,7 +157,7 @@ def test_a_failed_robots_txt_settles_the_page_request_once(db):
 
     from scrapy.exceptions import DownloadTimeoutError
 
-    from crawler.middlewares import FrontPageRobotsTxtMiddleware
+    from crawler.downloadermiddlewares.robotstxt import FrontPageRobotsTxtMiddleware
 
     crawler = get_crawler(Spider, settings_dict={"ROBOTSTXT_OBEY": True})
     middleware = FrontPageRobotsTxtMiddleware.from_crawler(crawler)

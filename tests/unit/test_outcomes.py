@@ -22,9 +22,9 @@ from twisted.python.failure import Failure
 from twisted.web._newclient import ParseError, ResponseFailed, ResponseNeverReceived
 
 from crawler.core.outcomes import is_network_failure
-from crawler.download import TLSHandshakeTimeout
-from crawler.failures import classify
-from crawler.resolver import DNSFailure, Resolution
+from crawler.network.download import TLSHandshakeTimeout
+from crawler.network.failures import classify
+from crawler.network.resolver import DNSFailure, Resolution
 
 
 def wrapped(outer: BaseException, cause: BaseException) -> BaseException:

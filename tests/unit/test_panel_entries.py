@@ -14,7 +14,7 @@ from sqlalchemy import text
 from crawler.db import deny_entries
 from crawler.db.bulk_change_log import DENYLIST_CHANNEL
 from crawler.db.listener import conninfo
-from crawler.livedenylist import LiveDenyList
+from crawler.rules.live_deny_list import LiveDenyList
 from tests.dbhelpers import record_outcome
 from tests.unit.test_panel_support import (
     audit,

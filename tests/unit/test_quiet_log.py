@@ -17,7 +17,7 @@ from scrapy.utils.test import get_crawler
 from crawler.core.outcomes import DNS_TIMEOUT
 from crawler.items import HostItem
 from crawler.pipelines import HostWritePipeline
-from crawler.selfcheck import WorldCheck
+from crawler.rules.world_check import WorldCheck
 from crawler.state import CrawlState
 from tests.loops import run as run_in_loop
 from tests.unit.test_world_check import run
@@ -50,7 +50,7 @@ def told(caplog) -> list[str]:
 
 
 def test_an_outage_is_a_line_as_it_starts_a_summary_and_a_line_as_it_ends(db, caplog):
-    caplog.set_level(logging.DEBUG, logger="crawler.selfcheck")
+    caplog.set_level(logging.DEBUG, logger="crawler.rules.world_check")
 
     async def outage(world: SilentWorld) -> None:
         for i in range(HOSTS):

@@ -17,8 +17,8 @@ from crawler.core.namecaps import OVER_CAP, NameCaps
 from crawler.core.pagelinks import document_urls, parse_document
 from crawler.db import claims, queue, unfinished
 from crawler.db.queue import Crawled, CrawlResult
-from crawler.failures import classify
-from crawler.headerbound import HeadersTooLarge
+from crawler.network.failures import classify
+from crawler.network.headerbound import HeadersTooLarge
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

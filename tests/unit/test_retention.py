@@ -16,7 +16,7 @@ from crawler.addon import HostcrawlAddon
 from crawler.core.links import FilteredLinks
 from crawler.db import deny_entries, queue, retention, windows
 from crawler.db.queue import Crawled, CrawlResult
-from crawler.pruning import ScheduledPrune
+from crawler.extensions.pruning import ScheduledPrune
 from tests.loops import run as run_in_loop
 from tests.unit.test_cli import hostcrawl
 

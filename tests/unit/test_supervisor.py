@@ -1,4 +1,4 @@
-"""crawler/supervisor.py: how many workers, their names and ports, and the back-off with
+"""crawler/runner/supervisor.py: how many workers, their names and ports, and the back-off with
 which a dead worker is started again (real child processes, driven one look at a time)."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from crawler import supervisor
 from crawler.core import config
 from crawler.core.workers import WorkerCount
 from crawler.db.engine import PROJECT_ROOT
-from crawler.supervisor import Child, Supervisor
+from crawler.runner import supervisor
+from crawler.runner.supervisor import Child, Supervisor
 from tests.waiting import wait_until
 
 
@@ -54,7 +54,7 @@ def test_make_run_refuses_a_bad_setting_in_one_line_before_it_starts(tmp_path, n
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("a.test\n")
     done = subprocess.run(
-        [sys.executable, "-m", "crawler.run", "--seeds", str(seeds)],
+        [sys.executable, "-m", "crawler.runner.run", "--seeds", str(seeds)],
         cwd=PROJECT_ROOT,
         env={name: raw, "PATH": "/usr/bin:/bin", "HOSTCRAWL_VAR": str(tmp_path / "var")},
         capture_output=True,

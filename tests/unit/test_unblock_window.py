@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
 from crawler.db.pages import root_rows
-from crawler.trapguard import TrapGuard
+from crawler.rules.trap_guard import TrapGuard
 from tests.dbhelpers import DEFAULT_WINDOW, record_outcomes
 
 pytest_plugins = ["tests.unit.test_panel_support"]

@@ -8,7 +8,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from crawler.db import windows
-from crawler.selfcheck import NO_CANARY, SelfCheck, WorldCheck
+from crawler.rules.world_check import NO_CANARY, SelfCheck, WorldCheck
 
 
 class ScriptedWorld(WorldCheck):
@@ -50,7 +50,7 @@ def test_no_canary_is_no_proof_and_the_block_is_deferred(db):
 
 def test_a_canary_answering_nxdomain_is_our_resolver_lying(db, caplog):
     world = ScriptedWorld(db, canaries=["hub.test"], says="DNS_NXDOMAIN")
-    caplog.set_level(logging.WARNING, logger="crawler.selfcheck")
+    caplog.set_level(logging.WARNING, logger="crawler.rules.world_check")
 
     async def spell() -> list[str]:
         held = [await world.holds_back(f"n{i}.lied.test", edge=0) for i in range(3)]

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from crawler.evidence import DNS, NETWORK, Evidence, failure_layer
-from crawler.probes import handshake
-from crawler.selfcheck import WorldCheck
+from crawler.network.probes import handshake
+from crawler.rules.evidence import DNS, NETWORK, Evidence, failure_layer
+from crawler.rules.world_check import WorldCheck
 from tests.loops import run
 
 

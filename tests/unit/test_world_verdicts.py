@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from crawler.selfcheck import WorldCheck
+from crawler.rules.world_check import WorldCheck
 from tests.loops import run as run_in_loop
 
 

@@ -10,7 +10,7 @@ code 0 (CLOSE_WHEN_DRAINED: nothing left to crawl) is done, not restarted; when 
 worker is done, or the panel ends, the rest are stopped. Ctrl-C or SIGTERM stops them
 all gracefully (one SIGINT each: a second makes Scrapy stop uncleanly). Under `make run`
 each child's output goes to its own file under var/log/ (`log_to`): the console keeps
-the supervisor's words and crawler/console.py's lines.
+the supervisor's words and crawler/runner/console.py's lines.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def log_to(children: list[Child], folder: Path) -> list[Path]:
 class Supervisor:
     def __init__(self, children: list[Child], every_tick: Callable[[], None] = lambda: None):
         self.children = children
-        self.every_tick = every_tick  # the console's look at the crawl (crawler/console.py)
+        self.every_tick = every_tick  # the console's look at the crawl (crawler/runner/console.py)
 
     def run(self) -> int:
         """Start the children and keep the workers running until a signal, every worker

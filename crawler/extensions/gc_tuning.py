@@ -9,7 +9,7 @@ spider opens, what exists by then (modules, settings, the engine: it lives
 as long as the process) is frozen out of the collector's sight, and young
 collections run every YOUNG_EVERY allocations. Cyclic garbage is still
 collected, in bigger and rarer rounds; the process's memory stays under
-MEMORY_BUDGET_MB (crawler/concurrency.py watches it). At close the
+MEMORY_BUDGET_MB (crawler/extensions/in_flight.py watches it). At close the
 collector is as it was.
 """
 

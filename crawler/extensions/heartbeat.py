@@ -26,7 +26,7 @@ from sqlalchemy.exc import DBAPIError
 from crawler.db import workers
 from crawler.db.engine import get_engine
 from crawler.db.retry import first_line
-from crawler.metrics import pages_settled
+from crawler.extensions.metrics import pages_settled
 from crawler.state import CrawlState, worker_name
 
 log = logging.getLogger(__name__)

@@ -30,8 +30,8 @@ from crawler.core.outcomes import (
 )
 from crawler.db import claims, dns_audits, queue, windows
 from crawler.db.dns_audits import Backoff
-from crawler.probes import handshake
-from crawler.trapguard import Confirm, TrapGuard
+from crawler.network.probes import handshake
+from crawler.rules.trap_guard import Confirm, TrapGuard
 
 ALL_DUE = 10**9
 

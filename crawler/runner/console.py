@@ -6,7 +6,7 @@
   alive, pages and pages/s, hosts known, due now; while the world does not answer us,
   why (crawler.core.outages), and a line when it answers again.
 
-Called by the supervisor between two looks at the children (crawler/supervisor.py);
+Called by the supervisor between two looks at the children (crawler/runner/supervisor.py);
 each look is cheap (the database is read once an interval).
 """
 

@@ -2,7 +2,7 @@
 
 Scrapy wraps Twisted's errors (CannotResolveHostError, DownloadFailedError…);
 the original is in __cause__, and a TLS error hides in its `reasons`. Our
-resolver keeps the DNS failure's real kind (crawler.resolver).
+resolver keeps the DNS failure's real kind (crawler.network.resolver).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from crawler.core.outcomes import (
     TLS_HANDSHAKE,
     TLS_TIMEOUT,
 )
-from crawler.download import TLSHandshakeTimeout
-from crawler.headerbound import HeadersTooLarge
-from crawler.resolver import DNSFailure, last_failure
+from crawler.network.download import TLSHandshakeTimeout
+from crawler.network.headerbound import HeadersTooLarge
+from crawler.network.resolver import DNSFailure, last_failure
 
 
 def classify(exc: BaseException, hostname: str) -> str:

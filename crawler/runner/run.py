@@ -3,9 +3,9 @@
 Holds the database (starting the embedded one under var/ if DATABASE_URL is
 unset), migrates, queues the seeds, then runs CRAWL_WORKERS crawler workers —
 and the panel under gunicorn when it is installed — as child processes sharing
-that database, a dead worker restarted (crawler/supervisor.py). Ctrl-C — or
+that database, a dead worker restarted (crawler/runner/supervisor.py). Ctrl-C — or
 SIGTERM, which supervisors and `docker stop` send — stops the children
-gracefully, then the database. The console shows only what matters (crawler/console.py):
+gracefully, then the database. The console shows only what matters (crawler/runner/console.py):
 where the logs are (var/log/, a file per child), the panel's address once it is ready,
 and a progress line per interval.
 """
@@ -22,11 +22,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from crawler.console import Console
 from crawler.core import config
 from crawler.core.setting import SettingError
 from crawler.db.engine import PROJECT_ROOT, DatabaseUrlError, database_url, var_dir
-from crawler.supervisor import Child, Supervisor, log_to, worker_count, workers
+from crawler.runner.console import Console
+from crawler.runner.supervisor import Child, Supervisor, log_to, worker_count, workers
 
 
 def children(bind: str, count: int) -> list[Child]:

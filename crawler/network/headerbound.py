@@ -4,7 +4,7 @@ Twisted reads a response's status line and headers with no bound on their total:
 response of 3,000,000 `Link` lines (117 MB) was read whole, and every line became a
 name. The protocol here counts the bytes it reads while the response's head is still
 being parsed; past MAX_HEADER_BYTES it drops the connection, and the request fails
-with HeadersTooLarge (the outcome HTTP_TOO_LARGE, crawler.failures), having held at most
+with HeadersTooLarge (the outcome HTTP_TOO_LARGE, crawler.network.failures), having held at most
 the bound plus one read (64 KiB) of head in memory.
 """
 

@@ -1,7 +1,7 @@
 """Outcomes into trap windows, and blocks for the roots they prove traps (docs/design.md, rule 5).
 
 The crawl and the audit both feed it. The window's verdict is the core's
-rule; before a block is written, an optional self-check (crawler.selfcheck)
+rule; before a block is written, an optional self-check (crawler.rules.world_check)
 may defer it. A block made here enters this worker's deny list at once.
 """
 
@@ -13,13 +13,13 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from sqlalchemy import Engine
 
-from crawler.batches import Batcher
 from crawler.core.denylist import BLOCKED
 from crawler.core.hostnames import root
 from crawler.core.outcomes import is_network_failure
 from crawler.core.traps import trap_reason
 from crawler.db import deny_entries, windows
 from crawler.db.retry import in_thread_until_up
+from crawler.utils.batcher import Batcher
 
 log = logging.getLogger(__name__)
 

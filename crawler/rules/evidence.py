@@ -1,7 +1,7 @@
 """What the crawl itself already says about the world: who answered us, and when.
 
 Every page that answers and every name our resolver resolves shows that the world
-answers us at that layer, at that moment. The world check (crawler.selfcheck) reads
+answers us at that layer, at that moment. The world check (crawler.rules.world_check) reads
 that first, and asks a canary only when the crawl has said nothing since a failure
 began: a busy crawl proves itself, and the canaries are left alone. The same record
 keeps the canaries' politeness: when each host was last contacted, by the crawl or

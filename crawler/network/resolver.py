@@ -123,7 +123,7 @@ def last_failure(hostname: str) -> str | None:
     return _failures.get(hostname)
 
 
-# Who hears of each name a server resolved: the crawl's world check (crawler.evidence),
+# Who hears of each name a server resolved: the crawl's world check (crawler.rules.evidence),
 # which needs no canary while our resolver is seen answering.
 answered_listeners: list[Callable[[str], None]] = []
 

@@ -32,7 +32,7 @@ from twisted.python.failure import Failure
 from twisted.web._newclient import ParseError
 from zope.interface import implementer
 
-from crawler.headerbound import HeaderBoundProtocol
+from crawler.network.headerbound import HeaderBoundProtocol
 
 
 class TLSHandshakeTimeout(Exception):

@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 
 OUTCOME_PREFIX = "hostcrawl/hosts/outcome/"
 DENIED_PREFIX = "hostcrawl/blacklist/filtered/"
-# Gauges the in-flight control (crawler/concurrency.py) keeps in the stats: name, key, scale.
+# Gauges the in-flight control (extensions/in_flight.py) keeps in the stats: name, key, scale.
 GAUGES = {
     "hostcrawl_in_flight": ("hostcrawl/in_flight", 1, "Hosts in flight now."),
     "hostcrawl_in_flight_limit": ("hostcrawl/in_flight/limit", 1, "The worker's in-flight limit."),
@@ -57,7 +57,7 @@ GAUGES = {
         "How late the event loop ran a timer (last tick).",
     ),
     "hostcrawl_resident_memory_bytes": ("hostcrawl/rss_mb", 2**20, "Resident memory (RSS)."),
-    # Read at each heartbeat (crawler/heartbeat.py).
+    # Read at each heartbeat (crawler/extensions/heartbeat.py).
     "hostcrawl_queue_due": ("hostcrawl/queue/due", 1, "Hosts due now (the whole queue's)."),
     "hostcrawl_database_heartbeat_seconds": (
         "hostcrawl/database/heartbeat_ms",
@@ -76,7 +76,7 @@ SIMPLE_COUNTERS = {
     ),
     "hostcrawl_memory_given_back": (
         "hostcrawl/memory/given_back",
-        "Times the worker gave memory back after a burst (crawler/giveback.py).",
+        "Times the worker gave memory back after a burst (crawler/extensions/giveback.py).",
     ),
 }
 

@@ -5,7 +5,7 @@ that from blocking an innocent root (docs/design.md, rule 5) or settling a live 
 dead:
 
 - `WorldCheck`: the crawl's own answers first (another root answered us
-  after the failure began: `crawler.evidence`), and only when the crawl has
+  after the failure began: `crawler.rules.evidence`), and only when the crawl has
   said nothing since, a few canary hosts (CANARY_HOSTS, or by default hosts
   that have ever answered OK in this database, newest first) asked directly,
   each at most once a CANARY_INTERVAL — a fresh DNS lookup for a DNS failure,
@@ -34,8 +34,8 @@ from crawler.core.outcomes import DNS_ALIVE, OK, is_network_failure
 from crawler.db import canaries as canary_db
 from crawler.db import windows
 from crawler.db.retry import in_thread_until_up
-from crawler.evidence import DNS, NETWORK, Evidence, failure_layer
-from crawler.probes import front_page
+from crawler.network.probes import front_page
+from crawler.rules.evidence import DNS, NETWORK, Evidence, failure_layer
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class WorldCheck:
     """Does the world answer us now? Heard from the crawl first, a canary asked last.
 
     A failure is the host's own when another root answered us at its layer after the
-    failure began (`crawler.evidence`): a busy crawl proves itself without a probe.
+    failure began (`crawler.rules.evidence`): a busy crawl proves itself without a probe.
     Only when the crawl has said nothing since is a canary asked, and never a host
     contacted (by the crawl or a check) in the last `interval` seconds: one check
     answers every failure waiting for it, and a canary hears from us at most once an

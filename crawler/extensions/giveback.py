@@ -9,7 +9,7 @@ garbage, but it did not go back to the system, for three reasons:
   crawler.core.suffixes, hostnames and urls) took one new entry per name of the
   flood, allocated between the burst's garbage: each pins the 1 MB arena of
   Python's allocator it sits in, which goes back to the system only when empty;
-- with the collector tuned for the crawl (crawler/collector.py) the cycles a
+- with the collector tuned for the crawl (crawler/extensions/gc_tuning.py) the cycles a
   response leaves (its deferreds, a failure's traceback) wait for a rare full
   collection;
 - glibc's malloc (lxml's trees, the body's bytes) keeps what is freed in its
@@ -17,7 +17,7 @@ garbage, but it did not go back to the system, for three reasons:
 
 After a burst a worker stayed at 237 MB instead of 118; over MEMORY_BUDGET_MB
 that would hold its in-flight limit at its floor for the rest of its life
-(crawler/concurrency.py). So every CHECK seconds a Scrapy extension (installed by
+(crawler/extensions/in_flight.py). So every CHECK seconds a Scrapy extension (installed by
 the add-on) looks at the worker's RSS. Once it is GROWTH over what it was after
 the last give-back and no longer growing (the burst is over: trimming in its
 middle gives back what the next response takes again), at most once every
@@ -40,8 +40,8 @@ import time
 
 from scrapy import signals
 
-from crawler.concurrency import rss_bytes
 from crawler.core import hostnames, suffixes, urls
+from crawler.extensions.in_flight import rss_bytes
 
 log = logging.getLogger(__name__)
 

@@ -48,7 +48,7 @@ from crawler.core.sources import (
     name_urls,
     parse_groups,
 )
-from crawler.resolver import cname_chain
+from crawler.network.resolver import cname_chain
 from crawler.state import CrawlState
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,1 @@
+"""Downloader middlewares: what every request passes on its way to the network and back."""

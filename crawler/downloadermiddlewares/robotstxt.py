@@ -1,0 +1,117 @@
+"""FrontPageRobotsTxtMiddleware: robots.txt for a crawler that visits each front page once."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+from scrapy import Request
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet.defer import Deferred
+
+from crawler.core.outcomes import HTTP_TIMEOUT, NETWORK_FAILURES
+from crawler.network.failures import classify
+from crawler.network.request_meta import FAILED_AT, request_hostname
+
+log = logging.getLogger(__name__)
+
+# A robots.txt fetch that failed so says how the page request to the same host will:
+# the page request settles at once with the same failure instead of waiting again.
+CARRIED_TO_THE_PAGE = NETWORK_FAILURES | {HTTP_TIMEOUT}
+
+
+# robots.txt fetches pending at once: at most the hosts in flight (MAX_IN_FLIGHT).
+IN_FLIGHT_BOUND = 1024
+
+
+def robots_key(request: Request) -> str:
+    """Whose robots.txt rules a request: its scheme and netloc (a host tried over https
+    and then over plain http, the fallback, has one per scheme)."""
+    url = urlparse_cached(request)
+    return f"{url.scheme}://{url.netloc}"
+
+
+class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
+    """RobotsTxtMiddleware for a crawler that visits each host's front page once.
+
+    Scrapy keeps every host's parser for the life of the process (at millions
+    of hosts, that is the process's memory) and logs an unreachable
+    robots.txt as an ERROR with a traceback (for a crawler of dead hosts,
+    the common case). This keeps the parsers of the last MAX_PARSERS hosts
+    and counts fetch failures in stats, logging them at DEBUG. When robots.txt
+    failed below HTTP or timed out, the page request fails the same way at
+    once: a host that hangs costs one download timeout, not two.
+    """
+
+    MAX_PARSERS = 10_000
+
+    def __init__(self, crawler) -> None:
+        super().__init__(crawler)
+        # netloc -> the failure of its robots.txt fetch, when the page would fail alike.
+        self._unreachable: dict[str, Exception] = {}
+        self._pending_bound = max(IN_FLIGHT_BOUND, crawler.settings.getint("MAX_IN_FLIGHT"))
+
+    async def process_request(self, request: Request, spider=None) -> None:
+        await super().process_request(request)
+        if request.meta.get("dont_obey_robotstxt"):
+            return
+        # Once: a retry, or the host claimed again later, goes to the network.
+        failure = self._unreachable.pop(robots_key(request), None)
+        if failure is not None:
+            self._stats.inc_value("hostcrawl/robotstxt/failure_carried")
+            # The host's record says whose failure it is: its page was never asked for.
+            request.meta[FAILED_AT] = f"{robots_key(request)}/robots.txt"
+            raise failure
+
+    async def robot_parser(self, request: Request):
+        netloc = robots_key(request)
+        if netloc not in self._parsers:
+            self._forget_oldest()
+            self._parsers[netloc] = Deferred()
+            robots = Request(
+                f"{netloc}/robots.txt",
+                priority=self.DOWNLOAD_PRIORITY,
+                meta={"dont_obey_robotstxt": True},
+                callback=NO_CALLBACK,
+            )
+            try:
+                response = await self.crawler.engine.download_async(robots)
+                await self._parse_robots(response, netloc, request)
+            except Exception as exc:
+                log.debug("robots.txt of %s unavailable: %s", netloc, exc)
+                if classify(exc, request_hostname(request) or "") in CARRIED_TO_THE_PAGE:
+                    self._unreachable[netloc] = exc
+                self._robots_error(exc, netloc)
+            self._stats.inc_value("robotstxt/request_count")
+        parser = self._parsers[netloc]
+        if isinstance(parser, Deferred):
+            return await maybe_deferred_to_future(parser)
+        return parser
+
+    def process_request_2(self, rp, request: Request) -> None:
+        """Hand the host's robots.txt `Sitemap:` URLs to the page (a source of hostnames)."""
+        sitemaps = list(getattr(getattr(rp, "rp", None), "sitemaps", ()) or ())
+        if sitemaps and request.meta.get("hostcrawl_hostname"):
+            request.meta["hostcrawl_sitemaps"] = sitemaps
+        return super().process_request_2(rp, request)
+
+    def _forget_oldest(self) -> None:
+        """Drop settled parsers beyond MAX_PARSERS, oldest first (dicts keep order).
+
+        Pending ones (at most the requests in flight) stay; looking at that many
+        more than the excess is enough to find the settled ones to drop.
+        """
+        excess = len(self._parsers) - self.MAX_PARSERS
+        if excess <= 0:
+            return
+        oldest = list(itertools.islice(self._parsers, excess + self._pending_bound))
+        for netloc in oldest:
+            if excess <= 0:
+                break
+            if not isinstance(self._parsers[netloc], Deferred):
+                del self._parsers[netloc]
+                self._unreachable.pop(netloc, None)
+                excess -= 1

@@ -1,0 +1,1 @@
+"""Helpers of the Scrapy side that belong to no one part."""
