@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install run test bench lint format demo clean citus
+.PHONY: install run test bench bench-readme lint format demo clean citus
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +39,9 @@ BENCHES := denylist.py linkfilter.py yield.py claims.py audit.py selfcheck.py cr
 	roots.py growth.py churn.py bulk.py cores.py citus.py hostile.py hostile_crawl.py export.py
 BENCH_RESULTS := $(CURDIR)/var/bench-results.jsonl
 
-## bench: every benchmark, each printing its figure and its ratio to a baseline, then one
-## table of every figure, its target and PASS/FAIL (bench/summary.py)
+## bench: every benchmark (or those named: make bench BENCHES="crawl.py churn.py"), each
+## printing its figure and its ratio to a baseline, then one table of every figure, its
+## target, PASS/FAIL, the date and the commit (bench/summary.py)
 bench: install
 	mkdir -p $(CURDIR)/var && rm -f $(BENCH_RESULTS)
 	for script in $(BENCHES); do \
@@ -48,6 +49,11 @@ bench: install
 			|| echo "bench/$$script exited with status $$?"; \
 	done
 	$(BIN)/python bench/summary.py $(BENCH_RESULTS) $(BENCHES)
+
+## bench-readme: the last `make bench`'s figures into bench/README.md's current table (its
+## rows replace theirs, the others stay) and its table at the top of bench/HISTORY.md
+bench-readme: install
+	$(BIN)/python bench/summary.py --update-readme $(BENCH_RESULTS)
 
 ## demo: crawl a small fake internet (fakeweb), print what to look at, then serve the panel
 demo: install

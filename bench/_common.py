@@ -6,6 +6,7 @@ Every generator takes a `random.Random` so each run measures the same corpus.
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
 import json
 import os
@@ -13,6 +14,7 @@ import platform
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -151,28 +153,70 @@ class Runs:
 
 
 RESULTS_VARIABLE = "BENCH_RESULTS"  # the file `make bench` collects verdicts in
+COMMIT_VARIABLE = "BENCH_COMMIT"  # the commit the figures are of, when not this tree's HEAD
 NO_VERDICT = "NO VERDICT"
+# Options that make a script measure another experiment under the same figure names
+# (slowweb.py --big: 10,000 hosts; growth.py --default-memory): the script column names
+# them, so the table keeps such rows apart from the default run's.
+VARIANT_OPTIONS = ("--big", "--default-memory")
 
 
 def verdict(ok: bool | None, figure: str = "", value: str = "", target: str = "") -> str:
     """ "PASS", "FAIL" or "NO VERDICT" (ok None: the run cannot judge, e.g. too short).
 
     With `figure` (what is measured), `value` (its figure from this run) and `target`,
-    the verdict is also appended to the file named by $BENCH_RESULTS, one JSON line,
-    for bench/summary.py's table at the end of `make bench`."""
+    the verdict is also appended to the file named by $BENCH_RESULTS, one JSON line with
+    the date and the commit of the run, for bench/summary.py's table at the end of
+    `make bench` and for the current table in bench/README.md."""
     word = NO_VERDICT if ok is None else "PASS" if ok else "FAIL"
     path = os.environ.get(RESULTS_VARIABLE)
     if figure and path:
         line = {
-            "script": Path(sys.argv[0]).name,
+            "script": script_name(sys.argv),
             "figure": figure,
-            "value": value,
-            "target": target,
+            "value": str(value),
+            "target": str(target),
             "verdict": word,
+            "date": time.strftime("%Y-%m-%d %H:%M"),
+            "commit": commit(),
         }
         with open(path, "a") as results:
-            results.write(json.dumps(line) + "\n")
+            results.write(json.dumps(line, ensure_ascii=False) + "\n")
     return word
+
+
+def script_name(argv: list[str]) -> str:
+    """The script's file name, with the options that make its run another experiment."""
+    variants = [option for option in argv[1:] if option in VARIANT_OPTIONS]
+    return " ".join([Path(argv[0]).name, *variants])
+
+
+@functools.cache
+def commit() -> str:
+    """The short commit of the code measured, "+dirty" when tracked files differ from it
+    ($BENCH_COMMIT when set: `make bench` reads it once for every script)."""
+    if os.environ.get(COMMIT_VARIABLE):
+        return os.environ[COMMIT_VARIABLE]
+    return tree_commit(Path(__file__).resolve().parent.parent)
+
+
+def tree_commit(repository: Path) -> str:
+    """`git rev-parse --short HEAD` of `repository`, "+dirty" when its tracked files are
+    changed; "unknown" outside a git tree."""
+    git = ["git", "-C", str(repository)]
+    try:
+        head = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{head}+dirty" if changed else head
 
 
 def machine_line() -> str:
