@@ -38,6 +38,9 @@ citus: install
 BENCHES := denylist.py linkfilter.py yield.py claims.py audit.py selfcheck.py crawl.py slowweb.py panel.py \
 	roots.py growth.py churn.py bulk.py cores.py citus.py hostile.py hostile_crawl.py export.py
 BENCH_RESULTS := $(CURDIR)/var/bench-results.jsonl
+# The commit the run measures, read once as make starts ("+dirty": tracked files changed)
+BENCH_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null)$(if $(shell git status \
+	--porcelain --untracked-files=no 2>/dev/null),+dirty)
 
 ## bench: every benchmark (or those named: make bench BENCHES="crawl.py churn.py"), each
 ## printing its figure and its ratio to a baseline, then one table of every figure, its
@@ -45,7 +48,7 @@ BENCH_RESULTS := $(CURDIR)/var/bench-results.jsonl
 bench: install
 	mkdir -p $(CURDIR)/var && rm -f $(BENCH_RESULTS)
 	for script in $(BENCHES); do \
-		BENCH_RESULTS=$(BENCH_RESULTS) $(BIN)/python bench/$$script \
+		BENCH_RESULTS=$(BENCH_RESULTS) BENCH_COMMIT=$(BENCH_COMMIT) $(BIN)/python bench/$$script \
 			|| echo "bench/$$script exited with status $$?"; \
 	done
 	$(BIN)/python bench/summary.py $(BENCH_RESULTS) $(BENCHES)
