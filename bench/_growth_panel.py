@@ -32,7 +32,7 @@ def panel_client(url: str):
 
 
 def panel_pages(app) -> dict[str, str]:
-    from crawler.db.pages import paging
+    from webpanel.queries import paging
 
     pages = {
         "/ first page": "/",
@@ -47,7 +47,7 @@ def panel_pages(app) -> dict[str, str]:
 
 
 def measure_pages(url: str, engine) -> tuple[dict, dict]:
-    from crawler.db.pages import dashboard
+    from webpanel.queries import dashboard
 
     app, client = panel_client(url)
     figures, calls = {}, {}

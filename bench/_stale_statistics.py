@@ -20,7 +20,8 @@ from sqlalchemy import create_engine, text
 
 from crawler.core.blocklists import read_lines
 from crawler.db import bulk, deny_entries, export, statistics
-from crawler.db.pages import dashboard, host_rows
+from crawler.db.host_filter import HostFilter
+from webpanel.queries import dashboard, host_rows
 
 TABLES = ("hosts", "queue", "roots")
 TARGET_RATIO = 1.5
@@ -40,7 +41,7 @@ def best_of(run: Callable[[], object]) -> float:
 
 def export_all(engine) -> int:
     """`hosts export --format jsonl` of every host, in process: the lines written."""
-    return sum(1 for _ in export.jsonl_lines(engine, host_rows.HostFilter()))
+    return sum(1 for _ in export.jsonl_lines(engine, HostFilter()))
 
 
 def main_list(engine) -> int:
@@ -49,9 +50,9 @@ def main_list(engine) -> int:
     shown = 0
     with engine.begin() as conn:
         for flt in (
-            host_rows.HostFilter(),
-            host_rows.HostFilter(sort="newest"),
-            host_rows.HostFilter(outcome="none"),
+            HostFilter(),
+            HostFilter(sort="newest"),
+            HostFilter(outcome="none"),
         ):
             shown += len(host_rows.host_page(conn, flt).rows)
     return shown

@@ -52,7 +52,7 @@ from crawler.core.blocklists import read_lines
 from crawler.core.hostnames import HostnameError, normalize, root
 from crawler.db import bulk, deny_entries
 from crawler.db.export import export_statement
-from crawler.db.pages.host_rows import HostFilter
+from crawler.db.host_filter import HostFilter
 
 LINES = 1_000_000
 BLOCK_LIST = 100_000

@@ -16,7 +16,7 @@ user's bulk import:
 3. At once, each figure the best of its repeats, one server and the cluster in turn:
    - `hostcrawl hosts export --format jsonl` (crawler.db.export.jsonl_lines) and the
      panel's CSV download (csv_chunks), every shown host;
-   - the panel's host list, `/`'s own query (crawler.db.pages.host_rows.host_page): the
+   - the panel's host list, `/`'s own query (webpanel.queries.host_rows.host_page): the
      first page, a filtered page (never crawled, newest first) and a deep page (a cursor
      half-way down the list).
 
@@ -48,7 +48,8 @@ from sqlalchemy.dialects import postgresql  # noqa: E402
 
 from crawler.db import bulk, deny_entries, export  # noqa: E402
 from crawler.db.deployment import deployment_of  # noqa: E402
-from crawler.db.pages import host_rows, paging  # noqa: E402
+from crawler.db.host_filter import NEVER_CRAWLED, HostFilter  # noqa: E402
+from webpanel.queries import host_rows, paging  # noqa: E402
 
 MODES = ("one server", "cluster")
 TARGET_RATIO = 1.5
@@ -97,15 +98,15 @@ def bulk_import(engine, hosts: int) -> str:
 
 
 def export_jsonl(engine) -> int:
-    return sum(1 for _ in export.jsonl_lines(engine, host_rows.HostFilter()))
+    return sum(1 for _ in export.jsonl_lines(engine, HostFilter()))
 
 
 def export_csv(engine) -> int:
     """The panel's CSV download: its lines (its bytes differ with the dates' digits)."""
-    return sum(chunk.count(b"\n") for chunk in export.csv_chunks(engine, host_rows.HostFilter()))
+    return sum(chunk.count(b"\n") for chunk in export.csv_chunks(engine, HostFilter()))
 
 
-def page_of(flt: host_rows.HostFilter, after: str | None = None) -> Callable:
+def page_of(flt: HostFilter, after: str | None = None) -> Callable:
     """One page of `/` for `flt`, as the panel runs it: in a transaction of its own."""
 
     def run(engine) -> int:
@@ -121,11 +122,9 @@ def figures(hosts: int) -> dict[str, Callable]:
     return {
         "export jsonl": export_jsonl,
         "export csv": export_csv,
-        "/ first page": page_of(host_rows.HostFilter()),
-        "/ never crawled, newest first": page_of(
-            host_rows.HostFilter(outcome=paging.NEVER_CRAWLED, sort="newest")
-        ),
-        "/ deep page": page_of(host_rows.HostFilter(), after=deep),
+        "/ first page": page_of(HostFilter()),
+        "/ never crawled, newest first": page_of(HostFilter(outcome=NEVER_CRAWLED, sort="newest")),
+        "/ deep page": page_of(HostFilter(), after=deep),
     }
 
 
@@ -171,11 +170,9 @@ def explain(engines: dict, hosts: int) -> None:
         with engine.connect() as conn:
             found = deployment_of(conn)
         statements = {
-            "export": export.export_statement(host_rows.HostFilter(), found),
-            "/ first page": host_rows.host_statement(host_rows.HostFilter(), deployment=found),
-            "/ deep page": host_rows.host_statement(
-                host_rows.HostFilter(), after=deep, deployment=found
-            ),
+            "export": export.export_statement(HostFilter(), found),
+            "/ first page": host_rows.host_statement(HostFilter(), deployment=found),
+            "/ deep page": host_rows.host_statement(HostFilter(), after=deep, deployment=found),
         }
         for name, statement in statements.items():
             sql = statement.compile(

@@ -65,8 +65,9 @@ from sqlalchemy.engine import make_url
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.core.traps import Observation, describe
 from crawler.db import accounts
+from crawler.db.host_filter import HostFilter
 from crawler.db.models import Host, QueueRow
-from crawler.db.pages import deny_lists, host_rows, paging
+from webpanel.queries import deny_lists, host_rows, paging
 
 HOSTS = 1_000_000
 TRAPS = 5_000
@@ -268,12 +269,10 @@ def page_statements(deep: str) -> dict[str, object]:
 
     blocked, no_follow = entries(BLOCKED), entries(NO_FOLLOW)
     return {
-        "/ first page": host_rows.host_statement(host_rows.HostFilter()),
-        "/ deep keyset page": host_rows.host_statement(host_rows.HostFilter(), after=deep),
-        "/ prefix search": host_rows.host_statement(host_rows.HostFilter(q="shop")),
-        "/ domain search": host_rows.host_statement(
-            host_rows.HostFilter(q="co.uk", match="domain")
-        ),
+        "/ first page": host_rows.host_statement(HostFilter()),
+        "/ deep keyset page": host_rows.host_statement(HostFilter(), after=deep),
+        "/ prefix search": host_rows.host_statement(HostFilter(q="shop")),
+        "/ domain search": host_rows.host_statement(HostFilter(q="co.uk", match="domain")),
         "/blocked": blocked,
         "/no_follow": no_follow,
     }

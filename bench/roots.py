@@ -48,7 +48,7 @@ from sqlalchemy.engine import make_url
 
 from crawler.db import accounts, rollups
 from crawler.db.models import Host, QueueRow
-from crawler.db.pages import paging, root_rows
+from webpanel.queries import paging, root_rows
 
 ROOTS = 200_000
 HOSTS = 1_000_000

@@ -21,9 +21,11 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from crawler.core.inputs import unstorable
 from crawler.core.sources import describe_place
 from webpanel import banners, security, settings
-from webpanel.core import StatsCache, page_url
+from webpanel.dashboard_cache import EXTENSION as DASHBOARD_CACHE
+from webpanel.dashboard_cache import DashboardCache
 from webpanel.extensions import csrf, db, login_manager
 from webpanel.login_queue import LoginGate, under_gevent
+from webpanel.view_helpers import page_url
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +55,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     login_manager.init_app(app)
     security.init_app(app)  # before CSRF: an anonymous POST goes to the login page
     csrf.init_app(app)
-    app.extensions["hostcrawl.stats"] = StatsCache(app.config["STATS_TTL"])
+    app.extensions[DASHBOARD_CACHE] = DashboardCache(app.config["STATS_TTL"])
     register_blueprints(app)
     register_templates(app)
     banners.init_app(app)
@@ -112,7 +114,7 @@ def register_templates(app: Flask) -> None:
 
 def refuse_unstorable_input() -> None:
     """A NUL or a lone surrogate in the URL or a form: 400 at the door, naming the field
-    (JSON bodies: webpanel.api.json_body; page cursors: crawler.db.pages.paging)."""
+    (JSON bodies: webpanel.api.json_body; page cursors: webpanel.queries.paging)."""
     fields = [*request.args.items(multi=True), *request.form.items(multi=True)]
     fields += (request.view_args or {}).items()
     for name, value in fields:

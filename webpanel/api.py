@@ -15,13 +15,15 @@ from crawler.core.hostnames import HostnameError, normalize
 from crawler.core.inputs import MAX_NOTE, note_problem, unstorable
 from crawler.db import accounts, deny_entries
 from crawler.db.deny_entries import current_denial
-from crawler.db.pages import deny_lists, host_rows, paging, root_rows
-from webpanel.core import engine, fetch_page, stats
+from crawler.db.host_filter import PREFIX
+from webpanel.dashboard_cache import cached_dashboard
 from webpanel.entry_input import MAX_NAMES
 from webpanel.extensions import db
 from webpanel.hosts import host_filter
+from webpanel.queries import deny_lists, host_rows, root_rows
 from webpanel.roots import root_budget, root_filter, root_json
 from webpanel.security import READ_METHODS, VIEWER_REFUSED
+from webpanel.view_helpers import engine, fetch_page
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 MAX_DEPTH = 32  # deeper JSON is refused before it can exhaust the parser's recursion
@@ -121,7 +123,7 @@ def results(changes) -> dict:
 
 
 def entry_list(rule: str):
-    q, match = request.args.get("q", ""), request.args.get("match", paging.PREFIX)
+    q, match = request.args.get("q", ""), request.args.get("match", PREFIX)
     try:
         page = fetch_page(deny_lists.entry_page, rule, q, match)
     except HostnameError as exc:
@@ -200,7 +202,7 @@ def blocked_unblock():
 @bp.get("/stats")
 def api_stats():
     """The dashboard figures."""
-    return jsonify(stats().as_dict())
+    return jsonify(cached_dashboard().as_dict())
 
 
 @bp.get("/roots")

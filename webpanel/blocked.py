@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, flash, redirect, render_template, url_for
+from flask import Blueprint, render_template
 
 from crawler.core.denylist import BLOCKED
 from crawler.core.traps import reason_parts
 from crawler.db import deny_entries
-from crawler.db.pages import deny_lists, paging
-from webpanel.core import actor, arg, choice, engine, search_page
+from crawler.db.host_filter import MATCHES
+from webpanel.entry_lift import confirm_and_lift
 from webpanel.extensions import db
-from webpanel.forms import ConfirmForm
+from webpanel.queries import deny_lists
+from webpanel.view_helpers import arg, choice, search_page
 
 bp = Blueprint("blocked", __name__, url_prefix="/blocked")
 PAGE_SIZE = 25  # each row carries a long reason and its evidence
@@ -25,7 +26,7 @@ def reason_parts_filter(reason: str | None) -> tuple[str, list[str]]:
 @bp.get("")
 def index():
     """Blocked entries (search, keyset pages), each with its reason and trap evidence."""
-    q, match = arg("q"), choice("match", paging.MATCHES)
+    q, match = arg("q"), choice("match", MATCHES)
     page, error = search_page(deny_lists.entry_page, BLOCKED, q, match, size=PAGE_SIZE)
     evidence = deny_lists.window_evidence(db.session, [row.hostname for row in page.rows])
     return render_template(
@@ -35,14 +36,12 @@ def index():
 
 @bp.route("/<hostname>/unblock", methods=["GET", "POST"])
 def unblock(hostname: str):
-    """Lift a block after a confirmation; the hosts it took out come back into routing."""
-    found = deny_lists.entry(db.session, BLOCKED, hostname)
-    if found is None:
-        abort(404)
-    form = ConfirmForm()
-    if form.validate_on_submit():
-        (change,) = deny_entries.unblock(engine(), [hostname], actor(), note=form.note.data)
-        flash(change.describe())
-        return redirect(url_for("blocked.index"))
-    evidence = deny_lists.window_evidence(db.session, [hostname]).get(hostname)
-    return render_template("blocked/unblock.html", entry=found, evidence=evidence, form=form)
+    """Lift a block after a confirmation, shown beside the trap window's evidence; the
+    hosts it took out come back into routing."""
+
+    def evidence() -> dict:
+        return {"evidence": deny_lists.window_evidence(db.session, [hostname]).get(hostname)}
+
+    return confirm_and_lift(
+        BLOCKED, hostname, deny_entries.unblock, "blocked/unblock.html", evidence
+    )

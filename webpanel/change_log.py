@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, render_template
 
-from crawler.db.pages import change_item_rows, change_rows
-from webpanel.core import arg, fetch_page, search_page
 from webpanel.extensions import db
+from webpanel.queries import change_item_rows, change_rows
+from webpanel.view_helpers import arg, fetch_page, search_page
 
 bp = Blueprint("change_log", __name__)
 

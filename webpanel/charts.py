@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
-from crawler.db.pages.dashboard import OUTCOME_GROUPS, Timeline
-from crawler.db.pages.health import Health
+from webpanel.queries.dashboard import OUTCOME_GROUPS, Timeline
+from webpanel.queries.health import Health
 
 COLOURS = {"OK": "#2b8a3e", "HTTP": "#e8a317", "NETWORK": "#c92a2a", "IGNORED": "#868e96"}
 LINE = "#1c5fb0"

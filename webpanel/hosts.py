@@ -20,12 +20,13 @@ from crawler.core.outcomes import ALL as OUTCOMES
 from crawler.db import export as host_export
 from crawler.db.deny_entries import current_denial
 from crawler.db.deployment import deployment_of
-from crawler.db.pages import deny_lists, host_rows, paging
-from crawler.db.pages import health as health_page
-from crawler.db.pages.workers import workers as worker_rows
+from crawler.db.host_filter import MATCHES, HostFilter
 from crawler.db.retention import MINUTES_KEPT
-from webpanel.core import arg, choice, engine, search_page, stats
+from webpanel.dashboard_cache import cached_dashboard
 from webpanel.extensions import db
+from webpanel.queries import deny_lists, host_rows, paging, worker_rows
+from webpanel.queries import health as health_page
+from webpanel.view_helpers import arg, choice, engine, search_page
 
 bp = Blueprint("hosts", __name__)
 
@@ -36,11 +37,11 @@ SORT_LABELS = {
 }
 
 
-def host_filter() -> host_rows.HostFilter:
+def host_filter() -> HostFilter:
     """The list's search and filters from this request's query (the page, its CSV, the API)."""
-    return host_rows.HostFilter(
+    return HostFilter(
         q=arg("q"),
-        match=choice("match", paging.MATCHES),
+        match=choice("match", MATCHES),
         outcome=arg("outcome", limit=32),
         root=arg("root"),
         sort=choice("sort", host_rows.HOST_SORTS),
@@ -65,10 +66,10 @@ def index():
     """Hosts never under a blocked or no_follow entry: search, filters, sort, keyset pages."""
     flt = host_filter()
     page, error = search_page(host_rows.host_page, flt)
-    figures = stats()
+    figures = cached_dashboard()
     outcomes = sorted({o for o, _ in figures.outcomes if o} | set(OUTCOMES))
     with db.engine.connect() as conn:  # live, not cached with the figures: a few rows
-        workers = worker_rows(conn)
+        workers = worker_rows.workers(conn)
     hidden, rules = hidden_by_entries(page, error, flt)
     return render_template(
         "hosts/index.html",
@@ -85,7 +86,7 @@ def index():
     )
 
 
-def hidden_by_entries(page: paging.Page, error: str | None, flt: host_rows.HostFilter):
+def hidden_by_entries(page: paging.Page, error: str | None, flt: HostFilter):
     """An empty list's hidden matches (host_rows.hidden_matches) and their entries' rules:
     what the deny entries took of it. (None, {}) when the list shows hosts."""
     if page.rows or error or page.prev:

@@ -21,10 +21,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import text
 
-from crawler.db.pages import dashboard
-from crawler.db.pages.paging import NEVER_CRAWLED
+from crawler.db.host_filter import NEVER_CRAWLED
 from webpanel.api import authenticate
-from webpanel.core import engine
+from webpanel.queries import dashboard
+from webpanel.view_helpers import engine
 
 bp = Blueprint("metrics", __name__)
 bp.before_request(authenticate)  # the API's: Authorization: Bearer <token>

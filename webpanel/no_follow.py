@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from io import BytesIO
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, send_file, url_for
+from flask import Blueprint, render_template, request, send_file
 
 from crawler.core.denylist import NO_FOLLOW
 from crawler.db import deny_entries
-from crawler.db.pages import deny_lists, paging
+from crawler.db.host_filter import MATCHES
 from webpanel import entry_input
-from webpanel.core import actor, arg, choice, engine, search_page
+from webpanel.entry_lift import confirm_and_lift
 from webpanel.extensions import db
-from webpanel.forms import ConfirmForm, ImportForm, NoFollowForm
+from webpanel.forms import ImportForm, NoFollowForm
+from webpanel.queries import deny_lists
+from webpanel.view_helpers import actor, arg, choice, engine, search_page
 
 bp = Blueprint("no_follow", __name__, url_prefix="/no_follow")
 
@@ -36,7 +38,7 @@ def render_index(
 ):
     """The list with the add form (and a preview of the form's lines, if any, with the
     registered domains it offers instead of URLs and www. names)."""
-    q, match = arg("q"), choice("match", paging.MATCHES)
+    q, match = arg("q"), choice("match", MATCHES)
     page, error = search_page(deny_lists.entry_page, NO_FOLLOW, q, match)
     body = render_template(
         "no_follow/index.html",
@@ -89,17 +91,9 @@ def add():
 @bp.route("/<hostname>/remove", methods=["GET", "POST"])
 def remove(hostname: str):
     """Remove an entry after a confirmation; the hosts it took out come back."""
-    found = deny_lists.entry(db.session, NO_FOLLOW, hostname)
-    if found is None:
-        abort(404)
-    form = ConfirmForm()
-    if form.validate_on_submit():
-        (change,) = deny_entries.remove_no_follow(
-            engine(), [hostname], actor(), note=form.note.data
-        )
-        flash(change.describe())
-        return redirect(url_for("no_follow.index"))
-    return render_template("no_follow/remove.html", entry=found, form=form)
+    return confirm_and_lift(
+        NO_FOLLOW, hostname, deny_entries.remove_no_follow, "no_follow/remove.html"
+    )
 
 
 @bp.get("/export.csv")

@@ -2,7 +2,7 @@
 
 A wildcard zone is only flagged (blocks stay reserved for the trap rule): its
 page offers one button that puts the root on no_follow, logged in the change log like any
-other entry. crawler.db.pages.root_rows gives the rows; their words and JSON are here.
+other entry. webpanel.queries.root_rows gives the rows; their words and JSON are here.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from flask import Blueprint, abort, current_app, flash, redirect, render_templat
 from crawler.core.denylist import BLOCKED
 from crawler.core.hostnames import HostnameError, normalize
 from crawler.db import deny_entries
-from crawler.db.pages import paging, root_rows
-from webpanel.core import actor, arg, choice, engine, fetch_page, search_page
+from crawler.db.host_filter import MATCHES
 from webpanel.extensions import db
 from webpanel.forms import EmptyForm
+from webpanel.queries import root_rows
+from webpanel.view_helpers import actor, arg, choice, engine, fetch_page, search_page
 
 bp = Blueprint("roots", __name__, url_prefix="/roots")
 WILDCARD_NOTE = "wildcard zone (a random name under it resolves), from /roots"
@@ -86,7 +87,7 @@ def root_budget() -> int:
 def root_filter() -> root_rows.RootFilter:
     return root_rows.RootFilter(
         q=arg("q"),
-        match=choice("match", paging.MATCHES),
+        match=choice("match", MATCHES),
         wildcards=request.args.get("wildcards") == "1",
         sort=choice("sort", SORT_LABELS),
     )

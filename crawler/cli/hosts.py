@@ -11,8 +11,7 @@ from crawler.cli.common import engine, friendly_errors
 from crawler.core.hostnames import HostnameError
 from crawler.core.outcomes import ALL as OUTCOMES
 from crawler.db import export
-from crawler.db.pages.host_rows import HostFilter
-from crawler.db.pages.paging import MATCHES, NEVER_CRAWLED, PREFIX
+from crawler.db.host_filter import MATCHES, NEVER_CRAWLED, PREFIX, HostFilter
 
 
 def checked_outcome(outcome: str) -> str:

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, text
 
-from crawler.db.pages.dashboard import DUE, EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
+from crawler.db.estimates import DUE, EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
 
 #: Seconds between a worker's heartbeats.
 HEARTBEAT = 5.0
@@ -59,7 +59,7 @@ def beat(engine: Engine, one: Beat) -> None:
 
 def due_now(engine: Engine) -> int:
     """Hosts due now, as the dashboard counts them: counted on a small database, the
-    planner's estimate on a big one (crawler.db.pages.dashboard)."""
+    planner's estimate on a big one (crawler.db.estimates)."""
     with engine.connect() as conn:
         return counted_or_estimated(conn, DUE)
 

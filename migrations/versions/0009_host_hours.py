@@ -36,7 +36,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 SHARDS = 8
-# crawler.db.pages.dashboard.OUTCOME_GROUPS, as of this revision.
+# webpanel.queries.dashboard.OUTCOME_GROUPS, as of this revision.
 GROUPS = {
     "ok": "outcome IN ('OK', 'DNS_ALIVE')",
     "http": "outcome LIKE 'HTTP%'",

@@ -14,7 +14,7 @@ seed, a deny entry's own row, a host older than the source column.
 ix_queue_hidden_sample orders the hidden rows (deny entries and the rows they took out
 of routing) by a hash of the name: the dashboard counts them, and their entries by
 rule, in one index-only scan, and reads the facts of a fixed-size sample of them
-(crawler.db.pages.hidden) instead of every one. ix_queue_entry_rule counts the deny
+(webpanel.queries.hidden) instead of every one. ix_queue_entry_rule counts the deny
 entries by rule index-only (a count over the hidden rows' heap pages was tens of ms).
 """
 

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries
-from crawler.db.pages import dashboard
 from tests.unit.test_panel_support import insert_hosts
+from webpanel.queries import dashboard
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries, queue, retention
-from crawler.db.pages import dashboard, hidden
 from crawler.db.queue import FoundOn
 from tests.unit.test_counts import hosts_rows_read
+from webpanel.queries import dashboard, hidden
 
 
 def found(engine, names: list[str], source: str | None) -> None:

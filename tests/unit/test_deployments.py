@@ -16,9 +16,10 @@ from sqlalchemy.orm import Session
 
 from crawler.core.hostnames import root
 from crawler.db import claims, cluster, deny_entries, deployment, export, queue, windows
+from crawler.db.host_filter import HostFilter
 from crawler.db.hostsql import DUE, filled
-from crawler.db.pages.host_rows import HostFilter, host_page
 from crawler.db.queue import Crawled, CrawlResult
+from webpanel.queries.host_rows import host_page
 
 STATEMENTS = ("write_results", "schedule", "trim_windows", "lower_next_due", "recount_windows")
 # The pins, in words: a filter on a distributed table's root by the group's roots, before

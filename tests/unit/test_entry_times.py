@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from crawler.core.denylist import NO_FOLLOW
 from crawler.db import deny_entries
-from crawler.db.pages import deny_lists
+from webpanel.queries import deny_lists
 
 
 def test_every_name_of_a_batch_shows_its_time_and_actor(db):

@@ -14,8 +14,9 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries, export
-from crawler.db.pages.host_rows import HostFilter, host_page
+from crawler.db.host_filter import HostFilter
 from tests.unit.test_panel_support import give_api_token, insert_hosts
+from webpanel.queries.host_rows import host_page
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

@@ -12,10 +12,10 @@ from sqlalchemy import text
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import ALL, LAYERS, layer_of
 from crawler.db import queue, retention, workers
-from crawler.db.pages import health as health_page
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.workers import Beat
 from tests.unit.test_panel_support import insert_hosts
+from webpanel.queries import health as health_page
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

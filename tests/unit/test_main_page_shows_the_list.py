@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
-from crawler.db.pages import dashboard
 from crawler.db.queue import Crawled, CrawlResult
 from tests.unit.test_panel_support import give_api_token
+from webpanel.queries import dashboard
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

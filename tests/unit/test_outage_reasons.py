@@ -14,7 +14,7 @@ from crawler.core.outages import (
     why_silent,
 )
 from crawler.db import queue, world_silences
-from crawler.db.pages import host_rows
+from webpanel.queries import host_rows
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

@@ -13,9 +13,9 @@ from crawler.core.denylist import DenyList
 from crawler.core.links import FilteredLinks, filter_links
 from crawler.core.traps import Observation, describe, reason_parts
 from crawler.db import deny_entries, queue
-from crawler.db.pages import root_rows
 from crawler.db.queue import Crawled, CrawlResult
 from tests.unit.test_panel_support import insert_hosts, post_form
+from webpanel.queries import root_rows
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

@@ -14,11 +14,12 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
-from crawler.db.pages import dashboard
 from crawler.db.queue import Crawled, CrawlResult, FoundOn
 from tests.dbhelpers import record_outcomes
 from tests.unit.test_panel_support import give_api_token, panel_config
 from webpanel import create_app
+from webpanel.dashboard_cache import EXTENSION as DASHBOARD_CACHE
+from webpanel.queries import dashboard
 from webpanel.security import LOGGED_IN_AT
 
 pytest_plugins = ["tests.unit.test_panel_support"]
@@ -41,7 +42,7 @@ def cached(cached_app, operators):
         session["_user_id"] = f"{operators['alice']}.1"
         session["_fresh"] = True
         session[LOGGED_IN_AT] = int(time.time())
-    cached_app.extensions["hostcrawl.stats"]._value = None  # nothing of an earlier test
+    cached_app.extensions[DASHBOARD_CACHE]._value = None  # nothing of an earlier test
     return client
 
 

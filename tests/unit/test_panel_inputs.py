@@ -14,7 +14,6 @@ from sqlalchemy import text
 from crawler.cli import main as cli_main
 from crawler.core.inputs import MAX_NOTE
 from crawler.db import accounts, deny_entries
-from crawler.db.pages import paging
 from tests.unit.test_panel_support import (
     PASSWORD,
     attempt,
@@ -23,6 +22,7 @@ from tests.unit.test_panel_support import (
     post_form,
 )
 from webpanel import create_app
+from webpanel.queries import paging
 from webpanel.security import LOGGED_IN_AT, PUBLIC_ENDPOINTS
 
 pytest_plugins = ["tests.unit.test_panel_support"]

@@ -1,4 +1,4 @@
-"""The dashboard's workers block (crawler/db/pages/workers.py): how many crawler workers
+"""The dashboard's workers block (webpanel/queries/worker_rows.py): how many crawler workers
 are alive and each one's pages/s, from their heartbeats in crawl_workers; and the rule
 that forgets a killed worker's row."""
 

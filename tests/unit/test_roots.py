@@ -6,9 +6,9 @@ from sqlalchemy import text
 
 from crawler.core import config
 from crawler.db import queue, windows
-from crawler.db.pages import root_rows
 from tests.dbhelpers import record_outcomes
 from tests.unit.test_panel_support import give_api_token, post_form
+from webpanel.queries import root_rows
 from webpanel.roots import SORT_LABELS, window_text
 
 pytest_plugins = ["tests.unit.test_panel_support"]

@@ -4,9 +4,9 @@ and the biggest roots, drawn as SVG with axes, labels and a legend."""
 from __future__ import annotations
 
 from crawler.db import queue
-from crawler.db.pages import dashboard
 from crawler.db.queue import Crawled, CrawlResult
 from webpanel.charts import nice_ticks, roots_chart, tick_label, time_chart
+from webpanel.queries import dashboard
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

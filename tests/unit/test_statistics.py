@@ -12,7 +12,8 @@ from sqlalchemy.dialects import postgresql
 
 from crawler.db import bulk, deny_entries, statistics
 from crawler.db.export import export_statement
-from crawler.db.pages.host_rows import HostFilter, host_statement
+from crawler.db.host_filter import HostFilter
+from webpanel.queries.host_rows import host_statement
 
 HOSTS = 2_000
 ENTRIES = 3_000

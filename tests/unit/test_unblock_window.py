@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
-from crawler.db.pages import root_rows
 from crawler.rules.trap_guard import TrapGuard
 from tests.dbhelpers import DEFAULT_WINDOW, record_outcomes
+from webpanel.queries import root_rows
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

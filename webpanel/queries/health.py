@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Connection, text
 
 from crawler.core.outcomes import LAYERS
-from crawler.db.pages.dashboard import DUE, EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
+from crawler.db.estimates import DUE, count_rows
 from crawler.db.rollups import MINUTE_COUNTS
 from crawler.db.workers import ALIVE_WITHIN
 
@@ -92,7 +92,7 @@ def health(conn: Connection, minutes: int = MINUTES) -> Health:
     lately = [by_minute[m] for m in slots[-SHARE_MINUTES:] if m in by_minute]
     settled = sum(row.crawled for row in lately)
     failed = sum(getattr(row, layer.lower()) for row in lately for layer in LAYERS)
-    due, estimated = due_now(conn)
+    due, estimated = count_rows(conn, DUE)
     crawl = conn.execute(WORKERS, {"alive": ALIVE_WITHIN}).one()
     return Health(
         minutes=slots,
@@ -109,11 +109,3 @@ def health(conn: Connection, minutes: int = MINUTES) -> Health:
         last_answer_at=conn.execute(LAST_ANSWER).scalar(),
         taken_at=now,
     )
-
-
-def due_now(conn: Connection) -> tuple[int, bool]:
-    """(hosts due now, estimated?): counted below EXACT_BELOW hosts, else the planner's."""
-    rows = conn.execute(text(HOSTS_ESTIMATE)).scalar()
-    if rows is None or rows < EXACT_BELOW:
-        return conn.execute(text(f"SELECT count(*) FROM ({DUE}) AS d")).scalar_one(), False
-    return row_estimate(conn, DUE), True

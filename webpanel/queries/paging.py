@@ -1,9 +1,7 @@
-"""Keyset pages and searches that every panel list shares.
+"""Keyset pages that every panel list shares.
 
 Lists page by keyset on (sort key, hostname), never by OFFSET, so a deep page
-costs what the first one does. Searches are index range scans: a prefix of the
-hostname (the primary key, C collation) or a domain and every name under it
-(the reverse(hostname) index, see hostsql.suffix_range())."""
+costs what the first one does. Their searches are crawler.db.host_filter's."""
 
 from __future__ import annotations
 
@@ -15,35 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (
-    Select,
-    Text,
-    and_,
-    cast,
-    func,
-    or_,
-    text,
-    tuple_,
-)
+from sqlalchemy import Select, text, tuple_
 from sqlalchemy.sql.elements import ColumnElement
 
-from crawler.core.hostnames import normalize
 from crawler.core.inputs import unstorable
-from crawler.db.hostsql import suffix_range
-from crawler.db.models import QueueRow
 
-PREFIX = "prefix"
-DOMAIN = "domain"
-MATCHES = (PREFIX, DOMAIN)
-NEVER_CRAWLED = "none"
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 SAMPLE_NAMES = 5
-
-# The expression of the ix_*_reversed indexes: reverse(hostname::text).
-QUEUE_REVERSED = func.reverse(cast(QueueRow.hostname, Text))
-
-# -- keyset pages -----------------------------------------------------------------
 
 
 class BadCursor(ValueError):
@@ -160,32 +137,3 @@ def _run_page(conn, stmt, order: Order, backwards: bool, had_cursor: bool, limit
     return Page(
         rows, next=key(rows[-1]) if more else None, prev=key(rows[0]) if had_cursor else None
     )
-
-
-# -- search -------------------------------------------------------------------------
-
-
-def prefix_bounds(prefix: str) -> tuple[str, str]:
-    """[lo, hi) of every string starting with `prefix` in byte order."""
-    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
-
-
-def search_condition(
-    column: ColumnElement, reversed_column: ColumnElement, q: str, match: str
-) -> ColumnElement[bool] | None:
-    """The search of a list: a hostname prefix, or a domain and every name under it.
-
-    Raises HostnameError for a domain that is no hostname.
-    """
-    q = q.strip()
-    if not q:
-        return None
-    if match == DOMAIN:
-        name = normalize(q.lstrip(".") if q.startswith(".") and len(q) > 1 else q)
-        lo, hi = suffix_range(name)
-        return or_(column == name, and_(reversed_column >= lo, reversed_column < hi))
-    prefix = q.lower()
-    if not prefix.isascii():
-        prefix = normalize(prefix)
-    lo, hi = prefix_bounds(prefix)
-    return and_(column >= lo, column < hi)

@@ -9,9 +9,10 @@ from sqlalchemy import text
 
 from crawler.core.hostnames import parents
 from crawler.core.hostnames import root as root_of
+from crawler.db.estimates import DUE, EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
+from crawler.db.host_filter import NEVER_CRAWLED
 from crawler.db.hostsql import filled, names_param
-from crawler.db.pages.hidden import HIDDEN_ROW, Hidden, hidden_figures
-from crawler.db.pages.paging import NEVER_CRAWLED
+from webpanel.queries.hidden import HIDDEN_ROW, Hidden, hidden_figures
 
 # -- the dashboard strip ---------------------------------------------------------------
 
@@ -163,28 +164,11 @@ def entries_generation(conn) -> tuple[int, int]:
 
 # -- the totals: counted while small, estimated by the planner when big ----------------------
 #
-# A count(*) over 10M rows takes seconds and reads the whole table on every
-# refresh. Counters kept on every write would be exact, but every finish of every
-# worker would then update the same few counter rows (a hot spot that
-# serializes the workers). The planner's statistics cost nothing to read and
-# autovacuum keeps them fresh (migration 0007 analyzes at 2% changed rows), so
-# past EXACT_BELOW rows the strip shows them, marked "≈", less the hosts the list
-# hides (counted: crawler.db.pages.hidden).
+# Past EXACT_BELOW rows the strip shows the planner's estimates (crawler.db.estimates),
+# marked "≈", less the hosts the list hides (counted: webpanel.queries.hidden).
 
-EXACT_BELOW = 200_000
-DUE = (
-    "SELECT 1 FROM queue WHERE status_reason IS NULL AND denied_by IS NULL"
-    " AND next_claim_at <= now()"
-)
 RECENT = "SELECT 1 FROM hosts WHERE last_crawled_at > now() - interval '1 hour'"
 OUT_OF_ROUTING = "SELECT 1 FROM queue WHERE denied_by IS NOT NULL"
-# Rows in hosts now, as the planner reckons them: tuples per page times pages now.
-HOSTS_ESTIMATE = (
-    "SELECT CASE WHEN c.reltuples < 0 OR c.relpages = 0 THEN -1"
-    " ELSE c.reltuples / c.relpages"
-    "      * (pg_relation_size(c.oid) / current_setting('block_size')::int) END"
-    " FROM pg_class c WHERE c.oid = 'hosts'::regclass"
-)
 # The outcome column's most common values and their shares (ANALYZE's sample).
 OUTCOME_SHARES = (
     "SELECT null_frac, most_common_vals::text::text[] AS vals, most_common_freqs AS freqs"
@@ -195,7 +179,7 @@ OUTCOME_SHARES = (
 
 def totals(conn, hidden: Hidden | None = None) -> dict:
     """The strip's totals (everything but the chart), with `estimated` saying which kind
-    (the planner's estimates, or hidden hosts' share sampled: crawler.db.pages.hidden)."""
+    (the planner's estimates, or hidden hosts' share sampled: webpanel.queries.hidden)."""
     if hidden is None:
         hidden = hidden_figures(conn, window_start())
     rows = conn.execute(text(HOSTS_ESTIMATE)).scalar()
@@ -235,7 +219,7 @@ def exact_totals(conn, hidden: Hidden) -> dict:
 
 def estimated_totals(conn, rows: float, hidden: Hidden) -> dict:
     """From the planner's statistics, less the hidden hosts (counted); the deny entries
-    are counted too (with the hidden rows: crawler.db.pages.hidden)."""
+    are counted too (with the hidden rows: webpanel.queries.hidden)."""
     outcomes = [(o, n - hidden.hosts[o]) for o, n in outcome_estimates(conn, rows)]
     outcomes = sorted(((o, n) for o, n in outcomes if n > 0), key=lambda r: -r[1])
     return {
@@ -248,12 +232,6 @@ def estimated_totals(conn, rows: float, hidden: Hidden) -> dict:
         "outcomes": outcomes,
         "estimated": True,
     }
-
-
-def row_estimate(conn, query: str) -> int:
-    """The planner's row estimate for `query` (EXPLAIN without running it)."""
-    plan = conn.execute(text(f"EXPLAIN (FORMAT JSON) {query}")).scalar_one()
-    return int(plan[0]["Plan"]["Plan Rows"])
 
 
 def outcome_estimates(conn, rows: float) -> list[tuple[str | None, int]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import func, select, true
 
 from crawler.db.models import ChangeLogEntry, ChangeLogItems
-from crawler.db.pages.paging import DEFAULT_LIMIT, Order, Page, paginate
+from webpanel.queries.paging import DEFAULT_LIMIT, Order, Page, paginate
 
 ITEMS = (
     func.unnest(ChangeLogItems.names, ChangeLogItems.details)

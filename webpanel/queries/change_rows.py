@@ -8,15 +8,9 @@ from sqlalchemy import (
     text,
 )
 
+from crawler.db.host_filter import PREFIX, search_condition
 from crawler.db.models import ChangeLogEntry
-from crawler.db.pages.paging import (
-    DEFAULT_LIMIT,
-    PREFIX,
-    Order,
-    Page,
-    paginate,
-    search_condition,
-)
+from webpanel.queries.paging import DEFAULT_LIMIT, Order, Page, paginate
 
 # -- the change log --------------------------------------------------------------------
 

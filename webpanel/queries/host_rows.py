@@ -1,82 +1,34 @@
-"""The host list (`/`) and a host's own page."""
+"""The host list (`/`) and a host's own page; which hosts a filter picks is
+crawler.db.host_filter's, shared with the export."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 
 from sqlalchemy import (
     Select,
-    and_,
     func,
     or_,
     select,
     true,
 )
-from sqlalchemy.sql.elements import ColumnElement
 
-from crawler.core.hostnames import normalize
 from crawler.db.deployment import ONE_SERVER, Deployment, deployment_of
+from crawler.db.host_filter import SAME_HOST, HostFilter
 from crawler.db.models import Host, QueueRow
-from crawler.db.pages.paging import (
-    DEFAULT_LIMIT,
-    NEVER_CRAWLED,
-    PREFIX,
-    QUEUE_REVERSED,
-    Order,
-    Page,
-    keyset,
-    paginate,
-    search_condition,
-)
+from webpanel.queries.paging import DEFAULT_LIMIT, Order, Page, keyset, paginate
 
 # -- hosts (/) ----------------------------------------------------------------------
 
-# The list walks queue rows that no entry took out of routing (the ix_queue_shown
-# partial index, in hostname order), so a page never wades through thousands of
-# hidden hosts; each row then passes the exact test above.
-SHOWN = and_(QueueRow.status_reason.is_(None), QueueRow.denied_by.is_(None))
-
+# The list walks queue rows that no entry took out of routing (SHOWN: the ix_queue_shown
+# partial index, in hostname order), so a page never wades through thousands of hidden
+# hosts; each row then passes the deployment's exact deny test (HostFilter.conditions).
 HOST_SORTS: dict[str, Order] = {
     "name": Order((QueueRow.hostname,), ("str",)),
     "newest": Order((Host.discovered_at, Host.hostname), ("datetime", "str"), descending=True),
     "oldest": Order((Host.discovered_at, Host.hostname), ("datetime", "str")),
 }
-
-
-@dataclass(frozen=True)
-class HostFilter:
-    """What the main list shows: search, outcome, root and sort."""
-
-    q: str = ""
-    match: str = PREFIX
-    outcome: str = ""  # "" any, "none" never crawled, else an outcome type
-    root: str = ""
-    sort: str = "name"
-    since: datetime | None = None  # discovered at or after (the export's --since)
-    include_denied: bool = False  # the export's --include-denied: names under entries too
-
-    def conditions(
-        self, deployment: Deployment
-    ) -> tuple[list[ColumnElement[bool]], list[ColumnElement[bool]]]:
-        """(on queue, on hosts) SQL conditions, with the deployment's deny test;
-        HostnameError for a search or root that is no hostname."""
-        shown = deployment.visible(QueueRow.hostname, QueueRow.root)
-        on_queue = [] if self.include_denied else [SHOWN, shown]
-        searched = search_condition(QueueRow.hostname, QUEUE_REVERSED, self.q, self.match)
-        if searched is not None:
-            on_queue.append(searched)
-        on_hosts = []
-        if self.outcome == NEVER_CRAWLED:
-            on_hosts.append(Host.outcome.is_(None))
-        elif self.outcome:
-            on_hosts.append(Host.outcome == self.outcome)
-        if self.root.strip():
-            on_hosts.append(Host.root == normalize(self.root))
-        if self.since is not None:
-            on_hosts.append(Host.discovered_at >= self.since)
-        return on_queue, on_hosts
 
 
 HOST_COLUMNS = (
@@ -88,10 +40,6 @@ HOST_COLUMNS = (
     Host.discovered_at,
     Host.last_crawled_at,
 )
-
-
-# A host's facts and its queue row share the whole key: on a cluster, the same shard.
-SAME_HOST = and_(Host.hostname == QueueRow.hostname, Host.root == QueueRow.root)
 
 
 def _hosts(flt: HostFilter, deployment: Deployment) -> Select:

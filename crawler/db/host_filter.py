@@ -1,0 +1,95 @@
+"""Which hosts a filter picks: the panel's host list and `hostcrawl hosts export` alike.
+
+Both show the same hosts for the same filter (search, outcome, root, since), with the
+same deny rule: never a host that is a deny entry or under one. A search is an index
+range scan: a prefix of the hostname (the primary key, C collation) or a domain and
+every name under it (the reverse(hostname) index, see hostsql.suffix_range()); the
+panel's other lists search their own hostname columns with search_condition().
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Text, and_, cast, func, or_
+from sqlalchemy.sql.elements import ColumnElement
+
+from crawler.core.hostnames import normalize
+from crawler.db.deployment import Deployment
+from crawler.db.hostsql import suffix_range
+from crawler.db.models import Host, QueueRow
+
+PREFIX = "prefix"
+DOMAIN = "domain"
+MATCHES = (PREFIX, DOMAIN)
+NEVER_CRAWLED = "none"
+
+# The expression of the ix_*_reversed indexes: reverse(hostname::text).
+QUEUE_REVERSED = func.reverse(cast(QueueRow.hostname, Text))
+
+# Queue rows that no entry took out of routing (the ix_queue_shown partial index).
+SHOWN = and_(QueueRow.status_reason.is_(None), QueueRow.denied_by.is_(None))
+
+# A host's facts and its queue row share the whole key: on a cluster, the same shard.
+SAME_HOST = and_(Host.hostname == QueueRow.hostname, Host.root == QueueRow.root)
+
+
+@dataclass(frozen=True)
+class HostFilter:
+    """What the main list shows, and the export streams: search, outcome, root and sort."""
+
+    q: str = ""
+    match: str = PREFIX
+    outcome: str = ""  # "" any, "none" never crawled, else an outcome type
+    root: str = ""
+    sort: str = "name"
+    since: datetime | None = None  # discovered at or after (the export's --since)
+    include_denied: bool = False  # the export's --include-denied: names under entries too
+
+    def conditions(
+        self, deployment: Deployment
+    ) -> tuple[list[ColumnElement[bool]], list[ColumnElement[bool]]]:
+        """(on queue, on hosts) SQL conditions, with the deployment's deny test;
+        HostnameError for a search or root that is no hostname."""
+        shown = deployment.visible(QueueRow.hostname, QueueRow.root)
+        on_queue = [] if self.include_denied else [SHOWN, shown]
+        searched = search_condition(QueueRow.hostname, QUEUE_REVERSED, self.q, self.match)
+        if searched is not None:
+            on_queue.append(searched)
+        on_hosts = []
+        if self.outcome == NEVER_CRAWLED:
+            on_hosts.append(Host.outcome.is_(None))
+        elif self.outcome:
+            on_hosts.append(Host.outcome == self.outcome)
+        if self.root.strip():
+            on_hosts.append(Host.root == normalize(self.root))
+        if self.since is not None:
+            on_hosts.append(Host.discovered_at >= self.since)
+        return on_queue, on_hosts
+
+
+def prefix_bounds(prefix: str) -> tuple[str, str]:
+    """[lo, hi) of every string starting with `prefix` in byte order."""
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def search_condition(
+    column: ColumnElement, reversed_column: ColumnElement, q: str, match: str
+) -> ColumnElement[bool] | None:
+    """The search of a list: a hostname prefix, or a domain and every name under it.
+
+    Raises HostnameError for a domain that is no hostname.
+    """
+    q = q.strip()
+    if not q:
+        return None
+    if match == DOMAIN:
+        name = normalize(q.lstrip(".") if q.startswith(".") and len(q) > 1 else q)
+        lo, hi = suffix_range(name)
+        return or_(column == name, and_(reversed_column >= lo, reversed_column < hi))
+    prefix = q.lower()
+    if not prefix.isascii():
+        prefix = normalize(prefix)
+    lo, hi = prefix_bounds(prefix)
+    return and_(column >= lo, column < hi)
