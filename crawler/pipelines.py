@@ -35,7 +35,7 @@ from crawler.db.retry import in_thread_until_up
 from crawler.items import HostItem
 from crawler.rules.evidence import failure_layer
 from crawler.rules.wildcards import WildcardWatch
-from crawler.state import CrawlState
+from crawler.shared import CrawlShared
 from crawler.utils.batcher import Batcher
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class HostWritePipeline:
 
     def __init__(self, crawler) -> None:
         self.crawler = crawler
-        self.state = CrawlState.of(crawler)
+        self.state = CrawlShared.of(crawler)
         self.wildcards = WildcardWatch(crawler, self.state.engine)
         settings = crawler.settings
         # The trap rule's window, per page that named new registered domains.

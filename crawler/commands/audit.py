@@ -83,7 +83,7 @@ def reactor_run(reactor, settings, options):
     from crawler.network.resolver import OutcomeResolver
     from crawler.rules.dns_audit import Audit
     from crawler.rules.world_check import SelfCheck, WorldCheck
-    from crawler.state import canary_hosts, crawl_engine, url_templates
+    from crawler.shared import canary_hosts, crawl_engine, url_templates
 
     resolver = OutcomeResolver.from_settings(settings, reactor)
     engine = crawl_engine()

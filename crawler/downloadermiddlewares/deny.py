@@ -18,7 +18,7 @@ from crawler.core.outcomes import (
 )
 from crawler.network.failures import classify
 from crawler.network.request_meta import OUTCOME_BY_ITEM, request_hostname
-from crawler.state import CrawlState
+from crawler.shared import CrawlShared
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class BlacklistMiddleware:
     def __init__(self, crawler) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
-        self.state = CrawlState.of(crawler)
+        self.state = CrawlShared.of(crawler)
         self._logged: set[str] = set()
         crawler.signals.connect(self.request_scheduled, signal=signals.request_scheduled)
 

@@ -24,10 +24,9 @@ from scrapy import signals
 from sqlalchemy.exc import DBAPIError
 
 from crawler.db import workers
-from crawler.db.engine import get_engine
 from crawler.db.retry import first_line
 from crawler.extensions.metrics import pages_settled
-from crawler.state import CrawlState, worker_name
+from crawler.shared import CrawlShared
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +39,8 @@ class Heartbeat:
     def __init__(self, crawler, every: float = workers.HEARTBEAT) -> None:
         self.crawler = crawler
         self.every = every
-        self.name = worker_name(crawler.settings)
+        self.shared = CrawlShared.of(crawler)
+        self.name = self.shared.worker
         # The queue's depth is for /metrics only: on a cluster its count asks every shard,
         # each heartbeat, of every worker.
         self.metrics_served = crawler.settings.getint("METRICS_PORT") > 0
@@ -69,7 +69,7 @@ class Heartbeat:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         with contextlib.suppress(DBAPIError):  # a stopped worker is not counted either way
-            await asyncio.to_thread(workers.leave, get_engine(), self.name)
+            await asyncio.to_thread(workers.leave, self.shared.engine, self.name)
 
     async def every_beat(self) -> None:
         while True:
@@ -85,18 +85,10 @@ class Heartbeat:
             rate = (pages - self._last[1]) / (now - self._last[0])
         self._last = (now, pages)
         host, pid = socket.gethostname(), os.getpid()
-        in_flight = len(getattr(self.crawler.spider, "in_flight", ()))
+        in_flight, held_back = len(self.shared.in_flight), self.shared.held_back()
         return workers.Beat(
-            self.name, host, pid, self.started_at, pages, rate, in_flight, self.held_back()
+            self.name, host, pid, self.started_at, pages, rate, in_flight, held_back
         )
-
-    def held_back(self) -> int:
-        """Hosts the world check holds back now (none while the world is proven)."""
-        state = getattr(self.crawler, CrawlState.ATTRIBUTE, None)
-        world = getattr(state, "world", None)
-        if world is None or world.unproven_since is None:
-            return 0
-        return len(world.held)
 
     async def beat_once(self) -> None:
         """Write the row, then (with METRICS_PORT) read the queue's depth: both for the
@@ -105,9 +97,11 @@ class Heartbeat:
         stats = self.crawler.stats
         try:
             started = time.perf_counter()
-            await asyncio.to_thread(workers.beat, get_engine(), self.figures())
+            await asyncio.to_thread(workers.beat, self.shared.engine, self.figures())
             stats.set_value(BEAT_MS, 1000 * (time.perf_counter() - started))
             if self.metrics_served:
-                stats.set_value(DUE_NOW, await asyncio.to_thread(workers.due_now, get_engine()))
+                stats.set_value(
+                    DUE_NOW, await asyncio.to_thread(workers.due_now, self.shared.engine)
+                )
         except DBAPIError as exc:
             log.warning("heartbeat of %s skipped (%s)", self.name, first_line(exc))

@@ -36,7 +36,8 @@ MAX_IN_FLIGHT in all), except after a cut or while the reactor is late (then
 they may be waiting on the worker itself): on the slow web's 7% of hanging
 hosts they held a third of a limit of 300, and the roots behind them waited.
 
-The spider claims up to the limit (crawler/spiders/hosts.py) and the downloader
+The spider claims up to the limit, read through the crawl's shared state
+(crawler/shared.py: the hosts in flight are the spider's, the room is ours) and the downloader
 may run two requests per host (robots.txt and the page it gates). The figures
 go to the stats (`hostcrawl/in_flight...`, `hostcrawl/reactor_lag_ms...`,
 `hostcrawl/rss_mb...`), the Prometheus metrics and a line in the log every
@@ -53,6 +54,8 @@ import resource
 import time
 
 from scrapy import signals
+
+from crawler.shared import CrawlShared
 
 log = logging.getLogger(__name__)
 
@@ -152,23 +155,15 @@ def averaged(average: float, sample: float) -> float:
 class InFlightControl:
     """The worker's limit of hosts in flight, moved by what it has to spare."""
 
-    ATTRIBUTE = "_hostcrawl_in_flight"
-
-    @classmethod
-    def of(cls, crawler) -> InFlightControl:
-        control = getattr(crawler, cls.ATTRIBUTE, None)
-        if control is None:
-            control = cls(crawler)
-            setattr(crawler, cls.ATTRIBUTE, control)
-        return control
-
     @classmethod
     def from_crawler(cls, crawler) -> InFlightControl:
-        return cls.of(crawler)
+        return cls(crawler)
 
     def __init__(self, crawler) -> None:
         settings = crawler.settings
         self.crawler = crawler
+        # The hosts in flight (the spider's) and the room it is given (ours), shared.
+        self.shared = CrawlShared.of(crawler)
         self.maximum = settings.getint("MAX_IN_FLIGHT")
         self.budget = settings.getint("MEMORY_BUDGET_MB") * 2**20
         self.log_every = settings.getfloat("LOGSTATS_INTERVAL")
@@ -181,6 +176,7 @@ class InFlightControl:
         self.lag, self.cpu = 0.0, CPU_SPARE
         self.stalled = 0  # hosts in flight for over STALLED_AFTER s (not counted)
         self.allowed = self.limit  # hosts the worker may hold: the limit and the stalled
+        self.shared.allowed_in_flight = self.allowed
         self._calls: list = []
         self._lag_max = 0.0
         self._expected = 0.0
@@ -191,14 +187,11 @@ class InFlightControl:
         crawler.signals.connect(self.close, signal=signals.spider_closed)
 
     def in_flight(self) -> int:
-        return len(getattr(self.crawler.spider, "in_flight", ()))
+        return len(self.shared.in_flight)
 
     def count_stalled(self, now: float) -> int:
-        """Hosts in flight for over STALLED_AFTER s (the spider's {hostname: since})."""
-        since = getattr(getattr(self.crawler, "spider", None), "in_flight", None)
-        if not isinstance(since, dict):
-            return 0
-        return sum(1 for then in since.values() if now - then > STALLED_AFTER)
+        """Hosts in flight for over STALLED_AFTER s."""
+        return sum(1 for then in self.shared.in_flight.values() if now - then > STALLED_AFTER)
 
     def open(self, spider) -> None:
         self._cpu, self._wall = cpu_seconds(), time.monotonic()
@@ -284,9 +277,7 @@ class InFlightControl:
         engine = getattr(crawler, "engine", None)
         downloader = getattr(engine, "downloader", None)
         held["requests in the downloader"] = len(getattr(downloader, "active", ()))
-        state = getattr(crawler, "_hostcrawl_state", None)  # crawler.state.CrawlState
-        if state is not None:
-            held["hosts held back by an outage"] = len(state.world.held)
+        held["hosts held back by an outage"] = self.shared.held_back()
         from twisted.internet import reactor
 
         cached = getattr(reactor.resolver, "cached", None)
@@ -295,7 +286,8 @@ class InFlightControl:
         return held
 
     def _apply(self) -> None:
-        """The downloader follows: two requests per host may be active at once."""
+        """The spider and the downloader follow: two requests per host may be active."""
+        self.shared.allowed_in_flight = self.allowed
         self.crawler.engine.downloader.total_concurrency = REQUESTS_PER_HOST * self.allowed
 
     def _record(self, in_flight: int, rss: int, cpu: float) -> None:

@@ -42,6 +42,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from crawler.db.retry import OUTAGE
+from crawler.shared import UNPROVEN_SINCE, CrawlShared
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ class StatsCollector:
 
     def __init__(self, crawler, metrics: PrometheusMetrics) -> None:
         self.crawler = crawler
+        self.shared = CrawlShared.of(crawler)
         self.metrics = metrics
 
     def collect(self):
@@ -96,10 +98,8 @@ class StatsCollector:
         for key, value in sorted(stats.items()):
             if key.startswith(OUTCOME_PREFIX):
                 outcomes.add_metric([key.removeprefix(OUTCOME_PREFIX)], value)
-        from crawler.state import worker_name
-
         worker = GaugeMetricFamily("hostcrawl_worker", "This worker's name.", labels=["worker"])
-        worker.add_metric([worker_name(self.crawler.settings)], 1)
+        worker.add_metric([self.shared.worker], 1)
         yield worker
         yield CounterMetricFamily(
             "hostcrawl_pages", "Front pages settled (any outcome).", value=pages_settled(stats)
@@ -129,10 +129,8 @@ class StatsCollector:
         yield GaugeMetricFamily(
             "hostcrawl_denylist_entries",
             "Entries in this worker's deny list.",
-            value=self.denylist_size(),
+            value=self.shared.denylist_entries(),
         )
-        from crawler.state import UNPROVEN_SINCE
-
         since = stats.get(UNPROVEN_SINCE)
         yield GaugeMetricFamily(
             "hostcrawl_world_unproven_since_seconds",
@@ -145,13 +143,6 @@ class StatsCollector:
             "0 while this worker waits for the database (an outage), else 1.",
             value=0 if OUTAGE.since is not None else 1,
         )
-
-    def denylist_size(self) -> int:
-        from crawler.state import CrawlState
-
-        state = getattr(self.crawler, CrawlState.ATTRIBUTE, None)
-        loaded = getattr(getattr(state, "denylist", None), "_list", None)
-        return len(loaded) if loaded is not None else 0
 
 
 def pages_settled(stats: dict) -> int:

@@ -30,6 +30,10 @@ class LiveDenyList:
         """The list; loading it here on first use (callers off the event loop load it first)."""
         return self._list if self._list is not None else self.load()
 
+    def size(self) -> int:
+        """Entries in the list now: 0 before it is loaded (never loads it)."""
+        return len(self._list) if self._list is not None else 0
+
     def denial(self, hostname: str) -> Denial | None:
         return self.loaded.denial(hostname)
 

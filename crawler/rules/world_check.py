@@ -314,7 +314,7 @@ class WorldCheck:
 
     def sum_up_if_due(self) -> None:
         """An unproven spell is told every `summary_every` seconds: at a check, or by the
-        crawl's clock (`CrawlState`) when failures come in bursts with no check between."""
+        crawl's clock (`CrawlShared`) when failures come in bursts with no check between."""
         now = time.monotonic()
         if self.unproven_since is not None and now - self._summed_up[0] >= self.summary_every:
             self._sum_up(self._why, now)

@@ -49,7 +49,7 @@ from crawler.core.sources import (
     parse_groups,
 )
 from crawler.network.resolver import cname_chain
-from crawler.state import CrawlState
+from crawler.shared import CrawlShared
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ class RedirectHopSources:
             and b"Location" in response.headers
             and hostname
         ):
-            denylist = CrawlState.of(self.crawler).denylist.loaded
+            denylist = CrawlShared.of(self.crawler).denylist.loaded
             limits = self.limits.of_fetch(request.meta, hostname)
             links, _ = read_response(response, hostname, denylist, self.groups, self.local, limits)
             if links.found:

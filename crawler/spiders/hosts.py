@@ -43,12 +43,11 @@ from crawler.core.sources import parse_groups
 from crawler.db import claims, unfinished
 from crawler.db.retry import in_thread_until_up
 from crawler.downloadermiddlewares.deny import request_denied
-from crawler.extensions.in_flight import InFlightControl
 from crawler.items import HostItem
 from crawler.network.failures import classify
 from crawler.network.request_meta import FAILED_AT, OUTCOME_BY_ITEM, request_hostname
+from crawler.shared import CrawlShared
 from crawler.spiders.discovery import LimitSettings, discover
-from crawler.state import CrawlState
 
 # Stats: links a page offered that were not saved, by reason (crawler.core.links).
 DROPPED_PREFIX = "hostcrawl/links/dropped/"
@@ -84,11 +83,10 @@ class HostsSpider(scrapy.Spider):
     def setup(self) -> None:
         crawler = self.crawler
         settings = crawler.settings
-        self.state = CrawlState.of(crawler)
+        self.state = CrawlShared.of(crawler)
         self.url_template = settings.get("HOST_URL_TEMPLATE")
         self.fallback_template = settings.get("HTTP_FALLBACK_TEMPLATE")
         self.batch = settings.getint("CLAIM_BATCH")
-        self.control = InFlightControl.of(crawler)
         self.root_limits = claims.RootLimits(
             settings.getint("ROOT_CONCURRENCY"), settings.getint("ROOT_BUDGET")
         )
@@ -102,9 +100,9 @@ class HostsSpider(scrapy.Spider):
         # callback's source under a weak reference to the callback object, so a new one per
         # request was read again (inspect, ast: ~5 ms) whenever the remembered one died.
         self.on_page, self.on_failure = self.parse, self.failed
-        # Each host in flight, since when (monotonic): the in-flight control counts the
-        # hosts stalled on the web apart (crawler/extensions/in_flight.py).
-        self.in_flight: dict[str, float] = {}
+        # Each host in flight, since when (monotonic), kept in the crawl's shared state:
+        # the in-flight control counts the hosts stalled on the web apart.
+        self.in_flight = self.state.in_flight
         # Claimed hosts settled without a fetch (refused as scheduled, or poison pills).
         self._to_settle: list[HostItem] = []
         self._room = asyncio.Event()
@@ -210,7 +208,7 @@ class HostsSpider(scrapy.Spider):
 
     def _free_slots(self) -> int:
         """Hosts that fit under the in-flight limit now (hosts stalled on the web beside it)."""
-        return self.control.allowed - len(self.in_flight)
+        return self.state.allowed_in_flight - len(self.in_flight)
 
     def _claim_step(self) -> int:
         """The fewest hosts worth a claim: a CLAIM_BATCH, or half the limit if less; one

@@ -16,6 +16,7 @@ from crawler.extensions.in_flight import (
     next_limit,
     rss_bytes,
 )
+from crawler.shared import CrawlShared
 
 MB = 2**20
 BUDGET = 500 * MB
@@ -81,18 +82,18 @@ def test_the_limit_stays_within_its_bounds(monkeypatch):
     # A small worker: the test process's own RSS (hundreds of MB late in a suite) would
     # be near the budget and hold the limit down.
     monkeypatch.setattr("crawler.extensions.in_flight.rss_bytes", lambda: 100 * MB)
-    control = InFlightControl.of(crawler)
-    assert InFlightControl.of(crawler) is control
+    control = InFlightControl.from_crawler(crawler)
+    assert CrawlShared.of(crawler) is control.shared  # the room it sets, the spider reads
     crawler.spider = Spider("probe")
     downloader = SimpleNamespace(total_concurrency=64)
     crawler._engine = SimpleNamespace(downloader=downloader)  # what the crawl sets
-    crawler.spider.in_flight = set(range(control.limit))
     control.open(crawler.spider)
     try:
         for _ in range(5):
-            crawler.spider.in_flight = set(range(control.limit))
+            hold(control, dict.fromkeys(map(str, range(control.limit)), time.monotonic()))
             control.tick()
         assert control.limit == 300  # MAX_IN_FLIGHT
+        assert control.shared.allowed_in_flight == 300
         assert downloader.total_concurrency == 600  # robots.txt and page per host
         monkeypatch.setattr("crawler.extensions.in_flight.rss_bytes", lambda: 900 * MB)
         for _ in range(20):
@@ -117,13 +118,18 @@ def started_control(monkeypatch, cpu_per_tick=0.0, **settings):
     used = iter(i * cpu_per_tick for i in range(10_000))
     monkeypatch.setattr("crawler.extensions.in_flight.cpu_seconds", lambda: next(used))
     monkeypatch.setattr("crawler.extensions.in_flight.rss_bytes", lambda: 100 * MB)
-    control = InFlightControl.of(crawler)
+    control = InFlightControl.from_crawler(crawler)
     crawler.spider = Spider("probe")
     downloader = SimpleNamespace(total_concurrency=64)
     crawler._engine = SimpleNamespace(downloader=downloader)
-    crawler.spider.in_flight = {}
     control.open(crawler.spider)
     return control, crawler.spider, downloader
+
+
+def hold(control: InFlightControl, since: dict[str, float]) -> None:
+    """The hosts in flight, as the spider keeps them in the crawl's shared state."""
+    control.shared.in_flight.clear()
+    control.shared.in_flight.update(since)
 
 
 def test_one_tick_of_a_worker_with_time_to_spare_raises_the_limit_from_the_start(monkeypatch):
@@ -133,7 +139,7 @@ def test_one_tick_of_a_worker_with_time_to_spare_raises_the_limit_from_the_start
     try:
         control._wall -= 0.5  # half a second of wall clock since the spider opened...
         control._cpu -= 0.3  # ...and 0.3 s of CPU in it: 60% of a core
-        spider.in_flight = dict.fromkeys(map(str, range(control.limit)), 0.0)
+        hold(control, dict.fromkeys(map(str, range(control.limit)), 0.0))
         start = control.limit
         control.tick()
         assert control.limit == 2 * start
@@ -148,14 +154,14 @@ def test_hosts_stalled_on_the_web_do_not_hold_room_under_the_limit(monkeypatch):
     try:
         limit = control.limit
         now = time.monotonic()
-        spider.in_flight = {f"hung{i}": now - STALLED_AFTER - 1 for i in range(100)}
-        spider.in_flight |= {f"new{i}": now for i in range(limit - 100)}
+        hung = {f"hung{i}": now - STALLED_AFTER - 1 for i in range(100)}
+        hold(control, hung | {f"new{i}": now for i in range(limit - 100)})
         control.tick()
         assert control.stalled == 100
         assert control.allowed == control.limit + 100
         assert downloader.total_concurrency == 2 * control.allowed
         # The stalled count no more than as many again as the limit, nor past MAX_IN_FLIGHT.
-        spider.in_flight = {f"hung{i}": now - STALLED_AFTER - 1 for i in range(5000)}
+        hold(control, {f"hung{i}": now - STALLED_AFTER - 1 for i in range(5000)})
         control.tick()
         assert control.allowed == min(1000, 2 * control.limit)
     finally:
@@ -169,7 +175,7 @@ def test_after_a_cut_the_stalled_hosts_count_again(monkeypatch):
     try:
         control.lag = 1.0  # late, and the worker at a full core
         now = time.monotonic()
-        spider.in_flight = {f"h{i}": now - STALLED_AFTER - 1 for i in range(control.limit)}
+        hold(control, {f"h{i}": now - STALLED_AFTER - 1 for i in range(control.limit)})
         control.tick()
         assert control.allowed == control.limit
         assert downloader.total_concurrency == 2 * control.limit
@@ -184,7 +190,7 @@ def test_while_the_reactor_is_late_the_stalled_hosts_count(monkeypatch):
     try:
         control.lag = 1.0
         now = time.monotonic()
-        spider.in_flight = {f"h{i}": now - STALLED_AFTER - 1 for i in range(control.limit)}
+        hold(control, {f"h{i}": now - STALLED_AFTER - 1 for i in range(control.limit)})
         limit = control.limit
         control.tick()
         assert control.limit == limit  # not cut: the worker is mostly idle

@@ -4,9 +4,10 @@ core (pure rules) ← crawler/db ← {the Scrapy parts, the CLI, the panel}; the
 Scrapy parts and the panel never import each other. A module's layer is its
 folder: crawler/core, crawler/db, crawler/cli, webpanel; the rest of crawler/
 is the Scrapy side, whose rooms (ROOMS) point one way too: the network knows
-nothing of the crawl, the rules know the network, the shared state knows the
-rules, and the Scrapy components (middlewares, extensions, spiders, pipelines)
-share that state; the add-on and the commands wire them all.
+nothing of the crawl, the rules know the network, the shared state
+(crawler/shared.py) knows the rules, and the Scrapy components (middlewares,
+extensions, spiders, pipelines) share that state; the add-on and the commands wire
+them all.
 """
 
 from __future__ import annotations
@@ -94,13 +95,14 @@ ROOMS = {
     "network": set(),
     "utils": set(),
     "rules": {"network", "utils"},
-    "state": {"network", "rules"},
-    "downloadermiddlewares": {"network", "state"},
-    "extensions": {"state"},
+    "shared": {"network", "rules"},
+    "downloadermiddlewares": {"network", "shared"},
+    "extensions": {"shared"},
     "items": set(),
     "logformatter": {"items"},
-    "pipelines": {"items", "rules", "state", "utils"},
-    "spiders": {"downloadermiddlewares", "extensions", "items", "network", "state"},
+    "pipelines": {"items", "rules", "shared", "utils"},
+    # The spider reads its room in flight through the shared state, not the extension.
+    "spiders": {"downloadermiddlewares", "items", "network", "shared"},
     "runner": set(),
     "settings": set(),
 }

@@ -4,6 +4,7 @@ flight can still keep the budget, and what it holds."""
 from __future__ import annotations
 
 import logging
+import time
 from types import SimpleNamespace
 
 from scrapy import Spider
@@ -20,9 +21,9 @@ def test_a_worker_over_its_memory_budget_says_by_how_much_and_what_it_holds(monk
     )
     monkeypatch.setattr("crawler.extensions.in_flight.cpu_seconds", lambda: 0.0)
     monkeypatch.setattr("crawler.extensions.in_flight.rss_bytes", lambda: 536 * MB)
-    control = InFlightControl.of(crawler)
+    control = InFlightControl.from_crawler(crawler)
     crawler.spider = Spider("probe")
-    crawler.spider.in_flight = set(range(MIN_IN_FLIGHT))
+    control.shared.in_flight.update(dict.fromkeys(map(str, range(MIN_IN_FLIGHT)), time.monotonic()))
     downloader = SimpleNamespace(total_concurrency=64, active=set(range(100)))
     crawler._engine = SimpleNamespace(downloader=downloader)
     caplog.set_level(logging.INFO, logger="crawler.extensions.in_flight")

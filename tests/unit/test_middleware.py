@@ -12,7 +12,7 @@ from scrapy.utils.test import get_crawler
 from crawler.db import deny_entries
 from crawler.downloadermiddlewares.deny import BlacklistMiddleware, request_denied
 from crawler.downloadermiddlewares.retry import AnswerAwareRetryMiddleware
-from crawler.state import CrawlState
+from crawler.shared import CrawlShared
 from tests.loops import run as run_in_loop
 from tests.unit.test_hostnames import CASES
 
@@ -23,7 +23,7 @@ def crawler(db):
     crawler.spider = crawler._create_spider("test")
     crawler._apply_settings()  # the add-on's settings, as a crawl applies them
     yield crawler
-    CrawlState.of(crawler).denylist.stop()
+    CrawlShared.of(crawler).denylist.stop()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from crawler.core.outcomes import OK
 from crawler.db import claims, queue
 from crawler.items import HostItem
 from crawler.pipelines import HostWritePipeline
-from crawler.state import CrawlState
+from crawler.shared import CrawlShared
 from tests.loops import run as run_in_loop
 from tests.waiting import wait_until
 
@@ -26,7 +26,7 @@ def pipeline(db):
     crawler = get_crawler(Spider, {"ADDONS": {"crawler.addon.HostcrawlAddon": 0}})
     crawler.spider = crawler._create_spider("test")
     yield HostWritePipeline.from_crawler(crawler)
-    CrawlState.of(crawler).denylist.stop()
+    CrawlShared.of(crawler).denylist.stop()
 
 
 def claim_row(db, hostname: str):

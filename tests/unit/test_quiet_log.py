@@ -18,7 +18,7 @@ from crawler.core.outcomes import DNS_TIMEOUT
 from crawler.items import HostItem
 from crawler.pipelines import HostWritePipeline
 from crawler.rules.world_check import WorldCheck
-from crawler.state import CrawlState
+from crawler.shared import CrawlShared
 from tests.loops import run as run_in_loop
 from tests.unit.test_world_check import run
 
@@ -84,7 +84,7 @@ def crawler(db):
     crawler = get_crawler(Spider, {"ADDONS": {"crawler.addon.HostcrawlAddon": 0}})
     crawler.spider = crawler._create_spider("test")
     yield crawler
-    CrawlState.of(crawler).denylist.stop()
+    CrawlShared.of(crawler).denylist.stop()
 
 
 def test_a_host_held_back_by_an_outage_is_dropped_at_debug_by_its_reason(crawler, monkeypatch):
@@ -93,7 +93,7 @@ def test_a_host_held_back_by_an_outage_is_dropped_at_debug_by_its_reason(crawler
     async def unproven(hostname, edge, began, layer, outcome):
         return "resolver/network not answering"
 
-    monkeypatch.setattr(CrawlState.of(crawler).world, "holds_back", unproven)
+    monkeypatch.setattr(CrawlShared.of(crawler).world, "holds_back", unproven)
     monkeypatch.setattr("crawler.pipelines.queue.retry_soon", lambda *args: None)
     item = HostItem("n1.down.test", DNS_TIMEOUT, final_url="http://n1.down.test/")
     with pytest.raises(DropItem) as dropped:

@@ -1,9 +1,11 @@
-"""What a crawl's hostcrawl components share: the database, the deny list, the trap guard.
+"""What one crawler's hostcrawl components share: CrawlShared, one per Scrapy crawler.
 
-One per Scrapy crawler, made by whichever component asks first
-(`CrawlState.of(crawler)`), so the middleware, the pipeline and any spider
-see the same deny list, windows and world check. The deny list is loaded in
-a thread when the spider opens, before the first request.
+The worker's name, the database, the deny list, the world check, the trap guard and
+the hosts in flight. Each component's from_crawler asks `CrawlShared.of(crawler)`; the
+first to ask makes it, and it lives as long as its crawler (a weak mapping: nothing is
+hung on the crawler). The deny list is loaded in a thread when the spider opens, before
+the first request. The parts that need the database are made on first use, so a crawler
+that never opens its spider (a test of one extension) starts no database.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import logging
 import os
 import socket
 import time
+import weakref
 from datetime import datetime
+from functools import cached_property
 
 from scrapy import signals
 
@@ -69,27 +73,58 @@ def crawl_engine():
         raise SystemExit(1) from None
 
 
-class CrawlState:
-    """The shared state of one crawler's hostcrawl components."""
+# Hosts a worker may hold until the in-flight control sizes it (and all along without one).
+UNSIZED_IN_FLIGHT = 128
 
-    ATTRIBUTE = "_hostcrawl_state"
+# Each crawler's CrawlShared, for as long as the crawler lives.
+_SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class CrawlShared:
+    """What one crawler's hostcrawl components share (one per crawler: `of(crawler)`)."""
 
     @classmethod
-    def of(cls, crawler) -> CrawlState:
-        state = getattr(crawler, cls.ATTRIBUTE, None)
-        if state is None:
-            state = cls(crawler)
-            setattr(crawler, cls.ATTRIBUTE, state)
-        return state
+    def of(cls, crawler) -> CrawlShared:
+        """The crawler's one CrawlShared, made by whichever component asks first."""
+        shared = _SHARED.get(crawler)
+        if shared is None:
+            shared = _SHARED[crawler] = cls(crawler)
+        return shared
 
     def __init__(self, crawler) -> None:
         settings = crawler.settings
         self.crawler = crawler
         self.worker = worker_name(settings)
         self.actor = f"crawler {self.worker}"
-        self.engine = crawl_engine()
-        self.denylist = LiveDenyList(self.engine, settings.getfloat("DENYLIST_RELOAD"))
-        self.world = WorldCheck(
+        # Each host claimed and not yet settled, since when (monotonic): the hosts spider
+        # keeps it; the in-flight control counts the hosts stalled on the web apart.
+        self.in_flight: dict[str, float] = {}
+        # Hosts the worker may hold now: the in-flight control's (extensions/in_flight.py).
+        self.allowed_in_flight = UNSIZED_IN_FLIGHT
+        self.recheck_every = settings.getfloat("TRAP_RECHECK_INTERVAL")
+        self._resolver: OutcomeResolver | None = None
+        self._background: set[asyncio.Task] = set()
+        self._rechecks: asyncio.Task | None = None
+        self._summaries: asyncio.Task | None = None
+        self._silence: tuple[datetime | None, bool, int] = (None, False, 0)
+        self._told, self._told_at = self._silence, float("-inf")  # what the panel was told
+        self._telling: asyncio.Task | None = None
+        self._heard_dns = None  # the world check's ear on DNS answers, while open
+        crawler.signals.connect(self.open, signal=signals.spider_opened)
+        crawler.signals.connect(self.close, signal=signals.spider_closed)
+
+    @cached_property
+    def engine(self):
+        return crawl_engine()
+
+    @cached_property
+    def denylist(self) -> LiveDenyList:
+        return LiveDenyList(self.engine, self.crawler.settings.getfloat("DENYLIST_RELOAD"))
+
+    @cached_property
+    def world(self) -> WorldCheck:
+        settings = self.crawler.settings
+        return WorldCheck(
             self.engine,
             self.resolver,
             url_templates(settings),
@@ -103,25 +138,33 @@ class CrawlState:
             nameservers=settings.get("DNS_NAMESERVERS"),
             connect_timeout=settings.getfloat("CONNECT_TIMEOUT"),
         )
-        self.traps = TrapGuard(
+
+    @cached_property
+    def traps(self) -> TrapGuard:
+        return TrapGuard(
             self.engine,
-            settings.getint("TRAP_WINDOW"),
+            self.crawler.settings.getint("TRAP_WINDOW"),
             self.actor,
             remember=self.denylist.remember,
             confirm=SelfCheck(self.engine, self.world, self.count).confirm,
             still_denied=lambda domain: self.denylist.denial(domain) is not None,
         )
-        self.recheck_every = settings.getfloat("TRAP_RECHECK_INTERVAL")
-        self._resolver: OutcomeResolver | None = None
-        self._background: set[asyncio.Task] = set()
-        self._rechecks: asyncio.Task | None = None
-        self._summaries: asyncio.Task | None = None
-        self._silence: tuple[datetime | None, bool, int] = (None, False, 0)
-        self._told, self._told_at = self._silence, float("-inf")  # what the panel was told
-        self._telling: asyncio.Task | None = None
-        self._heard_dns = functools.partial(self.world.heard, layer=DNS)
-        crawler.signals.connect(self.open, signal=signals.spider_opened)
-        crawler.signals.connect(self.close, signal=signals.spider_closed)
+
+    def _made(self, part: str):
+        """A part made on first use, if it was (None otherwise): read without making it."""
+        return self.__dict__.get(part)
+
+    def held_back(self) -> int:
+        """Hosts the world check holds back now (none while the world is proven)."""
+        world = self._made("world")
+        if world is None or world.unproven_since is None:
+            return 0
+        return len(world.held)
+
+    def denylist_entries(self) -> int:
+        """Entries in the loaded deny list (0 before it is loaded)."""
+        denylist = self._made("denylist")
+        return denylist.size() if denylist is not None else 0
 
     def count(self, key: str, n: int = 1) -> None:
         """A stat, once the crawl has its stats collector."""
@@ -172,6 +215,7 @@ class CrawlState:
 
     async def open(self, spider) -> None:
         """Load the deny list off the event loop, riding out an outage; start rechecks."""
+        self._heard_dns = functools.partial(self.world.heard, layer=DNS)
         answered_listeners.append(self._heard_dns)
         await in_thread_until_up("loading the deny list", self.denylist.load)
         self._rechecks = asyncio.ensure_future(self._recheck_deferred())
@@ -205,6 +249,8 @@ class CrawlState:
 
     async def close(self, spider) -> None:
         """Let the last window writes (and blocks) land, then stop listening."""
+        if self._heard_dns is None:
+            return  # never opened: nothing was started
         with contextlib.suppress(ValueError):
             answered_listeners.remove(self._heard_dns)
         if self._summaries is not None:
