@@ -18,6 +18,7 @@ import os
 import socket
 import time
 import weakref
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 
@@ -76,6 +77,15 @@ def crawl_engine():
 # Hosts a worker may hold until the in-flight control sizes it (and all along without one).
 UNSIZED_IN_FLIGHT = 128
 
+
+@dataclass
+class InFlightRoom:
+    """The room for hosts in flight: the in-flight control sets it, the spider claims to it."""
+
+    limit: int = UNSIZED_IN_FLIGHT
+    allowed: int = UNSIZED_IN_FLIGHT  # the limit, and room beside it for hosts stalled on the web
+
+
 # Each crawler's CrawlShared, for as long as the crawler lives.
 _SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -99,8 +109,7 @@ class CrawlShared:
         # Each host claimed and not yet settled, since when (monotonic): the hosts spider
         # keeps it; the in-flight control counts the hosts stalled on the web apart.
         self.in_flight: dict[str, float] = {}
-        # Hosts the worker may hold now: the in-flight control's (extensions/in_flight.py).
-        self.allowed_in_flight = UNSIZED_IN_FLIGHT
+        self.room = InFlightRoom()  # the in-flight control's (extensions/in_flight.py)
         self.recheck_every = settings.getfloat("TRAP_RECHECK_INTERVAL")
         self._resolver: OutcomeResolver | None = None
         self._background: set[asyncio.Task] = set()

@@ -55,7 +55,7 @@ import time
 
 from scrapy import signals
 
-from crawler.shared import CrawlShared
+from crawler.shared import CrawlShared, InFlightRoom
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ class InFlightControl:
         self.lag, self.cpu = 0.0, CPU_SPARE
         self.stalled = 0  # hosts in flight for over STALLED_AFTER s (not counted)
         self.allowed = self.limit  # hosts the worker may hold: the limit and the stalled
-        self.shared.allowed_in_flight = self.allowed
+        self.shared.room = InFlightRoom(self.limit, self.allowed)
         self._calls: list = []
         self._lag_max = 0.0
         self._expected = 0.0
@@ -287,7 +287,7 @@ class InFlightControl:
 
     def _apply(self) -> None:
         """The spider and the downloader follow: two requests per host may be active."""
-        self.shared.allowed_in_flight = self.allowed
+        self.shared.room = InFlightRoom(self.limit, self.allowed)
         self.crawler.engine.downloader.total_concurrency = REQUESTS_PER_HOST * self.allowed
 
     def _record(self, in_flight: int, rss: int, cpu: float) -> None:

@@ -208,14 +208,14 @@ class HostsSpider(scrapy.Spider):
 
     def _free_slots(self) -> int:
         """Hosts that fit under the in-flight limit now (hosts stalled on the web beside it)."""
-        return self.state.allowed_in_flight - len(self.in_flight)
+        return self.state.room.allowed - len(self.in_flight)
 
     def _claim_step(self) -> int:
         """The fewest hosts worth a claim: a CLAIM_BATCH, or half the limit if less; one
         after a short claim (what is due would not fill more)."""
         if self._short:
             return 1
-        return min(self.batch, max(1, self.control.limit // 2))
+        return min(self.batch, max(1, self.state.room.limit // 2))
 
     def _claim_size(self) -> int:
         """Enough hosts to fill the room, in one claim of at most MAX_CLAIM_BATCHES batches."""

@@ -16,7 +16,7 @@ from crawler.extensions.in_flight import (
     next_limit,
     rss_bytes,
 )
-from crawler.shared import CrawlShared
+from crawler.shared import CrawlShared, InFlightRoom
 
 MB = 2**20
 BUDGET = 500 * MB
@@ -93,7 +93,7 @@ def test_the_limit_stays_within_its_bounds(monkeypatch):
             hold(control, dict.fromkeys(map(str, range(control.limit)), time.monotonic()))
             control.tick()
         assert control.limit == 300  # MAX_IN_FLIGHT
-        assert control.shared.allowed_in_flight == 300
+        assert control.shared.room == InFlightRoom(300, 300)
         assert downloader.total_concurrency == 600  # robots.txt and page per host
         monkeypatch.setattr("crawler.extensions.in_flight.rss_bytes", lambda: 900 * MB)
         for _ in range(20):
