@@ -8,6 +8,8 @@ every line's result.
 
 from __future__ import annotations
 
+from functools import partial
+
 import click
 
 from crawler.cli.bulkrun import finish, run_file
@@ -20,10 +22,31 @@ LIST_FILE = click.Path(dir_okay=False, allow_dash=True)
 REPORT_FILE = click.Path(dir_okay=False)
 
 
-def apply(change, names: tuple[str, ...], path: str | None, report_path: str | None, what: str):
-    """Names given: a line each. A file: progress, summary, exit 1 if anything was refused."""
+def entry_change(file_help: str, note_help: str = "Why (kept in the change log)."):
+    """The options of a command that changes entries: names, or -f FILE, a --note and
+    a --report; its errors are one line (friendly_errors)."""
+
+    def options(command):
+        command = friendly_errors(command)
+        command = click.option(
+            "--report", "report_path", type=REPORT_FILE, help="Every line's result as CSV."
+        )(command)
+        command = click.option("--note", callback=checked_note, help=note_help)(command)
+        return click.option("-f", "--file", "path", type=LIST_FILE, help=file_help)(command)
+
+    return options
+
+
+def apply(batches, names: tuple[str, ...], path: str | None, report_path: str | None, what: str):
+    """Change the entries of NAMES or FILE by `batches(engine, names, actor)` (a
+    crawler.db.deny_entries writer). Names given: a line each. A file: progress, summary,
+    exit 1 if anything was refused."""
     if bool(names) == bool(path):
         raise click.UsageError("give names or -f FILE (one of them)")
+
+    def change(items):
+        return batches(engine(), items, ACTOR)
+
     if path is None:
         report([c for batch in change(names) for c in batch], registered_domain_hint)
     else:
@@ -52,35 +75,23 @@ def no_follow() -> None:
 
 @no_follow.command("add")
 @click.argument("domains", nargs=-1)
-@click.option("-f", "--file", "path", type=LIST_FILE, help="A list or block list ('-': stdin).")
-@click.option(
-    "--note", callback=checked_note, help="Why (kept with the entry and in the change log)."
-)
 @click.option("--force", is_flag=True, help="Accept a bare public suffix such as 'com'.")
-@click.option("--report", "report_path", type=REPORT_FILE, help="Every line's result as CSV.")
-@friendly_errors
+@entry_change(
+    "A list or block list ('-': stdin).", "Why (kept with the entry and in the change log)."
+)
 def no_follow_add(domains: tuple[str, ...], path, note: str | None, force: bool, report_path):
     """Add DOMAINS (or the names in FILE) to no_follow."""
-
-    def change(items):
-        return deny_entries.add_no_follow_batches(engine(), items, ACTOR, note=note, force=force)
-
-    apply(change, domains, path, report_path, "no_follow add")
+    add = partial(deny_entries.add_no_follow_batches, note=note, force=force)
+    apply(add, domains, path, report_path, "no_follow add")
 
 
 @no_follow.command("remove")
 @click.argument("domains", nargs=-1)
-@click.option("-f", "--file", "path", type=LIST_FILE, help="A list ('-': stdin).")
-@click.option("--note", callback=checked_note, help="Why (kept in the change log).")
-@click.option("--report", "report_path", type=REPORT_FILE, help="Every line's result as CSV.")
-@friendly_errors
+@entry_change("A list ('-': stdin).")
 def no_follow_remove(domains: tuple[str, ...], path, note: str | None, report_path) -> None:
     """Remove DOMAINS (or the names in FILE) from no_follow."""
-
-    def change(items):
-        return deny_entries.remove_no_follow_batches(engine(), items, ACTOR, note=note)
-
-    apply(change, domains, path, report_path, "no_follow remove")
+    remove = partial(deny_entries.remove_no_follow_batches, note=note)
+    apply(remove, domains, path, report_path, "no_follow remove")
 
 
 @no_follow.command("list")
@@ -107,14 +118,8 @@ def blocked_list() -> None:
 
 @blocked.command("unblock")
 @click.argument("hosts", nargs=-1)
-@click.option("-f", "--file", "path", type=LIST_FILE, help="A list ('-': stdin).")
-@click.option("--note", callback=checked_note, help="Why (kept in the change log).")
-@click.option("--report", "report_path", type=REPORT_FILE, help="Every line's result as CSV.")
-@friendly_errors
+@entry_change("A list ('-': stdin).")
 def blocked_unblock(hosts: tuple[str, ...], path, note: str | None, report_path) -> None:
     """Unblock HOSTS (or those in FILE); the hosts their blocks took out come back."""
-
-    def change(items):
-        return deny_entries.unblock_batches(engine(), items, ACTOR, note=note)
-
-    apply(change, hosts, path, report_path, "unblock")
+    unblock = partial(deny_entries.unblock_batches, note=note)
+    apply(unblock, hosts, path, report_path, "unblock")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 
 import click
 
@@ -68,22 +69,43 @@ def user_list() -> None:
         )
 
 
-@user.command("disable")
-@click.argument("name")
-@friendly_errors
-def user_disable(name: str) -> None:
-    """Disable NAME: no login; their sessions end and their API token is revoked."""
-    accounts.set_disabled(engine(), name, True)
-    click.echo(f"user {name} disabled; their sessions ended and their API token is revoked")
+def operator_command(name: str, change, said: str, help_text: str) -> click.Command:
+    """`hostcrawl user NAME_OF_COMMAND NAME`: `change(engine, name)`, then `said`."""
+
+    @user.command(name, help=help_text)
+    @click.argument("name")
+    @friendly_errors
+    def command(name: str) -> None:
+        change(engine(), name)
+        click.echo(said.format(name=name))
+
+    return command
 
 
-@user.command("enable")
-@click.argument("name")
-@friendly_errors
-def user_enable(name: str) -> None:
-    """Enable NAME again (their old sessions and API token stay ended)."""
-    accounts.set_disabled(engine(), name, False)
-    click.echo(f"user {name} enabled")
+user_disable = operator_command(
+    "disable",
+    partial(accounts.set_disabled, disabled=True),
+    "user {name} disabled; their sessions ended and their API token is revoked",
+    "Disable NAME: no login; their sessions end and their API token is revoked.",
+)
+user_enable = operator_command(
+    "enable",
+    partial(accounts.set_disabled, disabled=False),
+    "user {name} enabled",
+    "Enable NAME again (their old sessions and API token stay ended).",
+)
+user_unlock = operator_command(
+    "unlock",
+    accounts.unlock,
+    "failed logins of {name} forgotten",
+    "Forget NAME's failed logins from every address, so no wait slows them down.",
+)
+user_delete = operator_command(
+    "delete",
+    accounts.delete_user,
+    "user {name} deleted",
+    "Delete operator NAME (their entries' audit lines keep the name).",
+)
 
 
 @user.command("password")
@@ -94,21 +116,3 @@ def user_password(name: str) -> None:
     their API token is revoked."""
     accounts.set_password(engine(), name, read_password())
     click.echo(f"password of {name} changed; their sessions ended, their API token revoked")
-
-
-@user.command("unlock")
-@click.argument("name")
-@friendly_errors
-def user_unlock(name: str) -> None:
-    """Forget NAME's failed logins from every address, so no wait slows them down."""
-    accounts.unlock(engine(), name)
-    click.echo(f"failed logins of {name} forgotten")
-
-
-@user.command("delete")
-@click.argument("name")
-@friendly_errors
-def user_delete(name: str) -> None:
-    """Delete operator NAME (their entries' audit lines keep the name)."""
-    accounts.delete_user(engine(), name)
-    click.echo(f"user {name} deleted")

@@ -10,12 +10,10 @@ from __future__ import annotations
 from sqlalchemy import Engine, text
 
 from crawler.core.hostnames import root
-from crawler.db.retry import retry_conflicts
+from crawler.db.retry import commit_statement
 
 MARK_FLOOD = text("UPDATE hosts SET name_flood = :why WHERE hostname = :page AND root = :root")
 
 
-@retry_conflicts
 def mark_flood(engine: Engine, page: str, why: str) -> None:
-    with engine.begin() as conn:
-        conn.execute(MARK_FLOOD, {"page": page, "root": root(page), "why": why})
+    commit_statement(engine, MARK_FLOOD, {"page": page, "root": root(page), "why": why})

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from psycopg import errors as pg_errors
+from sqlalchemy import Engine, TextClause
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,13 @@ def retry_conflicts(method: Callable[..., T]) -> Callable[..., T]:
         raise AssertionError("unreachable")
 
     return run
+
+
+@retry_conflicts
+def commit_statement(engine: Engine, statement: TextClause, params: dict) -> None:
+    """One statement in a transaction of its own, run again when Postgres aborts it."""
+    with engine.begin() as conn:
+        conn.execute(statement, params)
 
 
 # On a Citus cluster the coordinator answers while a worker node is down, with an

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, Engine, text
 
 from crawler.core.outages import LayerFailures
-from crawler.db.retry import retry_conflicts
+from crawler.db.retry import commit_statement, retry_conflicts
 
 # A silent worker checks at least every OUTAGE_RETRY_AFTER while it holds hosts back;
 # ten minutes without a word is a worker that is gone.
@@ -34,6 +34,8 @@ REPORT = text(
            {", ".join(f"{c} = excluded.{c}" for c in REASON)}, checked_at = now()
     """
 )
+
+CLEAR = text("DELETE FROM world_silences WHERE worker = :w")
 
 
 @dataclass(frozen=True)
@@ -78,11 +80,9 @@ def report(
         conn.execute(REPORT, {**params, **reason.params()})
 
 
-@retry_conflicts
 def clear(engine: Engine, worker: str) -> None:
     """A canary answers `worker` again (or it stops)."""
-    with engine.begin() as conn:
-        conn.execute(text("DELETE FROM world_silences WHERE worker = :w"), {"w": worker})
+    commit_statement(engine, CLEAR, {"w": worker})
 
 
 @dataclass(frozen=True)
