@@ -138,9 +138,9 @@ def top_functions(files: list[Path], n: int) -> list[str]:
 # Functions whose inclusive CPU shows where a database call's time goes.
 INCLUSIVE = (
     ("crawler/db/queue.py", "finish_many"),
-    ("crawler/db/windows.py", "record_outcomes"),
+    ("crawler/db/trap_windows.py", "record_outcomes"),
     ("crawler/db/claims.py", "claim"),
-    ("crawler/db/windows.py", "_update_windows"),
+    ("crawler/db/trap_windows.py", "_update_windows"),
     ("crawler/db/queue.py", "write_results"),
     ("crawler/db/queue.py", "insert_hosts"),
     ("crawler/db/queue.py", "schedule"),

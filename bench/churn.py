@@ -13,7 +13,7 @@ In each, WORKERS processes loop as crawler workers do, paced to RATE hosts/s
 in all (4 x the crawl figure of bench/crawl.py): `claims.claim_polite` 100 hosts
 (the crawler's claim, per-root rules included);
 `queue.finish_many` them (70% OK, 20% NXDOMAIN, 10% timeout; 8 links a page,
-one in NEW_EVERY pages a new host); `windows.record_outcomes` of the batch
+one in NEW_EVERY pages a new host); `trap_windows.record_outcomes` of the batch
 (the trap windows, as BlacklistMiddleware writes them). Recrawl after
 RECRAWL_AFTER, so rows come round again. Each worker also runs the scheduled prune
 (retention.scheduled, under its advisory lock) every PRUNE_INTERVAL, and root_claims
@@ -102,7 +102,7 @@ def worker(url: str, number: int, stop, latencies) -> None:
     """One crawler worker's database work, paced to RATE / WORKERS hosts per second."""
     sys.path.insert(0, str(PROJECT_ROOT))
     from crawler.core.links import FilteredLinks
-    from crawler.db import claims, queue, retention, windows
+    from crawler.db import claims, queue, retention, trap_windows
 
     engine = create_engine(url, pool_size=2)
     rng = random.Random(number)
@@ -133,7 +133,7 @@ def worker(url: str, number: int, stop, latencies) -> None:
         if crawled:
             queue.finish_many(engine, crawled)
             outcomes = [(c.hostname, c.result.outcome) for c in crawled]
-            windows.record_outcomes(engine, outcomes, TRAP_WINDOW)
+            trap_windows.record_outcomes(engine, outcomes, TRAP_WINDOW)
         if len(pending) >= 20:
             latencies.put(pending)
             pending = []

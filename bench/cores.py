@@ -25,7 +25,7 @@ database (the postmaster, every backend, autovacuum and the rest: the live
 processes' times plus those of the ones that ended, which the postmaster collects
 as its children's) and the fake web (its process and its children). From those
 figures, the model of N cores below, and the share of the cores `auto` gives the
-workers (crawler/core/workers.py WORKER_SHARE; docs/scaling.md "Workers per
+workers (crawler/core/worker_count.py WORKER_SHARE; docs/scaling.md "Workers per
 machine").
 
 --quick: 600 hosts, one round each, no verdict.
@@ -181,7 +181,7 @@ def main() -> None:
     sys.path.insert(0, str(PROJECT_ROOT))
     from sqlalchemy import create_engine
 
-    from crawler.core.workers import WORKER_SHARE, WorkerCount
+    from crawler.core.worker_count import WORKER_SHARE, WorkerCount
     from tests.fakeweb import FakeWeb, World
 
     os.environ["LOCAL_SUFFIXES"] = "test"  # fakeweb's names: the seed and the workers take them
@@ -249,7 +249,7 @@ def model(runs: dict[int, list[dict]], share_now: float, worker_count) -> None:
     )
     print(
         f"workers' share of the CPU per page (worker / (worker + database)): {share:.2f}"
-        f" (crawler/core/workers.py WORKER_SHARE, what auto uses: {share_now:.2f})"
+        f" (crawler/core/worker_count.py WORKER_SHARE, what auto uses: {share_now:.2f})"
     )
     print(
         "# model: each worker is one core at most (pages/s <= 1 / worker CPU per page);"

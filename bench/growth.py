@@ -15,7 +15,7 @@ entries) are added, and they are timed again:
 - finish: `queue.finish_many` of 100 claimed hosts (8 links a page: 7 known
   hosts, 1 new one), hosts/s;
 - saving new hosts: `queue.save_hosts` of 100 new names, names/s;
-- the trap-window write: `windows.record_outcomes` of 100 outcomes, µs each;
+- the trap-window write: `trap_windows.record_outcomes` of 100 outcomes, µs each;
 - the panel: p95 of `/`, a deep keyset page, a domain search, `/blocked`,
   `/no_follow`, `/roots` (Flask test client, logged in; 40 requests each in 4
   interleaved rounds; the strip cached as in production) and of the
@@ -177,7 +177,7 @@ def crawled_batches(hosts: list[str], rng: random.Random, roots: int, tag: str) 
 
 def measure_writes(engine, hosts: list[str], roots: int, tag: str) -> tuple[dict, dict]:
     """finish_many, save_hosts, record_outcomes: the figures, and one call of each (EXPLAIN)."""
-    from crawler.db import queue, windows
+    from crawler.db import queue, trap_windows
 
     rng = random.Random(tag)
     crawled = crawled_batches(hosts, rng, roots, tag)
@@ -202,7 +202,7 @@ def measure_writes(engine, hosts: list[str], roots: int, tag: str) -> tuple[dict
     ]
     began = time.perf_counter()
     for batch in outcomes:
-        windows.record_outcomes(engine, batch, TRAP_WINDOW)
+        trap_windows.record_outcomes(engine, batch, TRAP_WINDOW)
     window_us = (time.perf_counter() - began) / (WRITES * BATCH) * 1e6
     figures = {
         "finish_many hosts/s": (finish, "rate"),
@@ -217,7 +217,7 @@ def measure_writes(engine, hosts: list[str], roots: int, tag: str) -> tuple[dict
         "save_hosts names/s": lambda: queue.save_hosts(
             engine, [f"{tag}e{i}.{root_name(i)}" for i in range(BATCH)]
         ),
-        "trap-window write µs/outcome": lambda: windows.record_outcomes(
+        "trap-window write µs/outcome": lambda: trap_windows.record_outcomes(
             engine, outcomes[0], TRAP_WINDOW
         ),
     }

@@ -10,7 +10,7 @@ models): realistic registered domains with their subdomains; 30,000 no_follow
 entries on domains of the corpus, 5,000 on subdomains and 60,000 on domains
 with no host below them; 5,000 blocked trap roots with 20 junk subdomains each,
 their trap windows and a blocked_reason from crawler.core.traps.describe(). Rows
-under an entry carry denied_by, as crawler.db.routing would have set it.
+under an entry carry denied_by, as crawler.db.denied_rows would have set it.
 
 The panel runs as `gunicorn --workers 2 webpanel:create_app()` in a subprocess
 (with gunicorn.conf.py: gevent workers).

@@ -26,7 +26,7 @@ asyncioreactor.install()
 from _common import machine_line, start_database, verdict  # noqa: E402
 
 from crawler.core.hostnames import allowed_private_networks  # noqa: E402
-from crawler.db import deny_entries, windows  # noqa: E402
+from crawler.db import deny_entries, trap_windows  # noqa: E402
 from crawler.db.engine import PROJECT_ROOT, get_engine  # noqa: E402
 from crawler.network.resolver import OutcomeResolver, parse_nameservers  # noqa: E402
 from crawler.rules.world_check import SelfCheck, WorldCheck  # noqa: E402
@@ -61,7 +61,7 @@ async def measure(engine, web: FakeWeb) -> dict[str, list[float]]:
     )  # fmt: skip
     check = SelfCheck(engine, world_check)
     outcomes = [(f"n{i:02}.trap.test", "DNS_NXDOMAIN") for i in range(WINDOW)]
-    (reason,) = windows.record_outcomes(engine, outcomes, WINDOW).values()
+    (reason,) = trap_windows.record_outcomes(engine, outcomes, WINDOW).values()
     times: dict[str, list[float]] = {"selfcheck": [], "block": [], "lookups": []}
     for _ in range(ROUNDS):
         before, started = world_check.lookups, time.perf_counter()

@@ -29,7 +29,7 @@ from crawler.core.outcomes import (
 )
 from crawler.core.sources import group_of
 from crawler.core.urls import stored_url
-from crawler.db import floods, queue, routing
+from crawler.db import denied_rows, floods, queue
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.retry import in_thread_until_up
 from crawler.items import HostItem
@@ -159,7 +159,7 @@ class HostWritePipeline:
     async def _take_out(self, item: HostItem) -> None:
         await in_thread_until_up(
             f"taking {item.hostname} out of routing",
-            routing.take_out_denied,
+            denied_rows.take_out_denied,
             self.state.engine,
             item.hostname,
             item.denied_by,

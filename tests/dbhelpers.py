@@ -14,7 +14,7 @@ from crawler.core import config
 from crawler.core.denylist import DenyList
 from crawler.core.hostnames import root
 from crawler.core.links import FilteredLinks, filter_links
-from crawler.db import deny_entries, queue, windows
+from crawler.db import deny_entries, queue, trap_windows
 from crawler.db.queue import Crawled, CrawlResult
 
 DEFAULT_WINDOW = config.setting("TRAP_WINDOW").default
@@ -39,8 +39,8 @@ def record_outcomes(
 ) -> dict[str, str]:
     """Feed the windows and block every root they prove a trap; {root: reason} blocked."""
     blocked = {}
-    for domain, reason in windows.record_outcomes(engine, outcomes, size).items():
-        note = windows.wildcard_note(engine, domain)
+    for domain, reason in trap_windows.record_outcomes(engine, outcomes, size).items():
+        note = trap_windows.wildcard_note(engine, domain)
         if deny_entries.upsert_blocked(engine, domain, reason + note, actor):
             blocked[domain] = reason
     return blocked

@@ -13,7 +13,7 @@ from flask import Flask
 from flask_login import current_user
 
 from crawler.db import world_silences
-from crawler.db.windows import deferred_blocks
+from crawler.db.trap_windows import deferred_blocks
 from webpanel.extensions import db
 
 

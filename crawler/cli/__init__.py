@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from crawler.cli import deny_commands, hosts, prune, schema, seeds, show_settings, users
+from crawler.cli import deny_commands, hosts_export, prune, schema, seeds, show_settings, users
 from crawler.cli.common import Hostcrawl
 
 
@@ -26,5 +26,5 @@ main.add_command(deny_commands.no_follow)
 main.add_command(deny_commands.blocked)
 main.add_command(users.user)
 main.add_command(prune.prune)
-main.add_command(hosts.hosts)
+main.add_command(hosts_export.hosts)
 main.add_command(show_settings.show_settings)

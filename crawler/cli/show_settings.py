@@ -8,7 +8,7 @@ import click
 
 from crawler.cli.common import friendly_errors
 from crawler.core import config
-from crawler.core.workers import WorkerCount
+from crawler.core.worker_count import WorkerCount
 
 
 @click.command("settings")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 from functools import lru_cache
 
-from crawler.core.setting import SettingError
+from crawler.core.setting_declaration import SettingError
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network

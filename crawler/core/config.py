@@ -1,4 +1,5 @@
-"""Every setting of hostcrawl, declared once: its name, default, type and meaning.
+"""Every setting of hostcrawl, declared once (the table; one declaration is
+crawler/core/setting_declaration.py): its name, default, type and meaning.
 
 The crawler (through the add-on, at its priority: `-s` and a project's own settings
 win), the CLI and the panel read their values here, from the same environment;
@@ -12,7 +13,7 @@ from typing import Any
 
 from crawler.core.crawl_settings import CRAWL_SETTINGS
 from crawler.core.service_settings import SERVICE_SETTINGS
-from crawler.core.setting import CLI, CRAWL, PANEL, Setting, SettingError
+from crawler.core.setting_declaration import CLI, CRAWL, PANEL, Setting, SettingError
 
 __all__ = ["CLI", "CRAWL", "PANEL", "SETTINGS", "Setting", "SettingError"]
 

@@ -4,8 +4,8 @@ Declared here, read through crawler.core.config (one table of every setting)."""
 
 from __future__ import annotations
 
-from crawler.core.setting import CLI, CRAWL, PANEL, Setting
-from crawler.core.workers import WorkerCount
+from crawler.core.setting_declaration import CLI, CRAWL, PANEL, Setting
+from crawler.core.worker_count import WorkerCount
 
 DAY = 86400
 CRAWL_SETTINGS: tuple[Setting, ...] = (

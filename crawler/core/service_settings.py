@@ -4,7 +4,7 @@ Declared here, read through crawler.core.config (one table of every setting)."""
 
 from __future__ import annotations
 
-from crawler.core.setting import CLI, CRAWL, PANEL, Setting
+from crawler.core.setting_declaration import CLI, CRAWL, PANEL, Setting
 
 SERVICE_SETTINGS: tuple[Setting, ...] = (
     # --- the panel ---

@@ -1,4 +1,5 @@
-"""Bulk writes: names by the hundred thousand, a batch at a time; seeds here.
+"""Bulk writes of an operator's lists: names by the hundred thousand, a batch at a time;
+seeds here. (The crawl's own many small writes are gathered by crawler/utils/batcher.py.)
 
 Names are normalized, deduplicated and refused in Python with the core's rules,
 then COPYed into a temporary staging table, and each write is one
@@ -32,8 +33,8 @@ from crawler.core.hostnames import (
     shown,
 )
 from crawler.db import rollups
-from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
+from crawler.db.sql_pieces import names_param
 from crawler.db.statistics import analyze_after_bulk_write
 
 

@@ -14,7 +14,7 @@ import json
 from sqlalchemy import Connection, text
 
 from crawler.db import change_log
-from crawler.db.hostsql import names_param
+from crawler.db.sql_pieces import names_param
 
 DENYLIST_CHANNEL = "hostcrawl_denylist"
 

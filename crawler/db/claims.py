@@ -26,8 +26,8 @@ from sqlalchemy import Connection, Engine, text
 
 from crawler.db import rollups
 from crawler.db.deployment import deployment_of
-from crawler.db.hostsql import DUE, UNDER_ROOT, filled, under_params
 from crawler.db.retry import retry_conflicts
+from crawler.db.sql_pieces import DUE, UNDER_ROOT, filled, under_params
 
 DEFAULT_LEASE = timedelta(minutes=10)
 DEFAULT_CONCURRENCY = 2
@@ -43,7 +43,7 @@ WALK_MOST_PER_ROOT = 64
 # skips a root.
 LOCK_SPACE = 1212
 
-# What a bare claim would take (hostsql.DUE), for count_due and due_hosts.
+# What a bare claim would take (sql_pieces.DUE), for count_due and due_hosts.
 DUE_UNDER = text(filled(DUE, under=UNDER_ROOT))
 DUE_ALL = text(filled(DUE, under=""))
 # A root held over its budget has nothing claimable until then: not pending.

@@ -44,7 +44,7 @@ import zlib
 
 from sqlalchemy import Connection, text
 
-from crawler.db.hostsql import UNDER_ROOT, filled, names_param, under_an_entry
+from crawler.db.sql_pieces import UNDER_ROOT, filled, names_param, under_an_entry
 
 # Seconds before the anchors are found again (a change of shard count shows by then).
 ANCHOR_TTL = 60.0

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
-from crawler.db.hostsql import DUE, UNDER_ROOT, filled, names_param, under_an_entry
+from crawler.db.sql_pieces import DUE, UNDER_ROOT, filled, names_param, under_an_entry
 
 # One page of the walk and its lock (walk_and_lock runs a page after another). `filling`:
 # of the locked roots (their room: at most their hosts and the concurrency, less their

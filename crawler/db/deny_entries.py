@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Engine, text
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, Denial, DenyList
 from crawler.core.hostnames import normalize, normalize_entry, root
-from crawler.db import deployment, rollups, routing
+from crawler.db import denied_rows, deployment, rollups
 from crawler.db.bulk import (
     BATCH,
     UNSTAGE,
@@ -40,8 +40,8 @@ from crawler.db.bulk import (
     stage,
 )
 from crawler.db.bulk_change_log import STAGED_NOTES, announce, record_batch
-from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
+from crawler.db.sql_pieces import names_param
 from crawler.db.statistics import analyzes_after
 
 log = logging.getLogger(__name__)
@@ -273,7 +273,7 @@ def _write_entries(engine: Engine, batch: Batch, rule: str, actor: str, note: st
         added = [h for h in batch.first if previous.get(h) not in KEPT[rule]]
         if added:
             conn.execute(SET_ENTRY[rule])  # rows all locked above: in any order
-            routing.take_out_under(conn, groups, added)
+            denied_rows.take_out_under(conn, groups, added)
             details = [batch.notes[added[0]]] if len(added) == 1 else STAGED_NOTES
             record_batch(conn, actor, ADD_ACTION[rule], added, details, note)
             announce(conn, "add", added, rule)
@@ -309,7 +309,7 @@ def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: st
         cleared: Counter[str] = Counter()
         if removed:
             names = sorted(removed)
-            put_back = routing.put_back(conn, names)
+            put_back = denied_rows.put_back(conn, names)
             for entry, now_by, _, _ in put_back:
                 restored[entry] += now_by is None
             dated = [(r, due) for _, _, r, due in lifted + put_back]

@@ -47,7 +47,7 @@ class Deployment(Protocol):
     claims: ClaimStrategy
     write_results: TextClause  # crawler.db.queue.write_results, a shard group's batch
     schedule: TextClause  # crawler.db.queue.schedule
-    trim_windows: TextClause  # crawler.db.windows
+    trim_windows: TextClause  # crawler.db.trap_windows
     lower_next_due: TextClause  # crawler.db.rollups
     recount_windows: TextClause  # crawler.db.rollups
 

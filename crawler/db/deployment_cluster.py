@@ -17,8 +17,8 @@ from sqlalchemy.sql.elements import ColumnElement
 from crawler.db import cluster
 from crawler.db.claims_cluster import Cluster as ClusterClaims
 from crawler.db.deployment_params import DATED, DUES, RESULT_PARAMS, SCHEDULE_PARAMS
-from crawler.db.hostsql import names_param
 from crawler.db.models import QueueRow
+from crawler.db.sql_pieces import names_param
 
 WRITE_RESULTS = text(
     """
@@ -94,7 +94,7 @@ def visible(hostname: ColumnElement, root: ColumnElement) -> ColumnElement[bool]
     2): one EXISTS on the name's own shard that Citus pushes down to it (it runs no
     LATERAL into a shard). An entry above a root (a forced bare suffix) lives in another
     shard: the hosts it took out of routing carry denied_by, as the claim's rule says
-    (crawler.db.hostsql.under_an_entry)."""
+    (crawler.db.sql_pieces.under_an_entry)."""
     in_root = (
         select(literal(1))
         .select_from(ENTRY)

@@ -8,7 +8,7 @@ from sqlalchemy import bindparam
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import Boolean, DateTime, Interval
 
-from crawler.db.hostsql import INTS, names_param
+from crawler.db.sql_pieces import INTS, names_param
 
 # What a queue write returns for crawler.db.rollups.lower_next_due: the row's root, and
 # its date if it is routable.

@@ -21,7 +21,7 @@ from sqlalchemy.types import BigInteger
 
 from crawler.core.hostnames import root
 from crawler.db.deployment import by_shard_group
-from crawler.db.hostsql import names_param
+from crawler.db.sql_pieces import names_param
 
 # In (root, hostname) order: one lock order for every writer of these rows.
 ADD = text(

@@ -21,7 +21,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import NullPool
 
 from crawler.core import config
-from crawler.core.setting import set_but_blank
+from crawler.core.setting_declaration import set_but_blank
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

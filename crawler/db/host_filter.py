@@ -3,7 +3,7 @@
 Both show the same hosts for the same filter (search, outcome, root, since), with the
 same deny rule: never a host that is a deny entry or under one. A search is an index
 range scan: a prefix of the hostname (the primary key, C collation) or a domain and
-every name under it (the reverse(hostname) index, see hostsql.suffix_range()); the
+every name under it (the reverse(hostname) index, see sql_pieces.suffix_range()); the
 panel's other lists search their own hostname columns with search_condition().
 """
 
@@ -17,8 +17,8 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from crawler.core.hostnames import normalize
 from crawler.db.deployment import Deployment
-from crawler.db.hostsql import suffix_range
 from crawler.db.models import Host, QueueRow
+from crawler.db.sql_pieces import suffix_range
 
 PREFIX = "prefix"
 DOMAIN = "domain"

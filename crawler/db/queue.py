@@ -23,8 +23,8 @@ from crawler.db import bulk, dropped_links, rollups
 from crawler.db.bulk import EntryChange
 from crawler.db.deployment import by_shard_group, deployment_of, shard_groups
 from crawler.db.deployment_params import DATED
-from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
+from crawler.db.sql_pieces import names_param
 
 
 @dataclass(frozen=True)

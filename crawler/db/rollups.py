@@ -43,7 +43,7 @@ from crawler.core.outcomes import (
 )
 from crawler.db.deployment import deployment_of, root_groups
 from crawler.db.deployment_params import DUES
-from crawler.db.hostsql import INTS, names_param
+from crawler.db.sql_pieces import INTS, names_param
 
 # Rows in root order: the order every writer locks roots rows in. A root whose counters
 # move takes its rows' earliest date in the same row version (`dues`; NULL: none).

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from sqlalchemy import Engine, text
 
-from crawler.db.hostsql import names_param
+from crawler.db.sql_pieces import names_param
 
 T = TypeVar("T")
 

@@ -23,8 +23,8 @@ from sqlalchemy import Engine, text
 
 from crawler.core.hostnames import root
 from crawler.db import deployment
-from crawler.db.hostsql import names_param
 from crawler.db.retry import retry_conflicts
+from crawler.db.sql_pieces import names_param
 
 MAX_UNFINISHED_LEASES = 2
 

@@ -1,4 +1,4 @@
-"""Each worker's heartbeat in the crawl_workers table (crawler/db/workers.py), for the panel.
+"""Each worker's heartbeat in the crawl_workers table (crawler/db/heartbeats.py), for the panel.
 
 A Scrapy extension, installed by the add-on. When the spider opens it logs the worker's
 start line (its name, pid and host: `make run`'s supervisor and an operator reading a
@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from scrapy import signals
 from sqlalchemy.exc import DBAPIError
 
-from crawler.db import workers
+from crawler.db import heartbeats
 from crawler.db.retry import first_line
 from crawler.extensions.metrics import pages_settled
 from crawler.shared import CrawlShared
@@ -36,7 +36,7 @@ DUE_NOW = "hostcrawl/queue/due"
 
 
 class Heartbeat:
-    def __init__(self, crawler, every: float = workers.HEARTBEAT) -> None:
+    def __init__(self, crawler, every: float = heartbeats.HEARTBEAT) -> None:
         self.crawler = crawler
         self.every = every
         self.shared = CrawlShared.of(crawler)
@@ -69,14 +69,14 @@ class Heartbeat:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         with contextlib.suppress(DBAPIError):  # a stopped worker is not counted either way
-            await asyncio.to_thread(workers.leave, self.shared.engine, self.name)
+            await asyncio.to_thread(heartbeats.leave, self.shared.engine, self.name)
 
     async def every_beat(self) -> None:
         while True:
             await self.beat_once()
             await asyncio.sleep(self.every)
 
-    def figures(self) -> workers.Beat:
+    def figures(self) -> heartbeats.Beat:
         """This worker now: pages settled, pages/s since the last beat, in flight, held."""
         pages = pages_settled(self.crawler.stats.get_stats())
         now = time.monotonic()
@@ -86,7 +86,7 @@ class Heartbeat:
         self._last = (now, pages)
         host, pid = socket.gethostname(), os.getpid()
         in_flight, held_back = len(self.shared.in_flight), self.shared.held_back()
-        return workers.Beat(
+        return heartbeats.Beat(
             self.name, host, pid, self.started_at, pages, rate, in_flight, held_back
         )
 
@@ -97,11 +97,11 @@ class Heartbeat:
         stats = self.crawler.stats
         try:
             started = time.perf_counter()
-            await asyncio.to_thread(workers.beat, self.shared.engine, self.figures())
+            await asyncio.to_thread(heartbeats.beat, self.shared.engine, self.figures())
             stats.set_value(BEAT_MS, 1000 * (time.perf_counter() - started))
             if self.metrics_served:
                 stats.set_value(
-                    DUE_NOW, await asyncio.to_thread(workers.due_now, self.shared.engine)
+                    DUE_NOW, await asyncio.to_thread(heartbeats.due_now, self.shared.engine)
                 )
         except DBAPIError as exc:
             log.warning("heartbeat of %s skipped (%s)", self.name, first_line(exc))

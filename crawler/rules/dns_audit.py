@@ -28,7 +28,7 @@ from crawler.core.outcomes import (
     DNS_ALIVE,
     is_network_failure,
 )
-from crawler.db import claims, dns_audits, queue, windows
+from crawler.db import claims, dns_audits, queue, trap_windows
 from crawler.db.dns_audits import Backoff
 from crawler.network.probes import handshake
 from crawler.rules.trap_guard import Confirm, TrapGuard
@@ -184,12 +184,12 @@ class Audit:
         if domain in self._probed:
             return
         self._probed.add(domain)
-        if await asyncio.to_thread(windows.wildcard_probe, self.engine, domain):
+        if await asyncio.to_thread(trap_windows.wildcard_probe, self.engine, domain):
             return
         probe = f"hc-{secrets.token_hex(6)}.{domain}"
         resolution = await deferred_to_future(self.resolver.resolve(probe))
         if not self.options.dry_run:
-            save = windows.save_wildcard_probe
+            save = trap_windows.save_wildcard_probe
             await asyncio.to_thread(save, self.engine, domain, probe, resolution.outcome)
 
     async def _flush(self) -> None:

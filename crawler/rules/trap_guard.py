@@ -17,7 +17,7 @@ from crawler.core.denylist import BLOCKED
 from crawler.core.hostnames import root
 from crawler.core.outcomes import is_network_failure
 from crawler.core.traps import trap_reason
-from crawler.db import deny_entries, windows
+from crawler.db import deny_entries, trap_windows
 from crawler.db.retry import in_thread_until_up
 from crawler.utils.batcher import Batcher
 
@@ -64,13 +64,13 @@ class TrapGuard:
     async def observe_many(self, outcomes: Sequence[tuple[str, str]]) -> dict[str, str]:
         """Feed many outcomes in one write; {root: reason} for the roots this blocked."""
         candidates = await in_thread_until_up(
-            "recording outcomes", windows.record_outcomes, self.engine, outcomes, self.size
+            "recording outcomes", trap_windows.record_outcomes, self.engine, outcomes, self.size
         )
         return await self.block_proven(candidates)
 
     def _write(self, outcomes: Sequence[tuple[str, str]]) -> list[str | None]:
         """One window write; each proven root's reason goes to its first item only."""
-        proven = windows.record_outcomes(self.engine, outcomes, self.size)
+        proven = trap_windows.record_outcomes(self.engine, outcomes, self.size)
         return [proven.pop(root(hostname), None) for hostname, _ in outcomes]
 
     async def block_proven(self, proven: dict[str, str]) -> dict[str, str]:
@@ -93,26 +93,30 @@ class TrapGuard:
     async def recheck_deferred(self) -> dict[str, str]:
         """Look again at every deferred block: block it, or forget it if its window no
         longer proves a trap. Returns {root: reason} for the roots this blocked."""
-        deferred = await in_thread_until_up("reading deferrals", windows.deferrals, self.engine)
+        deferred = await in_thread_until_up(
+            "reading deferrals", trap_windows.deferrals, self.engine
+        )
         proven = {}
         for domain, _ in deferred:
             window = await in_thread_until_up(
-                "reading a window", windows.window, self.engine, domain
+                "reading a window", trap_windows.window, self.engine, domain
             )
             reason = trap_reason(domain, window, self.size)
             if reason:
                 proven[domain] = reason
             else:
-                await in_thread_until_up("clearing", windows.clear_deferral, self.engine, domain)
+                await in_thread_until_up(
+                    "clearing", trap_windows.clear_deferral, self.engine, domain
+                )
         return await self.block_proven(proven)
 
     async def _block(self, domain: str, reason: str) -> bool:
         def write() -> bool:
-            note = windows.wildcard_note(self.engine, domain)
+            note = trap_windows.wildcard_note(self.engine, domain)
             return deny_entries.upsert_blocked(self.engine, domain, reason + note, self.actor)
 
         blocked = await in_thread_until_up(f"blocking {domain}", write)
-        await in_thread_until_up("clearing", windows.clear_deferral, self.engine, domain)
+        await in_thread_until_up("clearing", trap_windows.clear_deferral, self.engine, domain)
         if blocked:
             self._blocked.add(domain)
             self.remember(domain, BLOCKED)

@@ -5,7 +5,7 @@ live wildcard farm can link fresh subdomains forever, and the trap rule
 (docs/design.md, rule 5) cannot see it because its pages are alive. The DNS audit
 probes roots with failures; the crawl probes a root once this worker has
 saved WILDCARD_AFTER new subdomains of it. The probe is stored
-(`windows.save_wildcard_probe`) and the Roots page flags the zone; an operator
+(`trap_windows.save_wildcard_probe`) and the Roots page flags the zone; an operator
 decides whether to put it on no_follow. Per-root limits keep a farm from
 taking over the crawl meanwhile.
 """
@@ -23,7 +23,7 @@ from scrapy.utils.defer import deferred_to_future
 
 from crawler.core.hostnames import root
 from crawler.core.outcomes import DNS_ALIVE, DNS_ERROR
-from crawler.db import windows
+from crawler.db import trap_windows
 from crawler.db.retry import in_thread_until_up
 
 log = logging.getLogger(__name__)
@@ -78,14 +78,14 @@ class WildcardWatch:
         """Probe `domain` unless some worker (or the audit) already did; store the outcome."""
         engine = self.engine
         if await in_thread_until_up(
-            "reading a wildcard probe", windows.wildcard_probe, engine, domain
+            "reading a wildcard probe", trap_windows.wildcard_probe, engine, domain
         ):
             return
         from twisted.internet import reactor
 
         name = probe_name(domain)
         outcome = await probe_outcome(reactor.resolver, name)
-        save = windows.save_wildcard_probe
+        save = trap_windows.save_wildcard_probe
         await in_thread_until_up("saving a wildcard probe", save, engine, domain, name, outcome)
         stats = self.crawler.stats
         stats.inc_value("hostcrawl/wildcards/probed")

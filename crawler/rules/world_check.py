@@ -32,7 +32,7 @@ from crawler.core.hostnames import root
 from crawler.core.outages import FailureTally, LayerFailures, settings_to_check, why_silent
 from crawler.core.outcomes import DNS_ALIVE, OK, is_network_failure
 from crawler.db import canaries as canary_db
-from crawler.db import windows
+from crawler.db import trap_windows
 from crawler.db.retry import in_thread_until_up
 from crawler.network.probes import front_page
 from crawler.rules.evidence import DNS, NETWORK, Evidence, failure_layer
@@ -352,7 +352,9 @@ class SelfCheck:
 
     async def confirm(self, domain: str, reason: str) -> bool:
         started, lookups = time.perf_counter(), self.world.lookups
-        window = await in_thread_until_up("reading a window", windows.window, self.engine, domain)
+        window = await in_thread_until_up(
+            "reading a window", trap_windows.window, self.engine, domain
+        )
         layers = {failure_layer(observed.outcome) for observed in window}
         layer = DNS if layers == {DNS} else NETWORK
         # Proof at the moment of the block: another root answers us after it came.
@@ -384,5 +386,7 @@ class SelfCheck:
     async def _defer(self, domain: str, why: str) -> bool:
         log.warning("block of %s deferred: %s", domain, why)
         self.count("hostcrawl/traps/deferred", 1)
-        await in_thread_until_up("deferring a block", windows.defer_block, self.engine, domain, why)
+        await in_thread_until_up(
+            "deferring a block", trap_windows.defer_block, self.engine, domain, why
+        )
         return False

@@ -24,7 +24,7 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
-from crawler.db import accounts, workers, world_silences
+from crawler.db import accounts, heartbeats, world_silences
 from crawler.db.engine import CONNECT_ARGS, database_url
 from crawler.db.retry import first_line
 
@@ -94,7 +94,7 @@ class Console:
         try:
             with self.engine.connect() as conn:
                 silence = world_silences.current(conn)
-                figures = workers.progress(conn) if now >= self.next_progress else None
+                figures = heartbeats.progress(conn) if now >= self.next_progress else None
         except DBAPIError as exc:
             if now >= self.next_progress:
                 self.next_progress = now + self.every

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from crawler.core import config
-from crawler.core.setting import SettingError
+from crawler.core.setting_declaration import SettingError
 from crawler.db.engine import PROJECT_ROOT, DatabaseUrlError, database_url, var_dir
 from crawler.runner.console import Console
 from crawler.runner.supervisor import Child, Supervisor, log_to, worker_count, workers

@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from crawler.core import config
-from crawler.core.workers import worker_name
+from crawler.core.worker_count import worker_name
 from crawler.db.engine import PROJECT_ROOT
 
 GRACE_SECONDS = 60

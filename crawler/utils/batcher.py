@@ -1,4 +1,6 @@
-"""Gather the crawler's many small writes into few database calls.
+"""Gather the running crawl's many small writes into few database calls.
+
+(An operator's long lists are written by crawler/db/bulk.py: staged, a batch a transaction.)
 
 Every page ends in a write (its result and links, its trap-window outcome).
 One thread hand-off and one transaction per write cost the event loop more

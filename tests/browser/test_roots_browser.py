@@ -8,7 +8,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from crawler.db import deny_entries, queue, windows
+from crawler.db import deny_entries, queue, trap_windows
 from crawler.db.queue import Crawled, CrawlResult
 from tests.browser.conftest import ARTIFACTS
 from tests.dbhelpers import record_outcomes
@@ -28,7 +28,7 @@ def log_in(page: Page, then: str) -> None:
 def a_crawl_with_a_farm(db) -> None:
     """What the farm crawl leaves: a farm the crawl probed, ordinary sites, a root near a block."""
     queue.save_hosts(db, [f"f{i:02}.farm.test" for i in range(60)])
-    windows.save_wildcard_probe(db, "farm.test", "hc-5e1f2a9b0c3d.farm.test", "DNS_ALIVE")
+    trap_windows.save_wildcard_probe(db, "farm.test", "hc-5e1f2a9b0c3d.farm.test", "DNS_ALIVE")
     queue.save_hosts(db, [f"h{i}.site{r}.test" for r in range(3) for i in range(30)])
     trap = [f"s{i}.shaky.test" for i in range(50)]
     queue.save_hosts(db, trap)

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue, windows
+from crawler.db import deny_entries, queue, trap_windows
 from crawler.db.engine import PROJECT_ROOT
 from tests.e2e.conftest import CLUSTER, host_facts, wait_until
 from tests.fakeweb import World
@@ -161,7 +161,7 @@ def test_wildcard_zone_is_named_in_the_evidence(db, fakeweb_factory):
     assert re.search(
         r"wildcard zone: the random name hc-\w+\.junk\.test resolves", entry["blocked_reason"]
     )
-    probe = windows.wildcard_probe(db, "junk.test")
+    probe = trap_windows.wildcard_probe(db, "junk.test")
     assert probe and probe[1] == "DNS_ALIVE"
 
 

@@ -8,7 +8,7 @@ from crawler.core.addresses import address_refusal, parse_networks
 from crawler.core.denylist import DenyList
 from crawler.core.hostnames import seed_refusal
 from crawler.core.links import PRIVATE_ADDRESS, filter_found
-from crawler.core.setting import SettingError
+from crawler.core.setting_declaration import SettingError
 
 REFUSED = {
     "127.0.0.9": "a loopback address",

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.core.hostnames import root
-from crawler.db import deny_entries, deployment, queue, windows
+from crawler.db import deny_entries, deployment, queue, trap_windows
 from crawler.db.listener import EntryListener
 from tests.unit.test_panel_support import give_api_token, panel_config
 from tests.waiting import wait_until
@@ -124,7 +124,7 @@ def test_an_entry_above_a_root_takes_out_every_root_under_it(either):
 def test_an_unblock_empties_the_window_and_brings_the_rows_back(either):
     queue.seed(either, ["x0.r7.test", "x1.r7.test", "r8.test"])
     failures = [(f"x{i}.r7.test", "DNS_NXDOMAIN") for i in range(50)]
-    assert "r7.test" in windows.record_outcomes(either, failures, 50)
+    assert "r7.test" in trap_windows.record_outcomes(either, failures, 50)
     deny_entries.upsert_blocked(either, "r7.test", "DNS_NXDOMAIN 50")
     assert routing(either)["x1.r7.test"] == (None, "r7.test")
 
@@ -132,7 +132,7 @@ def test_an_unblock_empties_the_window_and_brings_the_rows_back(either):
 
     assert lifted.status == "unblocked"
     assert lifted.message == "2 hosts back in routing; trap window cleared (50 outcomes)"
-    assert windows.window(either, "r7.test") == []
+    assert trap_windows.window(either, "r7.test") == []
     with either.connect() as conn:
         counts = conn.execute(
             text("SELECT window_size, window_failed FROM roots WHERE root = 'r7.test'")

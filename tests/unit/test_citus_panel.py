@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.core.hostnames import root
-from crawler.db import dropped_links, windows
+from crawler.db import dropped_links, trap_windows
 from tests.unit.test_cli import hostcrawl
 from tests.unit.test_panel_support import (
     give_api_token,
@@ -96,7 +96,7 @@ def on_cluster(cluster_db, password_hash):
                 " VALUES ('trap.test', 'hc-1.trap.test', 'DNS_NXDOMAIN')"
             )
         )
-    windows.record_outcomes(engine, [("a.trap.test", "DNS_NXDOMAIN")], 50)
+    trap_windows.record_outcomes(engine, [("a.trap.test", "DNS_NXDOMAIN")], 50)
     ids = [
         add_entry(engine, "trap.test", "blocked", "subdomain generator: 50 of 50 failed"),
         add_entry(engine, "social.test", "no_follow", "giant platform"),

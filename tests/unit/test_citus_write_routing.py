@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.core.links import FilteredLinks
-from crawler.db import deployment, queue, windows
+from crawler.db import deployment, queue, trap_windows
 from crawler.db.queue import Crawled, CrawlResult
 from tests.unit.test_citus_claim_routing import counting, roots_by_shard
 
@@ -51,7 +51,7 @@ def save(engine, roots: list[str]) -> None:
 
 
 def trap_window(engine, roots: list[str]) -> None:
-    windows.record_outcomes(engine, [(f"x.{r}", "DNS_NXDOMAIN") for r in roots], 50)
+    trap_windows.record_outcomes(engine, [(f"x.{r}", "DNS_NXDOMAIN") for r in roots], 50)
 
 
 def release(engine, roots: list[str]) -> None:

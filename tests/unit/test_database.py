@@ -14,7 +14,7 @@ from sqlalchemy.exc import OperationalError
 from crawler.core.denylist import DenyList
 from crawler.core.outcomes import DNS_NXDOMAIN, OK, TCP_REFUSED
 from crawler.core.traps import Observation, trap_reason
-from crawler.db import claims, deny_entries, queue, routing, windows
+from crawler.db import claims, denied_rows, deny_entries, queue, trap_windows
 from crawler.db.queue import CrawlResult
 from crawler.rules.live_deny_list import LiveDenyList
 from tests.conftest import insert_stale_row
@@ -176,7 +176,7 @@ def test_trap_window_blocks_after_fifty_failures(db):
     assert reason and "subdomain generator" in reason
     assert "DNS_NXDOMAIN 49" in reason and "TCP_REFUSED 1" in reason
     assert stored_entries(db).is_denied("x.trap.test")
-    assert len(windows.window(db, "trap.test")) == 50
+    assert len(trap_windows.window(db, "trap.test")) == 50
 
 
 def test_one_ok_in_the_window_prevents_a_block(db):
@@ -190,7 +190,7 @@ def test_one_ok_in_the_window_prevents_a_block(db):
 def test_a_subdomain_seen_again_replaces_its_outcome(db):
     for _ in range(60):
         record_outcome(db, "same.trap.test", DNS_NXDOMAIN, size=50)
-    assert [o.hostname for o in windows.window(db, "trap.test")] == ["same.trap.test"]
+    assert [o.hostname for o in trap_windows.window(db, "trap.test")] == ["same.trap.test"]
     assert not stored_entries(db).is_denied("trap.test")
 
 
@@ -206,7 +206,7 @@ def test_taking_out_a_row_needs_its_entry_to_stand(db):
     deny_entries.add_no_follow(db, ["gone.test"])
     deny_entries.remove_no_follow(db, ["gone.test"])
     assert claims.claim(db, 10, "w") == ["x.gone.test"]
-    routing.take_out_denied(db, "x.gone.test", "gone.test")  # a worker that heard late
+    denied_rows.take_out_denied(db, "x.gone.test", "gone.test")  # a worker that heard late
     row = queue_row(db, "x.gone.test")
     assert (row.denied_by, row.claimed_by) == (None, None)
     assert claims.claim(db, 10, "w") == ["x.gone.test"]  # due again, not stranded
@@ -232,7 +232,7 @@ def test_a_claimed_host_that_became_an_entry_is_released_and_due_when_lifted(dep
     queue.save_hosts(engine, ["flip.test"])
     assert claims.claim(engine, 10, "w", lease=timedelta(hours=1)) == ["flip.test"]
     deny_entries.upsert_blocked(engine, "flip.test", "trap")
-    routing.take_out_denied(engine, "flip.test", "flip.test")  # its request was then denied
+    denied_rows.take_out_denied(engine, "flip.test", "flip.test")  # its request was then denied
     assert queue_row(engine, "flip.test").claimed_by is None
     deny_entries.unblock(engine, ["flip.test"])
     # Due at once, not when the released claim's lease would have ended: a crawl that
@@ -255,7 +255,7 @@ def test_a_denied_host_is_due_at_once_when_its_entry_goes(db):
     queue.save_hosts(db, ["x.brief.test"])
     assert claims.claim(db, 10, "w", lease=timedelta(hours=1)) == ["x.brief.test"]
     deny_entries.add_no_follow(db, ["brief.test"])
-    routing.take_out_denied(db, "x.brief.test", "brief.test")
+    denied_rows.take_out_denied(db, "x.brief.test", "brief.test")
     deny_entries.remove_no_follow(db, ["brief.test"])
     assert claims.claim(db, 10, "w") == ["x.brief.test"]  # not an hour later
 

@@ -6,7 +6,7 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
-from crawler.db import deny_entries, windows
+from crawler.db import deny_entries, trap_windows
 from crawler.rules.trap_guard import TrapGuard
 from tests.dbhelpers import record_outcomes
 
@@ -16,28 +16,28 @@ WHY = "resolver/network not answering (canaries: <b>a.test</b> DNS_TIMEOUT)"
 
 
 def test_a_deferral_keeps_its_first_date_and_is_cleared(db):
-    windows.defer_block(db, "trap.test", "first")
+    trap_windows.defer_block(db, "trap.test", "first")
     with db.connect() as conn:
-        first = windows.deferred_blocks(conn)
-    windows.defer_block(db, "trap.test", "again")
-    windows.defer_block(db, "other.test", "later")
+        first = trap_windows.deferred_blocks(conn)
+    trap_windows.defer_block(db, "trap.test", "again")
+    trap_windows.defer_block(db, "other.test", "later")
     with db.connect() as conn:
-        now = windows.deferred_blocks(conn)
+        now = trap_windows.deferred_blocks(conn)
     assert (now.roots, now.since, now.why) == (2, first.since, "again")
-    windows.clear_deferral(db, "trap.test")
-    windows.clear_deferral(db, "other.test")
+    trap_windows.clear_deferral(db, "trap.test")
+    trap_windows.clear_deferral(db, "other.test")
     with db.connect() as conn:
-        assert windows.deferred_blocks(conn) is None
+        assert trap_windows.deferred_blocks(conn) is None
 
 
 def test_every_page_shows_the_banner_while_blocks_are_deferred(client, db):
     assert "Blocks deferred" not in client.get("/").get_data(as_text=True)
-    windows.defer_block(db, "trap.test", WHY)
+    trap_windows.defer_block(db, "trap.test", WHY)
     for page in ("/", "/no_follow", "/blocked"):
         html = client.get(page).get_data(as_text=True)
         assert "Blocks deferred: resolver/network not answering" in html
         assert "&lt;b&gt;a.test&lt;/b&gt;" in html and "<b>a.test</b>" not in html
-    windows.clear_deferral(db, "trap.test")
+    trap_windows.clear_deferral(db, "trap.test")
     assert "Blocks deferred" not in client.get("/").get_data(as_text=True)
 
 
@@ -57,7 +57,7 @@ def test_a_deferred_block_is_made_when_looked_at_again(db):
 
     guard = TrapGuard(db, 4, "test", confirm=refuse)
     assert run(guard.observe_many(failures)) == {}
-    windows.defer_block(db, "trap.test", WHY)  # what the refusing self-check wrote
+    trap_windows.defer_block(db, "trap.test", WHY)  # what the refusing self-check wrote
     assert said == ["trap.test"] and deny_entries.list_entries(db, "blocked") == []
 
     async def agree(domain, reason):
@@ -66,15 +66,15 @@ def test_a_deferred_block_is_made_when_looked_at_again(db):
     guard.confirm = agree
     assert list(run(guard.recheck_deferred())) == ["trap.test"]
     assert [e["hostname"] for e in deny_entries.list_entries(db, "blocked")] == ["trap.test"]
-    assert windows.deferrals(db) == []
+    assert trap_windows.deferrals(db) == []
 
 
 def test_a_deferral_whose_window_no_longer_proves_a_trap_is_forgotten(db):
     record_outcomes(db, [(f"n{i}.wild.test", "DNS_NXDOMAIN") for i in range(3)], size=4)
     record_outcomes(db, [("alive.wild.test", "OK")], size=4)
-    windows.defer_block(db, "wild.test", WHY)
+    trap_windows.defer_block(db, "wild.test", WHY)
     assert run(TrapGuard(db, 4, "test").recheck_deferred()) == {}
-    assert windows.deferrals(db) == [] and deny_entries.list_entries(db, "blocked") == []
+    assert trap_windows.deferrals(db) == [] and deny_entries.list_entries(db, "blocked") == []
 
 
 def test_the_banner_names_a_silent_world_and_a_stale_worker_is_ignored(client, db):
@@ -89,7 +89,7 @@ def test_the_banner_names_a_silent_world_and_a_stale_worker_is_ignored(client, d
     queue.save_hosts(db, held)
     queue.retry_soon(db, held, timedelta(seconds=30), "DNS_TIMEOUT")
     world_silences.report(db, "w1:1", since, never=False, held_back=57)
-    windows.defer_block(db, "trap.test", WHY)
+    trap_windows.defer_block(db, "trap.test", WHY)
     html = page_text(client, "/no_follow")
     assert "No host has answered since 2026-12-01 12:36" in html
     assert "blocks are held (57 failing hosts tried again, not settled; 1 root waiting)" in html
@@ -102,7 +102,7 @@ def test_the_banner_names_a_silent_world_and_a_stale_worker_is_ignored(client, d
         conn.execute(text("UPDATE world_silences SET checked_at = now() - interval '1 hour'"))
     html = page_text(client, "/")
     assert "No host has answered" not in html and "Blocks deferred" in html
-    windows.clear_deferral(db, "trap.test")
+    trap_windows.clear_deferral(db, "trap.test")
 
 
 def page_text(client, page: str) -> str:

@@ -15,10 +15,10 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from crawler.core.hostnames import root
-from crawler.db import claims, cluster, deny_entries, deployment, export, queue, windows
+from crawler.db import claims, cluster, deny_entries, deployment, export, queue, trap_windows
 from crawler.db.host_filter import HostFilter
-from crawler.db.hostsql import DUE, filled
 from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.sql_pieces import DUE, filled
 from webpanel.queries.host_rows import host_page
 
 STATEMENTS = ("write_results", "schedule", "trim_windows", "lower_next_due", "recount_windows")
@@ -114,7 +114,7 @@ def small_world(engine) -> None:
     crawled = [Crawled(r, CrawlResult("OK", 200, title=r)) for r in ROOTS[:8]]
     crawled += [Crawled(h, CrawlResult("DNS_NXDOMAIN")) for h in FAILED]
     queue.finish_many(engine, crawled)
-    windows.record_outcomes(engine, [(h, "DNS_NXDOMAIN") for h in FAILED], 4)
+    trap_windows.record_outcomes(engine, [(h, "DNS_NXDOMAIN") for h in FAILED], 4)
     done = {c.hostname for c in crawled} | {"a.r4.test"}
     queue.release(engine, [h for h in taken if h not in done])
     with engine.begin() as conn:

@@ -11,9 +11,9 @@ from sqlalchemy import text
 
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import ALL, LAYERS, layer_of
-from crawler.db import queue, retention, workers
+from crawler.db import heartbeats, queue, retention
+from crawler.db.heartbeats import Beat
 from crawler.db.queue import Crawled, CrawlResult
-from crawler.db.workers import Beat
 from tests.unit.test_panel_support import insert_hosts
 from webpanel.queries import health as health_page
 
@@ -68,8 +68,8 @@ def test_the_finish_counts_the_minute_by_layer(db):
 
 def test_the_health_figures_of_the_last_hour(db):
     crawl_once(db)
-    workers.beat(db, Beat("w1", "vm", 1, datetime.now(UTC), 8, 0.5, in_flight=7, held_back=2))
-    workers.beat(db, Beat("w2", "vm", 2, datetime.now(UTC), 0, 0.0, in_flight=3))
+    heartbeats.beat(db, Beat("w1", "vm", 1, datetime.now(UTC), 8, 0.5, in_flight=7, held_back=2))
+    heartbeats.beat(db, Beat("w2", "vm", 2, datetime.now(UTC), 0, 0.0, in_flight=3))
     with db.connect() as conn:
         figures = health_page.health(conn)
     assert len(figures.minutes) == health_page.MINUTES

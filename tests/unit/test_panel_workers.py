@@ -9,15 +9,15 @@ from datetime import UTC, datetime
 
 from sqlalchemy import text
 
-from crawler.db import retention, workers
-from crawler.db.workers import Beat
+from crawler.db import heartbeats, retention
+from crawler.db.heartbeats import Beat
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 STARTED = datetime(2026, 12, 2, 18, 0, tzinfo=UTC)
 
 
 def beat(db, name: str, pages_per_s: float, pages: int = 100) -> None:
-    workers.beat(db, Beat(name, "vm", 4242, STARTED, pages, pages_per_s))
+    heartbeats.beat(db, Beat(name, "vm", 4242, STARTED, pages, pages_per_s))
 
 
 def silence(db, name: str, interval: str) -> None:
@@ -58,7 +58,7 @@ def test_a_worker_that_beats_again_takes_its_row_over_and_one_that_leaves_is_gon
     assert "0 alive, 0.0 pages/s" in workers_block(client)
     beat(db, "worker-1@vm", 4.0)  # restarted under the same name
     assert "1 alive, 4.0 pages/s" in workers_block(client)
-    workers.leave(db, "worker-1@vm")
+    heartbeats.leave(db, "worker-1@vm")
     block = workers_block(client)
     assert "0 alive" in block and "none running" in block
 

@@ -14,7 +14,7 @@ from sqlalchemy import event, text
 
 from crawler.addon import HostcrawlAddon
 from crawler.core.links import FilteredLinks
-from crawler.db import deny_entries, queue, retention, windows
+from crawler.db import deny_entries, queue, retention, trap_windows
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.extensions.pruning import ScheduledPrune
 from tests.loops import run as run_in_loop
@@ -33,13 +33,15 @@ def window_sizes(db) -> dict[str, int]:
 
 
 def test_a_trap_window_keeps_at_most_its_size_per_root(db):
-    windows.record_outcomes(db, [(f"s{i}.a.test", "OK") for i in range(8)], size=5)
-    windows.record_outcomes(db, [(f"s{i}.b.test", "OK") for i in range(3)], size=5)
+    trap_windows.record_outcomes(db, [(f"s{i}.a.test", "OK") for i in range(8)], size=5)
+    trap_windows.record_outcomes(db, [(f"s{i}.b.test", "OK") for i in range(3)], size=5)
     assert window_sizes(db) == {"a.test": 5, "b.test": 3}
     for round_ in range(3):  # later writes still trim, keeping the newest
-        windows.record_outcomes(db, [(f"r{round_}-{i}.a.test", "OK") for i in range(4)], size=5)
+        trap_windows.record_outcomes(
+            db, [(f"r{round_}-{i}.a.test", "OK") for i in range(4)], size=5
+        )
     assert window_sizes(db) == {"a.test": 5, "b.test": 3}
-    kept = {o.hostname for o in windows.window(db, "a.test")}
+    kept = {o.hostname for o in trap_windows.window(db, "a.test")}
     assert kept == {"r2-0.a.test", "r2-1.a.test", "r2-2.a.test", "r2-3.a.test", "r1-3.a.test"}
 
 
@@ -124,7 +126,7 @@ def test_every_writer_keeps_hosts_and_queue_rows_paired(db):
     deny_entries.upsert_blocked(db, "trap.test", "a trap")
     deny_entries.remove_no_follow(db, ["rule.test"])  # an entry-only row: goes with its entry
     deny_entries.unblock(db, ["trap.test"])
-    windows.record_outcomes(db, [("x.a.test", "DNS_NXDOMAIN")], size=50)
+    trap_windows.record_outcomes(db, [("x.a.test", "DNS_NXDOMAIN")], size=50)
     with db.connect() as conn:
         known = set(conn.execute(text("SELECT hostname FROM hosts")).scalars())
     assert {"a.test", "www.a.test", "seed.test", "new.test", "www.new.test"} <= known
@@ -202,9 +204,9 @@ def table_counts(db) -> dict[str, int]:
 
 def test_every_table_that_grows_with_time_has_its_rule(db):
     queue.save_hosts(db, ["w.test"])
-    windows.record_outcomes(db, [(f"s{i}.w.test", "DNS_NXDOMAIN") for i in range(3)], size=50)
+    trap_windows.record_outcomes(db, [(f"s{i}.w.test", "DNS_NXDOMAIN") for i in range(3)], size=50)
     aged_rows(db, 100)  # past every default
-    windows.record_outcomes(db, [("fresh.w.test", "DNS_NXDOMAIN")], size=50)
+    trap_windows.record_outcomes(db, [("fresh.w.test", "DNS_NXDOMAIN")], size=50)
     aged_rows(db, 1)  # within every default
     before = table_counts(db)
     pruned = retention.prune(db)

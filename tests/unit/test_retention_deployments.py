@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from crawler.db import queue, retention, windows
+from crawler.db import queue, retention, trap_windows
 
 ROOTS = [f"r{i}.test" for i in range(10)]
 AGED = [
@@ -52,7 +52,7 @@ def test_every_kind_is_pruned_in_batches_on_both_deployments(any_db, monkeypatch
     engine = any_db
     names = [f"s{i}.{domain}" for i in range(3) for domain in ROOTS]
     queue.save_hosts(engine, names)
-    windows.record_outcomes(engine, [(name, "DNS_NXDOMAIN") for name in names], 50)
+    trap_windows.record_outcomes(engine, [(name, "DNS_NXDOMAIN") for name in names], 50)
     with engine.begin() as conn:
         for statement in AGED:
             conn.execute(text(statement))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from crawler.core import config
-from crawler.db import queue, windows
+from crawler.db import queue, trap_windows
 from tests.dbhelpers import record_outcomes
 from tests.unit.test_panel_support import give_api_token, post_form
 from webpanel.queries import root_rows
@@ -49,7 +49,7 @@ def test_the_roots_page_shows_near_a_block_first(client, db):
 
 def test_a_wildcard_zone_is_flagged_and_one_click_puts_it_on_no_follow(client, db):
     queue.save_hosts(db, [f"f{i}.farm.test" for i in range(25)])
-    windows.save_wildcard_probe(db, "farm.test", "hc-0123.farm.test", "DNS_ALIVE")
+    trap_windows.save_wildcard_probe(db, "farm.test", "hc-0123.farm.test", "DNS_ALIVE")
     html = client.get("/roots?wildcards=1").get_data(as_text=True)
     assert "wildcard zone" in html and "Put on no_follow" in html
     response = post_form(client, "/roots/farm.test/no-follow", {}, page="/roots")
@@ -74,7 +74,7 @@ def test_a_post_without_its_csrf_token_is_refused(client, db):
 
 def test_api_roots_returns_the_same_data(app, db, operators):
     near_block_root(db)
-    windows.save_wildcard_probe(db, "calm.test", "hc-1.calm.test", "DNS_NXDOMAIN")
+    trap_windows.save_wildcard_probe(db, "calm.test", "hc-1.calm.test", "DNS_NXDOMAIN")
     headers = give_api_token(db, "alice", "alice-token")
     body = app.test_client().get("/api/roots?sort=near_block", headers=headers).json
     first = body["roots"][0]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from crawler.core import config
-from crawler.core.workers import WorkerCount
+from crawler.core.worker_count import WorkerCount
 from crawler.db.engine import PROJECT_ROOT
 from crawler.runner import supervisor
 from crawler.runner.supervisor import Child, Supervisor

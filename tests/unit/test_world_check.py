@@ -7,7 +7,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from crawler.db import windows
+from crawler.db import trap_windows
 from crawler.rules.world_check import NO_CANARY, SelfCheck, WorldCheck
 
 
@@ -44,7 +44,7 @@ def test_no_canary_is_no_proof_and_the_block_is_deferred(db):
 
     assert run(world.answers()) == (None, NO_CANARY)
     assert run(SelfCheck(db, world).confirm("trap.test", "a trap")) is False
-    assert windows.deferrals(db) == [("trap.test", NO_CANARY)]
+    assert trap_windows.deferrals(db) == [("trap.test", NO_CANARY)]
     assert world.changes[-1][1:] == (True, 0)  # never answered, nobody held back yet
 
 
@@ -75,4 +75,4 @@ def test_a_block_needs_a_canary_answering_at_its_moment(db):
     world.says = "DNS_TIMEOUT"  # ...but the canary does not answer now
 
     assert run(SelfCheck(db, world).confirm("trap.test", "a trap")) is False
-    assert windows.deferrals(db)[0][1].startswith("resolver/network not answering")
+    assert trap_windows.deferrals(db)[0][1].startswith("resolver/network not answering")

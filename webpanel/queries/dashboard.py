@@ -11,7 +11,7 @@ from crawler.core.hostnames import parents
 from crawler.core.hostnames import root as root_of
 from crawler.db.estimates import DUE, EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
 from crawler.db.host_filter import NEVER_CRAWLED
-from crawler.db.hostsql import filled, names_param
+from crawler.db.sql_pieces import filled, names_param
 from webpanel.queries.hidden import HIDDEN_ROW, Hidden, hidden_figures
 
 # -- the dashboard strip ---------------------------------------------------------------

@@ -19,8 +19,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from crawler.core.denylist import BLOCKED, RULES
 from crawler.db.dropped_links import links_dropped
 from crawler.db.host_filter import PREFIX, QUEUE_REVERSED, search_condition
-from crawler.db.hostsql import names_param, suffix_range
 from crawler.db.models import QueueRow
+from crawler.db.sql_pieces import names_param, suffix_range
 from webpanel.queries.paging import DEFAULT_LIMIT, SAMPLE_NAMES, Order, Page, paginate
 
 # -- deny entries (/no_follow, /blocked) ------------------------------------------------

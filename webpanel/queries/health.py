@@ -15,8 +15,8 @@ from sqlalchemy import Connection, text
 
 from crawler.core.outcomes import LAYERS
 from crawler.db.estimates import DUE, count_rows
+from crawler.db.heartbeats import ALIVE_WITHIN
 from crawler.db.rollups import MINUTE_COUNTS
-from crawler.db.workers import ALIVE_WITHIN
 
 MINUTES = 60
 # The failure share is of the hosts settled in the last few minutes: now, not the hour.

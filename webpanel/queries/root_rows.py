@@ -18,8 +18,8 @@ from crawler.core.hostnames import normalize, parents
 from crawler.core.outcomes import ALIVE
 from crawler.core.traps import Observation
 from crawler.db.host_filter import PREFIX, search_condition
-from crawler.db.hostsql import names_param, suffix_range
 from crawler.db.models import Host, RootRow, WildcardProbe
+from crawler.db.sql_pieces import names_param, suffix_range
 from webpanel.queries.paging import DEFAULT_LIMIT, Order, Page, paginate
 
 # Due hosts are counted up to this many per root shown (the panel says "1,000+").

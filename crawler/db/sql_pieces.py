@@ -1,4 +1,5 @@
-"""SQL over hostnames that every query module shares: name ranges and array types.
+"""Pieces of SQL every query module shares: typed array parameters, ranges of names, and
+filled(), the one way a statement is built from pieces.
 
 Hostnames are stored normalized (docs/design.md, rule 1), so "everything under a name"
 is a range of reverse(hostname), served by the ix_*_reversed indexes.

@@ -1,4 +1,5 @@
-"""What one setting is: its declaration, how a text becomes its value, how it is shown.
+"""One setting's declaration: its name, default, type and readers, how a text becomes its
+value, how it is shown.
 
 The table of every setting is crawler/core/config.py. Pure.
 """

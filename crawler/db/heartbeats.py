@@ -1,5 +1,5 @@
-"""The crawl_workers table: each running worker's heartbeat, pages per second, hosts in
-flight and hosts held back by an outage.
+"""Workers' heartbeats: each running worker's row of crawl_workers (pages per second, hosts
+in flight and hosts held back by an outage).
 
 A worker writes its row every HEARTBEAT seconds (crawler/extensions/heartbeat.py) and deletes
 it when it stops. A row whose heartbeat is older than ALIVE_WITHIN is a worker that

@@ -1,4 +1,5 @@
-"""Trap windows and wildcard probes (docs/design.md, rule 5), shared by every worker.
+"""Trap windows, deferred blocks and wildcard probes (docs/design.md, rule 5), shared by
+every worker.
 
 Each root's window holds the latest outcome of its last unique subdomains.
 Whether a window proves a trap is the core's rule (`traps.trap_reason`); this
@@ -19,8 +20,8 @@ from crawler.core.outcomes import ALIVE, is_network_failure
 from crawler.core.traps import Observation, trap_reason
 from crawler.db import rollups
 from crawler.db.deployment import deployment_of, root_groups, shard_groups
-from crawler.db.hostsql import names_param
-from crawler.db.retry import retry_conflicts
+from crawler.db.retry import commit_statement, retry_conflicts
+from crawler.db.sql_pieces import names_param
 
 # The database's clock (one for all workers), one microsecond apart to keep order.
 UPSERT_WINDOW = text(
@@ -38,6 +39,20 @@ READ_WINDOWS = text(
 ).bindparams(*names_param("roots"))
 READ_WINDOW = text(
     "SELECT hostname, outcome, seen_at FROM trap_window WHERE root = :root ORDER BY seen_at DESC"
+)
+DEFER_BLOCK = text(
+    """
+    INSERT INTO trap_deferrals (root, why) VALUES (:root, :why)
+    ON CONFLICT (root) DO UPDATE SET why = excluded.why, checked_at = excluded.checked_at
+    """
+)
+CLEAR_DEFERRAL = text("DELETE FROM trap_deferrals WHERE root = :root")
+SAVE_WILDCARD_PROBE = text(
+    """
+    INSERT INTO wildcard_probes (root, probe, outcome) VALUES (:root, :probe, :o)
+    ON CONFLICT (root) DO UPDATE SET probe = excluded.probe,
+           outcome = excluded.outcome, checked_at = excluded.checked_at
+    """
 )
 
 
@@ -114,26 +129,13 @@ def wildcard_note(engine: Engine, domain: str) -> str:
     return f"; not a wildcard zone: the random name {name} gave {outcome}"
 
 
-@retry_conflicts
 def defer_block(engine: Engine, domain: str, why: str) -> None:
     """Remember a held-back block (the first `since` stays while it lasts)."""
-    with engine.begin() as conn:
-        conn.execute(
-            text(
-                """
-                INSERT INTO trap_deferrals (root, why) VALUES (:root, :why)
-                ON CONFLICT (root)
-                DO UPDATE SET why = excluded.why, checked_at = excluded.checked_at
-                """
-            ),
-            {"root": domain, "why": why},
-        )
+    commit_statement(engine, DEFER_BLOCK, {"root": domain, "why": why})
 
 
-@retry_conflicts
 def clear_deferral(engine: Engine, domain: str) -> None:
-    with engine.begin() as conn:
-        conn.execute(text("DELETE FROM trap_deferrals WHERE root = :root"), {"root": domain})
+    commit_statement(engine, CLEAR_DEFERRAL, {"root": domain})
 
 
 @dataclass(frozen=True)
@@ -163,16 +165,5 @@ def deferrals(engine: Engine) -> list[tuple[str, str]]:
         return [(r.root, r.why) for r in rows]
 
 
-@retry_conflicts
 def save_wildcard_probe(engine: Engine, domain: str, probe: str, outcome: str) -> None:
-    with engine.begin() as conn:
-        conn.execute(
-            text(
-                """
-                INSERT INTO wildcard_probes (root, probe, outcome) VALUES (:root, :probe, :o)
-                ON CONFLICT (root) DO UPDATE SET probe = excluded.probe,
-                       outcome = excluded.outcome, checked_at = excluded.checked_at
-                """
-            ),
-            {"root": domain, "probe": probe, "o": outcome},
-        )
+    commit_statement(engine, SAVE_WILDCARD_PROBE, {"root": domain, "probe": probe, "o": outcome})

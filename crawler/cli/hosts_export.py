@@ -1,4 +1,5 @@
-"""`hostcrawl hosts export`: what the crawl found, streamed to a file or stdout."""
+"""`hostcrawl hosts export`: what the crawl found, streamed to a file or stdout (the
+spider that crawls hosts is crawler/spiders/hosts.py)."""
 
 from __future__ import annotations
 
