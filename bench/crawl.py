@@ -27,7 +27,7 @@ per-slot concurrency, ROOT_CONCURRENCY) minus its database-bound parts (the deny
 list's middleware, the pipeline, the metrics, heartbeat and prune extensions) and
 minus our own sizing (in-flight control, collector tuning); requests built as the
 hosts spider builds them (HOST_URL_TEMPLATE, one download slot per root) and
-all yielded at once from a list of every host of the graph known up front, with
+all scheduled at once from a list of every host of the graph known up front, with
 Scrapy's own limit sized as its broad-crawl advice says (BARE_CONCURRENCY); links
 and title extracted with the same XPath; nothing filtered or written.
 
@@ -127,14 +127,14 @@ class BareSpider(scrapy.Spider):
     """Fetch every host of a list once, as `hosts` requests them; keep nothing.
 
     Its control is what a plain Scrapy user writes for a broad crawl: every request
-    yielded at once, and Scrapy's own scheduler and downloader hold them to
+    scheduled at once, and Scrapy's own scheduler and downloader hold them to
     CONCURRENT_REQUESTS (BARE_CONCURRENCY: a hundred per core, as Scrapy's broad-crawl
     page advises), a download slot's to ROOT_CONCURRENCY, the busiest slots' requests
     waiting last (Scrapy's default DownloaderAwarePriorityQueue). It shares no code with
-    the hosts spider's sizing, nor copies it: a fair baseline, since on a loopback web
-    whose answers take a millisecond a few dozen requests at once already keep the one
-    core a Scrapy process uses busy, so its limit is not what holds it back, and what
-    the ratio measures is what our database, filter and claims cost against a crawl a
+    the hosts spider's sizing, nor copies it. It is a fair ceiling: on a loopback web
+    that answers in milliseconds, that many requests at once are more than the one core
+    a Scrapy process uses can serve, so its limit is not what holds it back, and the
+    ratio measures what our database, filter and claims cost against the crawl a
     Scrapy user would run.
     """
 
@@ -150,16 +150,22 @@ class BareSpider(scrapy.Spider):
         self.hosts = hosts
 
     async def start(self):
-        """Every host of the list, as the hosts spider requests it (one slot per root)."""
+        """Every host of the list, as the hosts spider requests it (one slot per root),
+        handed to the engine at once, as the hosts spider hands its claims: yielded,
+        Scrapy takes one start request per turn of its loop, and a quick run held about
+        16 requests in flight of the 200 allowed."""
         template = self.crawler.settings.get("HOST_URL_TEMPLATE")
         for hostname in Path(self.hosts).read_text().split():
-            yield scrapy.Request(
+            request = scrapy.Request(
                 template.format(hostname=hostname),
                 callback=self.parse,
                 errback=self.failed,
                 dont_filter=True,
                 meta={"download_slot": root(hostname)},
             )
+            self.crawler.engine.crawl(request)
+        return
+        yield  # an async generator that yields no request itself
 
     def parse(self, response):
         if isinstance(response, scrapy.http.TextResponse):
