@@ -115,7 +115,7 @@ def test_two_named_workers_claim_and_a_killed_one_comes_back(db, fakeweb_factory
     }
     for name in (ONE, TWO):  # each worker's start line, and its name on its log lines
         assert re.search(
-            rf"{re.escape(name)} \[crawler\.heartbeat\] INFO: hostcrawl worker "
+            rf"{re.escape(name)} \[crawler\.extensions\.heartbeat\] INFO: hostcrawl worker "
             rf"{re.escape(name)} started \(pid \d+ on ",
             logs[name],
         ), name
