@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, text
 
-from crawler.db.estimates import DUE, EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
+from crawler.db.estimates import DUE, count_rows
 
 #: Seconds between a worker's heartbeats.
 HEARTBEAT = 5.0
@@ -61,21 +61,13 @@ def due_now(engine: Engine) -> int:
     """Hosts due now, as the dashboard counts them: counted on a small database, the
     planner's estimate on a big one (crawler.db.estimates)."""
     with engine.connect() as conn:
-        return counted_or_estimated(conn, DUE)
+        return count_rows(conn, DUE)[0]
 
 
 ALIVE = text(
     "SELECT count(*) AS workers, coalesce(sum(pages), 0) AS pages,"
     " coalesce(sum(pages_per_s), 0) AS rate FROM crawl_workers WHERE heartbeat_at > now() - :alive"
 )
-
-
-def counted_or_estimated(conn, query: str) -> int:
-    """Rows of `query`: counted while hosts is small, the planner's estimate when big."""
-    rows = conn.execute(text(HOSTS_ESTIMATE)).scalar()
-    if rows is None or rows < EXACT_BELOW:
-        return conn.execute(text(f"SELECT count(*) FROM ({query}) AS d")).scalar_one()
-    return row_estimate(conn, query)
 
 
 @dataclass(frozen=True)
@@ -99,8 +91,8 @@ class Progress:
 
 def progress(conn) -> Progress:
     alive = conn.execute(ALIVE, {"alive": ALIVE_WITHIN}).one()
-    hosts = counted_or_estimated(conn, "SELECT 1 FROM hosts")
-    due = counted_or_estimated(conn, DUE)
+    hosts = count_rows(conn, "SELECT 1 FROM hosts")[0]
+    due = count_rows(conn, DUE)[0]
     return Progress(alive.workers, int(alive.pages), float(alive.rate), hosts, due)
 
 
