@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crawler.core.links import FilteredLinks
+
 
 @dataclass
 class HostItem:
@@ -19,24 +21,13 @@ class HostItem:
     final_url: str | None = None
     title: str | None = None
     scheme: str | None = None  # the scheme that answered: https, or http by the fallback
-    # Hostnames the page links to, after the link filter (normalized, allowed).
-    hostnames: list[str] = field(default_factory=list)
-    links_found: int = 0
-    links_filtered: int = 0
-    # links_filtered by reason: no_hostname, single_label, unknown_tld, special_use,
-    # over_cap, private_address, or the deny rule (no_follow, blocked); also counted in the stats
-    # hostcrawl/links/dropped/.
-    links_dropped: dict[str, int] = field(default_factory=dict)
-    # The deny rules' share of links_dropped by entry: {entry name: links it dropped}.
-    links_denied_by: dict[str, int] = field(default_factory=dict)
+    # The page's links as the link filter left them (crawler.core.links): the names worth
+    # saving, each with its root, place and source group; how many links were read; and
+    # the ones dropped by reason (also counted in the stats hostcrawl/links/dropped/) and
+    # by deny entry. The pipeline writes it as it is.
+    links: FilteredLinks = field(default_factory=FilteredLinks)
     # Why reading the fetch stopped before its end (crawler.core.budget), or None. Links
-    # dropped over the names' caps are links_dropped["over_cap"] (crawler.core.namecaps).
+    # dropped over the names' caps are links.dropped["over_cap"] (crawler.core.namecaps).
     extract_stopped: str | None = None
-    # Per hostname above, the place it was first seen in (`script src`, `certificate`...).
-    found_via: dict[str, str] = field(default_factory=dict)
-    # Set by the pipeline: the hostnames this page added to the queue, and for each its
-    # source group and place: [{"hostname", "source", "place"}].
-    new_hostnames: list[str] = field(default_factory=list)
-    new_sources: list[dict[str, str]] = field(default_factory=list)
     # The deny entry that refused the request (outcome IGNORED).
     denied_by: str | None = None

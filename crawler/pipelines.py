@@ -2,8 +2,10 @@
 
 Each HostItem's result, new hostnames and next date are written by
 `queue.finish_many`, batched with the items of other hosts in one
-transaction; a denied host's row leaves routing. The item then carries the
-hostnames its page added, for the pipelines and feeds after this one.
+transaction; a denied host's row leaves routing. The item's links go to the
+database as the spider made them; what the database answers (the names that
+were new) comes back to this pipeline, which hands it to the wildcard and
+flood watches and the stats: the item itself is left as it came.
 A write that fails leaves the host claimed until its lease runs out: nothing
 is lost, the host is simply crawled again.
 """
@@ -17,8 +19,6 @@ from datetime import timedelta
 from scrapy.exceptions import DropItem
 
 from crawler.core.floods import FloodWatch
-from crawler.core.links import FilteredLinks
-from crawler.core.namecaps import OVER_CAP
 from crawler.core.outcomes import (
     DNS_TIMEOUT,
     HTTP_TIMEOUT,
@@ -27,10 +27,9 @@ from crawler.core.outcomes import (
     TCP_TIMEOUT,
     TLS_TIMEOUT,
 )
-from crawler.core.sources import group_of
 from crawler.core.urls import stored_url
 from crawler.db import denied_rows, floods, queue
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.queue import Added, Crawled, CrawlResult
 from crawler.db.retry import in_thread_until_up
 from crawler.items import HostItem
 from crawler.rules.evidence import failure_layer
@@ -80,28 +79,33 @@ class HostWritePipeline:
     async def process_item(self, item):
         if not isinstance(item, HostItem):
             return item
+        added: Added = ()
         if item.denied_by is not None:
             await self._take_out(item)
         else:
-            if item.outcome == OK:
-                self.state.world.heard(item.hostname)
-            elif item.outcome in BELOW_HTTP:
-                await self._unless_ours(item)
-            item.new_hostnames = await self._finishes.submit(self._crawled(item))
-            item.new_sources = new_sources(item)
-            self.wildcards.saw(item.new_hostnames)
-            await self._watch_floods(item)
-            self.state.observe_soon(item.hostname, item.outcome)
+            added = await self._finish(item)
         stats = self.crawler.stats
         stats.inc_value(f"hostcrawl/hosts/outcome/{item.outcome}")
-        stats.inc_value("hostcrawl/hosts/links_saved", len(item.new_hostnames))
+        stats.inc_value("hostcrawl/hosts/links_saved", len(added))
         return item
 
-    async def _watch_floods(self, item: HostItem) -> None:
+    async def _finish(self, item: HostItem) -> Added:
+        """Write a settled host; the names its page added, as the database answered."""
+        if item.outcome == OK:
+            self.state.world.heard(item.hostname)
+        elif item.outcome in BELOW_HTTP:
+            await self._unless_ours(item)
+        added = await self._finishes.submit(self._crawled(item))
+        self.wildcards.saw(added)
+        await self._watch_floods(item, added)
+        self.state.observe_soon(item.hostname, item.outcome)
+        return added
+
+    async def _watch_floods(self, item: HostItem, added: Added) -> None:
         """A page whose new registered domains all fail at DNS is named to the operator
         (the log, its host page), who may block it; seen within this worker (its share
         of those names)."""
-        self.floods.added(item.hostname, item.new_hostnames)
+        self.floods.added(item.hostname, added)
         flood = self.floods.settled(item.hostname, item.outcome)
         if flood is None:
             return
@@ -139,21 +143,18 @@ class HostWritePipeline:
         )
 
     def _crawled(self, item: HostItem) -> Crawled:
+        """The item's result, and its links as they are."""
         result = CrawlResult(
             item.outcome,
             item.http_status,
             stored_url(item.final_url),
             item.title,
             item.scheme,
-            item.links_dropped.get(OVER_CAP, 0),
             item.extract_stopped,
         )
-        links = FilteredLinks(set(item.hostnames), item.links_found, via=item.found_via)
-        links.dropped["filtered"] = item.links_filtered
-        links.by_entry.update(item.links_denied_by)
-        return Crawled(item.hostname, result, links, self.recrawl_after)
+        return Crawled(item.hostname, result, item.links, self.recrawl_after)
 
-    def _finish_many(self, crawled: list[Crawled]) -> list[list[str]]:
+    def _finish_many(self, crawled: list[Crawled]) -> list[Added]:
         return queue.finish_many(self.state.engine, crawled)
 
     async def _take_out(self, item: HostItem) -> None:
@@ -164,13 +165,3 @@ class HostWritePipeline:
             item.hostname,
             item.denied_by,
         )
-
-
-def new_sources(item: HostItem) -> list[dict[str, str]]:
-    """The new hostnames of an item with the source group and place each was found in."""
-    found = []
-    for name in item.new_hostnames:
-        place = item.found_via.get(name)
-        if place is not None:
-            found.append({"hostname": name, "source": group_of(place), "place": place})
-    return found

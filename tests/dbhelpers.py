@@ -29,7 +29,7 @@ def finish(
 ) -> FilteredLinks:
     """Filter a page's links against the deny entries now, then finish the host."""
     links = filter_links(hrefs, hostname, DenyList(deny_entries.deny_entries(engine)))
-    links.hostnames.discard(hostname)
+    links = links.without(hostname)
     queue.finish_many(engine, [Crawled(hostname, result, links, recrawl_after)])
     return links
 

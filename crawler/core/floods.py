@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from crawler.core.hostnames import root
+from crawler.core.links import FoundName
 from crawler.core.outcomes import (
     DNS_ERROR,
     DNS_NOANSWER,
@@ -59,11 +59,11 @@ class FloodWatch:
         self._failed: OrderedDict[str, list[str]] = OrderedDict()
         self._flooded: OrderedDict[str, None] = OrderedDict()  # told once each
 
-    def added(self, page: str, new_hostnames: Iterable[str]) -> None:
-        """`page`'s fetch added `new_hostnames` to the queue."""
-        for name in new_hostnames:
-            if root(name) == name:  # a registered domain: a root of its own
-                self._page_of[name] = page
+    def added(self, page: str, new: Iterable[FoundName]) -> None:
+        """`page`'s fetch added the names `new` to the queue."""
+        for name in new:
+            if name.root == name.hostname:  # a registered domain: a root of its own
+                self._page_of[name.hostname] = page
                 _bound(self._page_of, self.max_names)
 
     def settled(self, hostname: str, outcome: str) -> Flood | None:

@@ -3,18 +3,29 @@
 Every source (crawler.core.sources) goes through `filter_found`: one
 resolution, one normalization, one rule of names that can exist
 (crawler.core.hostnames.name_refusal) and one deny rule for all of them.
+
+What it returns, FilteredLinks, is the one form of a page's names from discovery
+to the database (docs/design.md, "A page's names"): the spider puts it on its
+item, the pipeline hands it to `queue.finish_many` as it is. Each name carries
+its root and its source group, worked out here once.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from crawler.core.addresses import Network, address_refusal
 from crawler.core.budget import ExtractBudget
 from crawler.core.denylist import DenyList
-from crawler.core.hostnames import allowed_private_networks, is_ip, local_suffixes, name_refusal
+from crawler.core.hostnames import (
+    allowed_private_networks,
+    is_ip,
+    local_suffixes,
+    name_refusal,
+    root,
+)
 from crawler.core.namecaps import OVER_CAP, NameCaps
 from crawler.core.sources import group_of
 from crawler.core.urls import link_hostname, link_origin
@@ -28,33 +39,87 @@ _UNSEEN = object()
 PRIVATE_ADDRESS = "private_address"
 
 
-@dataclass
-class FilteredLinks:
-    """Hostnames to save from one page, and what was dropped by which rule."""
+@dataclass(frozen=True, slots=True)
+class FoundName:
+    """A hostname worth saving, its root (the registered domain every key holds) and
+    where it was first seen: the place (`script src`, `certificate`...) and its source
+    group. A name no page named (a seed) has no place."""
 
-    hostnames: set[str] = field(default_factory=set)
-    found: int = 0
-    dropped: Counter[str] = field(default_factory=Counter)
-    # The place each saved hostname was first seen in (`script src`, `certificate`...).
-    via: dict[str, str] = field(default_factory=dict)
+    hostname: str
+    root: str
+    place: str | None = None
+    group: str | None = None
+
+    @classmethod
+    def of(cls, hostname: str, place: str | None = None) -> FoundName:
+        """The name of a normalized `hostname`, seen in `place` (None: on no page)."""
+        return cls(hostname, root(hostname), place, group_of(place) if place else None)
+
+
+@dataclass(frozen=True)
+class FilteredLinks:
+    """Hostnames to save from one fetch, and what was dropped by which rule. A value:
+    `merged` and `without` make new ones."""
+
+    # In hostname order, each once, with the place it was first seen in.
+    names: tuple[FoundName, ...] = ()
+    found: int = 0  # links read, saved or not
+    # Links dropped, by reason (no_hostname, single_label, ..., over_cap, no_follow, blocked).
+    dropped: Mapping[str, int] = field(default_factory=dict)
     # Per source group, how many distinct saved hostnames it gave.
-    by_group: Counter[str] = field(default_factory=Counter)
+    by_group: Mapping[str, int] = field(default_factory=dict)
     # Per deny entry, the links it dropped (its share of dropped[no_follow or blocked]).
-    by_entry: Counter[str] = field(default_factory=Counter)
+    by_entry: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, via: Mapping[str, str | None] | Iterable[str], found: int | None = None, **counts
+    ) -> FilteredLinks:
+        """Links to normalized names given by hand (tests, benchmarks): {hostname: place}
+        or hostnames, `found` (None: one link each) and the counts."""
+        places = via if isinstance(via, Mapping) else dict.fromkeys(via)
+        names = tuple(FoundName.of(h, places[h]) for h in sorted(places))
+        return cls(names, len(names) if found is None else found, **counts)
 
     @property
     def filtered(self) -> int:
+        """Links dropped, whatever the reason."""
         return sum(self.dropped.values())
 
-    def merge(self, other: FilteredLinks) -> None:
-        """Add what another response of the same fetch (a redirect hop) revealed."""
-        self.hostnames |= other.hostnames
-        self.found += other.found
-        self.dropped.update(other.dropped)
-        for hostname, place in other.via.items():
-            self.via.setdefault(hostname, place)
-        self.by_group.update(other.by_group)
-        self.by_entry.update(other.by_entry)
+    @property
+    def hostnames(self) -> frozenset[str]:
+        return frozenset(name.hostname for name in self.names)
+
+    @property
+    def via(self) -> dict[str, str | None]:
+        """{hostname: the place it was first seen in}."""
+        return {name.hostname: name.place for name in self.names}
+
+    def merged(self, other: FilteredLinks) -> FilteredLinks:
+        """These links and another response's of the same fetch (a redirect hop): a name
+        keeps the place it was first seen in here."""
+        names = {name.hostname: name for name in other.names}
+        names.update((name.hostname, name) for name in self.names)
+        return FilteredLinks(
+            tuple(names[hostname] for hostname in sorted(names)),
+            self.found + other.found,
+            _added(self.dropped, other.dropped),
+            _added(self.by_group, other.by_group),
+            _added(self.by_entry, other.by_entry),
+        )
+
+    def without(self, hostname: str) -> FilteredLinks:
+        """These links but the one to `hostname` (the fetched host's own name: no news)."""
+        names = tuple(name for name in self.names if name.hostname != hostname)
+        if len(names) == len(self.names):
+            return self
+        return FilteredLinks(names, self.found, self.dropped, self.by_group, self.by_entry)
+
+
+def _added(one: Mapping[str, int], other: Mapping[str, int]) -> dict[str, int]:
+    total = Counter(one)
+    total.update(other)
+    return dict(total)
 
 
 def filter_links(
@@ -101,7 +166,11 @@ def filter_found(
             page_scheme,
             page_host,
         )
-    result = FilteredLinks()
+    kept: dict[str, FoundName] = {}
+    read = 0
+    dropped: Counter[str] = Counter()
+    by_group: Counter[str] = Counter()
+    by_entry: Counter[str] = Counter()
     seen: dict[str, object] = {}
     place_groups: dict[str, str] = {}
     counted: set[tuple[str, str]] = set()
@@ -113,10 +182,10 @@ def filter_found(
             group = place_groups[place] = group_of(place)
         if groups is not None and group not in groups:
             continue
-        result.found += 1
+        read += 1
         hostname = link_hostname(href, page_host, page_scheme)
         if hostname is None:
-            result.dropped[NO_HOSTNAME] += 1
+            dropped[NO_HOSTNAME] += 1
             continue
         verdict = seen.get(hostname, _UNSEEN)
         if verdict is _UNSEEN:
@@ -124,19 +193,22 @@ def filter_found(
             if len(seen) < REMEMBERED_NAMES:
                 seen[hostname] = verdict
         rule, entry = verdict
-        if rule is None and caps is not None and not caps.admits(hostname):
-            rule = OVER_CAP
+        if rule is None and hostname not in kept:
+            name_root = root(hostname)
+            if caps is None or caps.admits(hostname, name_root):
+                kept[hostname] = FoundName(hostname, name_root, place, group)
+            else:
+                rule = OVER_CAP
         if rule is not None:
-            result.dropped[rule] += 1
+            dropped[rule] += 1
             if entry is not None:
-                result.by_entry[entry] += 1
+                by_entry[entry] += 1
             continue
-        result.hostnames.add(hostname)
-        result.via.setdefault(hostname, place)
         if (hostname, group) not in counted:
             counted.add((hostname, group))
-            result.by_group[group] += 1
-    return result
+            by_group[group] += 1
+    names = tuple(kept[hostname] for hostname in sorted(kept))
+    return FilteredLinks(names, read, dict(dropped), dict(by_group), dict(by_entry))
 
 
 def _refusal(

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from crawler.core.hostnames import root
-
 OVER_CAP = "over_cap"
 
 
@@ -28,13 +26,13 @@ class NameCaps:
         self.admitted: set[str] = set()
         self.roots: Counter[str] = Counter()
 
-    def admits(self, hostname: str) -> bool:
-        """True if `hostname` may be saved (admitting it if it is new and fits)."""
+    def admits(self, hostname: str, name_root: str) -> bool:
+        """True if `hostname` (under `name_root`) may be saved (admitting it if it is new
+        and fits)."""
         if hostname in self.admitted or hostname == self.own:
             return True
         if len(self.admitted) >= self.per_page:
             return False
-        name_root = root(hostname)
         if self.roots[name_root] >= self.per_root:
             return False
         self.roots[name_root] += 1

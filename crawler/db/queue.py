@@ -3,8 +3,9 @@
 A crawled host's result, its new links and its next date are written in one
 transaction (`finish_many`), and the claim is released in it: a worker killed
 before it commits loses nothing — the lease runs out and the host comes back.
-Links arrive filtered (the crawler filters them with the core); this module
-only writes hostnames.
+Links arrive filtered, as the core's FilteredLinks, each name with its root and
+source group; this module only writes them, and answers with the names that
+were new.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from datetime import timedelta
 from sqlalchemy import Connection, Engine, text
 
 from crawler.core.hostnames import root
-from crawler.core.links import FilteredLinks
+from crawler.core.links import FilteredLinks, FoundName
+from crawler.core.namecaps import OVER_CAP
 from crawler.core.outcomes import is_network_failure
-from crawler.core.sources import PLACE_CHARS, group_of
+from crawler.core.sources import PLACE_CHARS
 from crawler.db import bulk, dropped_links, rollups
 from crawler.db.bulk import EntryChange
 from crawler.db.deployment import by_shard_group, deployment_of, shard_groups
@@ -36,8 +38,7 @@ class CrawlResult:
     final_url: str | None = None
     title: str | None = None
     scheme: str | None = None  # the scheme that answered (https, or http by the fallback)
-    # Links dropped over the names' caps, and why reading stopped early (None: it did not).
-    over_cap: int = 0
+    # Why reading stopped early (None: it did not).
     extract_stopped: str | None = None
 
 
@@ -77,54 +78,55 @@ def save_hosts(engine: Engine, hostnames: Iterable[str], discovered_from: str | 
     Idempotent. Returns how many hosts were new. Callers filter first; a
     dateless row (made by a deny entry) gets a date when a link finds it.
     """
-    found = {name: FoundOn(discovered_from) for name in hostnames}
-    if not found:
+    names = [FoundName.of(name) for name in dict.fromkeys(hostnames)]
+    if not names:
         return 0
     with engine.begin() as conn:
-        return len(insert_hosts(conn, found))
+        return len(insert_hosts(conn, [(discovered_from, names)]))
 
 
-@dataclass(frozen=True)
-class FoundOn:
-    """Where a hostname was seen: the host whose page named it, the source group, the place."""
-
-    page: str | None = None
-    source: str | None = None
-    place: str | None = None
+# Per page (None: none, as for seeds), the names it named.
+Named = Sequence[tuple[str | None, Sequence[FoundName]]]
 
 
 def insert_hosts(
-    conn: Connection, found: dict[str, FoundOn], pending: rollups.Rollups | None = None
-) -> list[tuple[str, str | None]]:
-    """Insert {hostname: where it was found}, a statement per shard group of their roots,
-    in hostname order within one (the lock order every writer keeps).
+    conn: Connection, named: Named, pending: rollups.Rollups | None = None
+) -> list[tuple[str | None, FoundName]]:
+    """Insert the names each page named (the first page to name one is its
+    discovered_from), a statement per shard group of their roots, in hostname order
+    within one (the lock order every writer keeps).
 
-    Returns the (hostname, discovered_from) rows that were new. Their rollups go to
-    `pending` (the caller writes it before it commits), or are written here.
+    Returns the (page, name) of each name that was new. Their rollups go to `pending`
+    (the caller writes it before it commits), or are written here.
     """
+    first: dict[str, tuple[str | None, FoundName]] = {}
+    for page, names in named:
+        for name in names:
+            first.setdefault(name.hostname, (page, name))
     gathered = rollups.Rollups() if pending is None else pending
     new = []
     # Once per shard group (one on one server): Citus sends each run's rows to one shard.
-    roots_of = {n: root(n) for n in found}
-    for _, names in by_shard_group(conn, roots_of):
-        params = {"names": names, "roots": [roots_of[n] for n in names]}
-        where = [found[n] for n in names]
-        pages, sources, places = (
-            [f.page for f in where],
-            [f.source for f in where],
-            [f.place for f in where],
-        )
-        inserted = conn.execute(
-            INSERT_HOSTS, {**params, "pages": pages, "sources": sources, "places": places}
-        ).all()
+    for _, hostnames in by_shard_group(conn, {h: name.root for h, (_, name) in first.items()}):
+        rows = [first[h] for h in hostnames]
+        params = {"names": hostnames, "roots": [name.root for _, name in rows]}
+        inserted = conn.execute(INSERT_HOSTS, {**params, **_found_columns(rows)}).all()
         gathered.lower_next_due(conn.execute(QUEUE_HOSTS, params))
-        new += inserted
-    gathered.count_hosts(new=[r for _, _, r in new])
+        new += [first[h] for h, _, _ in inserted]
+    gathered.count_hosts(new=[name.root for _, name in new])
     gathered.count_hours(discovered=len(new))
-    rollups.count_sources(conn, (found[h].source for h, _, _ in new))
+    rollups.count_sources(conn, (name.group for _, name in new))
     if pending is None:
         gathered.write(conn)
-    return [(h, source) for h, source, _ in new]
+    return new
+
+
+def _found_columns(rows: list[tuple[str | None, FoundName]]) -> dict[str, list]:
+    """Where each name was found: the page, the source group, the place (cut to fit)."""
+    return {
+        "pages": [page for page, _ in rows],
+        "sources": [name.group for _, name in rows],
+        "places": [name.place and name.place[:PLACE_CHARS] for _, name in rows],
+    }
 
 
 def seed(engine: Engine, values: Sequence[str], allow_private: bool = False) -> list[EntryChange]:
@@ -135,62 +137,66 @@ def seed(engine: Engine, values: Sequence[str], allow_private: bool = False) -> 
     return bulk.collect(bulk.seed(engine, values, allow_private=allow_private))
 
 
+# What the database answered for one crawled host: the names its page added.
+Added = tuple[FoundName, ...]
+
+
 @retry_conflicts
-def finish_many(engine: Engine, crawled: Sequence[Crawled]) -> list[list[str]]:
+def finish_many(engine: Engine, crawled: Sequence[Crawled]) -> list[Added]:
     """Write crawled hosts' results, new links, next dates and the links each deny entry
     dropped from their pages (crawler.db.dropped_links) in one transaction.
 
-    All are written, or none. Returns, per host, the hostnames its page added.
+    All are written, or none. Returns, per host, the names its page added (as its
+    links carried them).
     """
-    found: dict[str, FoundOn] = {}
-    for host in crawled:
-        via = host.links.via
-        for name in host.links.hostnames:
-            if name != host.hostname and name not in found:
-                place = via.get(name)
-                source = group_of(place) if place else None
-                found[name] = FoundOn(host.hostname, source, place and place[:PLACE_CHARS])
+    named = [(host.hostname, _named_by(host)) for host in crawled]
     with engine.begin() as conn:
         pending = rollups.Rollups()
         write_results(conn, crawled, pending)
-        new = insert_hosts(conn, found, pending) if found else []
+        new = insert_hosts(conn, named, pending) if any(names for _, names in named) else []
         schedule(conn, [(host.hostname, host.recrawl_after) for host in crawled], pending)
         pending.write(conn)
         dropped_links.add(conn, dropped_links.gathered(h.links.by_entry for h in crawled))
-    added: dict[str | None, list[str]] = {}
-    for name, source in new:
-        added.setdefault(source, []).append(name)
-    return [added.get(host.hostname, []) for host in crawled]
+    added: dict[str | None, list[FoundName]] = {}
+    for page, name in new:
+        added.setdefault(page, []).append(name)
+    return [tuple(added.get(host.hostname, ())) for host in crawled]
+
+
+def _named_by(host: Crawled) -> tuple[FoundName, ...]:
+    """The names a crawled host's page named, but its own: a page does not discover itself."""
+    return tuple(name for name in host.links.names if name.hostname != host.hostname)
 
 
 def write_results(conn: Connection, crawled: Sequence[Crawled], pending: rollups.Rollups) -> None:
     """The hosts' results, one statement per shard group (on one server, one): it locks
     the rows to read their outcome before, which Citus runs only within one shard.
     Their rollups go to `pending`."""
-    roots = {host.hostname: root(host.hostname) for host in crawled}
+    roots = [root(host.hostname) for host in crawled]
     statement = deployment_of(conn).write_results
-    for group in shard_groups(conn, set(roots.values())):
-        written = conn.execute(
-            statement, results_params([h for h in crawled if roots[h.hostname] in group])
-        ).all()
+    for group in shard_groups(conn, set(roots)):
+        part = [i for i, r in enumerate(roots) if r in group]
+        params = results_params([crawled[i] for i in part], [roots[i] for i in part])
+        written = conn.execute(statement, params).all()
         pending.count_hosts(crawled=[(r, before, now) for r, _, before, now in written])
         pending.count_hours(crawled=[(h, now) for _, h, _, now in written])
 
 
-def results_params(crawled: Sequence[Crawled]) -> dict:
+def results_params(crawled: Sequence[Crawled], roots: Sequence[str]) -> dict:
+    """The columns of write_results; the links' counts as the page's links carry them."""
     results = [host.result for host in crawled]
     return {
         "names": [host.hostname for host in crawled],
-        "roots": [root(host.hostname) for host in crawled],
+        "roots": list(roots),
         "outcomes": [r.outcome for r in results],
         "statuses": [r.http_status for r in results],
         "urls": [r.final_url for r in results],
         "titles": [r.title for r in results],
         "schemes": [r.scheme for r in results],
         "found": [host.links.found for host in crawled],
-        "saved": [len(host.links.hostnames - {host.hostname}) for host in crawled],
+        "saved": [len(_named_by(host)) for host in crawled],
         "filtered": [host.links.filtered for host in crawled],
-        "over_cap": [r.over_cap for r in results],
+        "over_cap": [host.links.dropped.get(OVER_CAP, 0) for host in crawled],
         "stopped": [r.extract_stopped for r in results],
         "failed": [is_network_failure(r.outcome) for r in results],
     }

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from scrapy import signals
 from scrapy.utils.defer import deferred_to_future
 
-from crawler.core.hostnames import root
+from crawler.core.links import FoundName
 from crawler.core.outcomes import DNS_ALIVE, DNS_ERROR
 from crawler.db import trap_windows
 from crawler.db.retry import in_thread_until_up
@@ -61,11 +61,11 @@ class WildcardWatch:
         self._tasks: set[asyncio.Task] = set()
         crawler.signals.connect(self.close, signal=signals.spider_closed)
 
-    def saw(self, new_hostnames: Iterable[str]) -> None:
-        """Hostnames a page added to the database: probe any root that just got many."""
-        for name in new_hostnames:
-            domain = root(name)
-            if domain == name or domain in self._probed:
+    def saw(self, new: Iterable[FoundName]) -> None:
+        """Names a page added to the database: probe any root that just got many."""
+        for name in new:
+            domain = name.root
+            if domain == name.hostname or domain in self._probed:
                 continue
             self._new[domain] += 1
             if self._new[domain] >= self.threshold:

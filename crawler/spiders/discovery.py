@@ -108,11 +108,12 @@ def discover(
 ) -> tuple[FilteredLinks, str | None]:
     """The hostnames the fetch of `hostname`'s page revealed (the page, and each redirect
     hop's own response) that can exist (names under `local`, None: LOCAL_SUFFIXES, too),
-    after the deny list and within `limits` (None: none), and the page's title."""
+    after the deny list and within `limits` (None: none), `hostname` itself left out;
+    and the page's title."""
     links, title = read_response(response, hostname, denylist, groups, local, limits)
     for hop in response.meta.get(HOPS) or ():
-        links.merge(hop)
-    return links, title
+        links = links.merged(hop)
+    return links.without(hostname), title
 
 
 def read_response(response, hostname, denylist, groups, local, limits):

@@ -29,6 +29,7 @@ from twisted.python.failure import Failure
 
 from crawler.core.denylist import Denial
 from crawler.core.hostnames import local_suffixes, root
+from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import (
     HTTP_UNFINISHED,
     IGNORED,
@@ -260,17 +261,8 @@ class HostsSpider(scrapy.Spider):
         denylist = self.state.denylist.loaded
         limits = self.limits.of_fetch(response.meta, hostname)
         links, title = discover(response, hostname, denylist, self.sources, self.local, limits)
-        links.hostnames.discard(hostname)
-        stats = self.crawler.stats
         stopped = limits.budget.stopped
-        if stopped is not None:
-            stats.inc_value(f"{STOPPED_PREFIX}{stopped}")
-        for group, count in links.by_group.items():
-            stats.inc_value(f"hostcrawl/found/{group}", count)
-        for reason, count in links.dropped.items():
-            stats.inc_value(f"{DROPPED_PREFIX}{reason}", count)
-        if response.meta.get("hostcrawl_fallback"):
-            self.crawler.stats.inc_value("hostcrawl/fallback/answered")
+        self._count_page(links, stopped, response.meta.get("hostcrawl_fallback"))
         yield HostItem(
             hostname,
             OK,
@@ -278,14 +270,21 @@ class HostsSpider(scrapy.Spider):
             response.url,
             title,
             response.meta.get("hostcrawl_scheme"),
-            hostnames=sorted(links.hostnames),
-            links_found=links.found,
-            links_filtered=links.filtered,
-            links_dropped=dict(links.dropped),
-            links_denied_by=dict(links.by_entry),
+            links=links,
             extract_stopped=stopped,
-            found_via={name: links.via[name] for name in links.hostnames},
         )
+
+    def _count_page(self, links: FilteredLinks, stopped: str | None, fallback: bool) -> None:
+        """The stats of a page: names found per group, links dropped per reason."""
+        stats = self.crawler.stats
+        if stopped is not None:
+            stats.inc_value(f"{STOPPED_PREFIX}{stopped}")
+        for group, count in links.by_group.items():
+            stats.inc_value(f"hostcrawl/found/{group}", count)
+        for reason, count in links.dropped.items():
+            stats.inc_value(f"{DROPPED_PREFIX}{reason}", count)
+        if fallback:
+            stats.inc_value("hostcrawl/fallback/answered")
 
     def failed(self, failure: Failure):
         request = failure.request

@@ -35,8 +35,8 @@ def finish(engine, roots: list[str]) -> None:
             Crawled(
                 f"a.{r}",
                 CrawlResult("OK", 200),
-                FilteredLinks(
-                    hostnames={f"b.{roots[(i + 1) % len(roots)]}"},
+                FilteredLinks.of(
+                    [f"b.{roots[(i + 1) % len(roots)]}"],
                     found=3,
                     by_entry=Counter({f"x.{roots[(i + 1) % len(roots)]}": 2}),
                 ),

@@ -9,15 +9,17 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import text
 
+from crawler.core.hostnames import root
+from crawler.core.links import FoundName
 from crawler.db import deny_entries, queue, retention
-from crawler.db.queue import FoundOn
 from tests.unit.test_counts import hosts_rows_read
 from webpanel.queries import dashboard, hidden
 
 
 def found(engine, names: list[str], source: str | None) -> None:
     with engine.begin() as conn:
-        queue.insert_hosts(conn, {n: FoundOn("page.test", source, "a href") for n in names})
+        named = [FoundName(n, root(n), "a href", source) for n in names]
+        queue.insert_hosts(conn, [("page.test", named)])
 
 
 def test_found_by_source_reads_the_hourly_rollup_not_the_hosts(db):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from crawler.core.floods import FloodWatch
+from crawler.core.links import FoundName
 from crawler.db import floods, queue
 
 pytest_plugins = ["tests.unit.test_panel_support"]
@@ -14,9 +15,14 @@ def names(n: int, under: str = "test") -> list[str]:
     return [f"gone{i}.{under}" for i in range(n)]
 
 
+def found(hostnames: list[str]) -> list[FoundName]:
+    """Names as a page's links carry them to the watch: each with its root."""
+    return [FoundName.of(name) for name in hostnames]
+
+
 def test_a_page_whose_last_new_roots_all_failed_at_dns_is_a_flood():
     watch = FloodWatch(size=5)
-    watch.added(PAGE, names(8))
+    watch.added(PAGE, found(names(8)))
     verdicts = [watch.settled(name, "DNS_NXDOMAIN") for name in names(8)]
     assert verdicts[:4] == [None] * 4
     flood = verdicts[4]
@@ -27,33 +33,33 @@ def test_a_page_whose_last_new_roots_all_failed_at_dns_is_a_flood():
 
 def test_one_that_answers_clears_the_window():
     watch = FloodWatch(size=5)
-    watch.added(PAGE, names(9))
+    watch.added(PAGE, found(names(9)))
     outcomes = ["DNS_NXDOMAIN"] * 4 + ["OK"] + ["DNS_NXDOMAIN"] * 4
     assert not any(watch.settled(n, o) for n, o in zip(names(9), outcomes, strict=True))
 
 
 def test_subdomains_and_failures_past_dns_are_the_trap_rules_not_a_flood():
     watch = FloodWatch(size=3)
-    watch.added(PAGE, [f"a{i}.wild.test" for i in range(5)] + names(3))
+    watch.added(PAGE, found([f"a{i}.wild.test" for i in range(5)] + names(3)))
     assert not any(watch.settled(f"a{i}.wild.test", "DNS_NXDOMAIN") for i in range(5))
     assert not any(watch.settled(n, "TCP_REFUSED") for n in names(3))
 
 
 def test_names_from_other_pages_fill_their_own_windows():
     watch = FloodWatch(size=3)
-    watch.added(PAGE, names(2))
-    watch.added("other.test", names(2, "example"))
+    watch.added(PAGE, found(names(2)))
+    watch.added("other.test", found(names(2, "example")))
     settled = [watch.settled(n, "DNS_NXDOMAIN") for n in names(2) + names(2, "example")]
     assert settled == [None] * 4
 
 
 def test_memory_is_bounded_by_the_names_and_pages_it_keeps():
     watch = FloodWatch(size=3, names=10, pages=2)
-    watch.added(PAGE, names(100))
+    watch.added(PAGE, found(names(100)))
     assert len(watch._page_of) == 10
     assert watch.settled("gone0.test", "DNS_NXDOMAIN") is None  # forgotten
     for page in ("p1.test", "p2.test", "p3.test"):
-        watch.added(page, [f"n-{page}"])
+        watch.added(page, found([f"n-{page}"]))
         watch.settled(f"n-{page}", "DNS_NXDOMAIN")
     assert len(watch._failed) == 2
 

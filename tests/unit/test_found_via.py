@@ -5,20 +5,19 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from crawler.core.links import FilteredLinks
+from crawler.core.links import FilteredLinks, FoundName
 from crawler.core.sources import describe_place
 from crawler.db import queue
 from crawler.db.queue import Crawled, CrawlResult
-from crawler.items import HostItem
-from crawler.pipelines import new_sources
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
 
 def crawl_page(db, page: str, via: dict[str, str]) -> list[str]:
     queue.save_hosts(db, [page])
-    links = FilteredLinks(set(via), len(via), via=dict(via))
-    return queue.finish_many(db, [Crawled(page, CrawlResult("OK", 200), links)])[0]
+    links = FilteredLinks.of(via)
+    added = queue.finish_many(db, [Crawled(page, CrawlResult("OK", 200), links)])[0]
+    return [name.hostname for name in added]
 
 
 def found(db, hostname: str):
@@ -37,10 +36,12 @@ def test_a_new_host_keeps_the_page_group_and_place_it_was_first_seen_in(db):
     assert found(db, "cdn.test") == ("www.page.test", "resources", "script src")
 
 
-def test_a_place_from_a_pages_attribute_names_is_cut_to_fit():
-    long_place = "div data-" + "x" * 100
-    item = HostItem("p.test", "OK", found_via={"n.test": long_place}, new_hostnames=["n.test"])
-    assert new_sources(item) == [{"hostname": "n.test", "source": "metadata", "place": long_place}]
+def test_the_finish_answers_with_the_new_names_as_the_page_carried_them(db):
+    links = FilteredLinks.of({"cdn.test": "script src", "old.test": "a href"})
+    queue.save_hosts(db, ["p.test", "old.test"])
+    [added] = queue.finish_many(db, [Crawled("p.test", CrawlResult("OK", 200), links)])
+    assert added == (FoundName("cdn.test", "cdn.test", "script src", "resources"),)
+    assert added[0] is links.names[0]  # the page's own value: nothing rebuilt on the way
 
 
 def test_a_long_place_is_stored_cut(db):

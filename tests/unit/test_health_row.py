@@ -40,7 +40,7 @@ def test_every_failed_outcome_has_a_layer_and_answers_have_none():
 def crawl_once(db) -> None:
     """Each of OUTCOMES crawled once; ok.test's page names two new hostnames."""
     insert_hosts(db, OUTCOMES)
-    new = FilteredLinks(hostnames={"new1.test", "new2.test"}, found=2)
+    new = FilteredLinks.of(["new1.test", "new2.test"])
     queue.finish_many(
         db,
         [

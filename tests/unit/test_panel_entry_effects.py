@@ -65,8 +65,7 @@ def test_the_link_filter_counts_the_links_each_entry_dropped():
     links = filter_links(hrefs, "hub.test", denylist)
     assert links.by_entry == {"social.test": 3, "trap.test": 1}
     assert links.dropped["no_follow"] == 3 and links.dropped["blocked"] == 1
-    merged = FilteredLinks(by_entry=Counter({"social.test": 2}))
-    merged.merge(links)
+    merged = FilteredLinks(by_entry=Counter({"social.test": 2})).merged(links)
     assert merged.by_entry == {"social.test": 5, "trap.test": 1}
 
 

@@ -13,8 +13,10 @@ import time
 import pytest
 from sqlalchemy import text
 
+from crawler.core.hostnames import root
+from crawler.core.links import FoundName
 from crawler.db import deny_entries, queue
-from crawler.db.queue import Crawled, CrawlResult, FoundOn
+from crawler.db.queue import Crawled, CrawlResult
 from tests.dbhelpers import record_outcomes
 from tests.unit.test_panel_support import give_api_token, panel_config
 from webpanel import create_app
@@ -48,7 +50,8 @@ def cached(cached_app, operators):
 
 def found(db, names: list[str], source: str) -> None:
     with db.begin() as conn:
-        queue.insert_hosts(conn, {n: FoundOn("page.test", source, "a href") for n in names})
+        named = [FoundName(n, root(n), "a href", source) for n in names]
+        queue.insert_hosts(conn, [("page.test", named)])
 
 
 def test_an_entry_added_by_another_process_leaves_the_cached_figures_at_once(db, cached):

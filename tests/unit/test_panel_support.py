@@ -96,11 +96,12 @@ def login(client, username: str, password: str, next_url: str | None = None):
 def insert_hosts(engine, names: Iterable[str], **columns) -> None:
     """Hosts and queue rows as the crawl saves them (due now), with optional crawl facts
     written straight in SQL (the roots' counters moved as a finish moves them)."""
+    from crawler.core.links import FoundName
     from crawler.db import queue, rollups
 
     names = sorted(set(names))
     with engine.begin() as conn:
-        queue.insert_hosts(conn, {name: queue.FoundOn() for name in names})
+        queue.insert_hosts(conn, [(None, [FoundName.of(name) for name in names])])
         if columns:
             sets = ", ".join(f"{k} = :{k}" for k in columns)
             written = conn.execute(

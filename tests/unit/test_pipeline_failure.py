@@ -10,6 +10,7 @@ from scrapy import Spider
 from scrapy.utils.test import get_crawler
 from sqlalchemy import text
 
+from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import OK
 from crawler.db import claims, queue
 from crawler.items import HostItem
@@ -48,8 +49,8 @@ def test_a_failed_write_leaves_the_host_claimed_until_its_lease_runs_out(db, pip
         raise RuntimeError("could not extend file: No space left on device")
 
     monkeypatch.setattr(queue, "finish_many", disk_full)
-    item = HostItem("page.test", OK, 200, "http://page.test/", "Page", "http")
-    item.hostnames = ["new.test"]
+    links = FilteredLinks.of(["new.test"])
+    item = HostItem("page.test", OK, 200, "http://page.test/", "Page", "http", links=links)
     with pytest.raises(RuntimeError, match="No space left"):
         run_in_loop(pipeline.process_item(item))
 

@@ -12,7 +12,7 @@ from twisted.web.client import ResponseFailed
 
 from crawler.core.budget import BUDGET_SPENT, ExtractBudget
 from crawler.core.denylist import DenyList
-from crawler.core.links import filter_found
+from crawler.core.links import FilteredLinks, filter_found
 from crawler.core.namecaps import OVER_CAP, NameCaps
 from crawler.core.pagelinks import document_urls, parse_document
 from crawler.db import claims, queue, unfinished
@@ -51,9 +51,9 @@ def test_the_caps_hold_across_the_responses_of_one_fetch():
     caps = NameCaps(per_page=30, per_root=30)
     hop = filter_found(found(f"a{i}.test" for i in range(20)), PAGE, DenyList(), caps=caps)
     page = filter_found(found(f"b{i}.test" for i in range(20)), PAGE, DenyList(), caps=caps)
-    hop.merge(page)
-    assert len(hop.hostnames) == 30
-    assert hop.dropped[OVER_CAP] == 10
+    both = hop.merged(page)
+    assert len(both.hostnames) == 30
+    assert both.dropped[OVER_CAP] == 10
 
 
 def test_the_fetched_host_itself_is_never_over_the_cap():
@@ -154,8 +154,9 @@ def test_a_finish_starts_the_count_again(db):
 
 def test_the_host_page_shows_names_over_the_caps_and_a_stopped_reading(client, db):
     queue.save_hosts(db, ["flood.test"])
-    result = CrawlResult("OK", 200, over_cap=12_345, extract_stopped=BUDGET_SPENT)
-    queue.finish_many(db, [Crawled("flood.test", result)])
+    result = CrawlResult("OK", 200, extract_stopped=BUDGET_SPENT)
+    links = FilteredLinks(found=12_345, dropped={OVER_CAP: 12_345})
+    queue.finish_many(db, [Crawled("flood.test", result, links)])
     page = client.get("/hosts/flood.test").get_data(as_text=True)
     assert "12,345 of them over the names' caps" in page
     assert "reading stopped" in page and BUDGET_SPENT in page

@@ -120,7 +120,7 @@ def test_every_writer_keeps_hosts_and_queue_rows_paired(db):
     way out (a removed entry's own row) takes both."""
     queue.save_hosts(db, ["a.test", "www.a.test"])
     queue.seed(db, ["seed.test"])
-    page = FilteredLinks(hostnames={"new.test", "www.new.test", "a.test"}, found=3)
+    page = FilteredLinks.of(["new.test", "www.new.test", "a.test"])
     queue.finish_many(db, [Crawled("a.test", CrawlResult("OK", 200), page, timedelta(days=1))])
     deny_entries.add_no_follow(db, ["rule.test", "www.a.test"])
     deny_entries.upsert_blocked(db, "trap.test", "a trap")

@@ -50,7 +50,7 @@ def due_bounds(db) -> list[tuple]:
 
 def crawled(hostname: str, outcome: str, links: set[str]) -> Crawled:
     result = CrawlResult(outcome, 200 if outcome == "OK" else None)
-    return Crawled(hostname, result, FilteredLinks(links, len(links)), timedelta(days=1))
+    return Crawled(hostname, result, FilteredLinks.of(links), timedelta(days=1))
 
 
 def test_a_finish_keeps_the_roots_as_a_recount_would(db):

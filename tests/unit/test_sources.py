@@ -234,7 +234,7 @@ def test_a_redirect_hops_findings_merge_into_the_pages():
         "hop.test",
         DenyList(),
     )
-    page.merge(hop)
+    page = page.merged(hop)
     assert page.hostnames == {"a.test", "b.test"}
     assert page.via == {"a.test": "a href", "b.test": "script src"}
     assert page.found == 4 and page.dropped["no_hostname"] == 1
