@@ -128,7 +128,7 @@ def worker(url: str, number: int, stop, latencies) -> None:
                 links.add(f"n{number}-{new}.{root_name(rng.randrange(ROOTS))}")
             outcome = rng.choice(OUTCOMES)
             result = queue.CrawlResult(outcome, 200 if outcome == "OK" else None)
-            page = FilteredLinks(hostnames=links, found=LINKS) if outcome == "OK" else None
+            page = FilteredLinks.of(links, LINKS) if outcome == "OK" else None
             crawled.append(queue.Crawled(host, result, page or FilteredLinks(), RECRAWL_AFTER))
         if crawled:
             queue.finish_many(engine, crawled)

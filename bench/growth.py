@@ -170,7 +170,7 @@ def crawled_batches(hosts: list[str], rng: random.Random, roots: int, tag: str) 
             new += 1
             links.add(f"{tag}n{new}.{root_name(rng.randrange(roots))}")
             result = CrawlResult("OK", 200, None, "a page")
-            batch.append(Crawled(host, result, FilteredLinks(links, 8), timedelta(days=7)))
+            batch.append(Crawled(host, result, FilteredLinks.of(links, 8), timedelta(days=7)))
         batches.append(batch)
     return batches
 

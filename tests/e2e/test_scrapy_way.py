@@ -43,8 +43,13 @@ def test_a_feed_gets_one_line_per_settled_host(db, fakeweb_factory, crawl, tmp_p
     assert len(items) == len(in_database) == len(names) + 3
     hub = next(i for i in items if i["hostname"] == "hub.test")
     assert (hub["http_status"], hub["title"]) == (200, "hub.test")
-    assert hub["hostnames"] == [names[0]] and hub["new_hostnames"] == [names[0]]
-    assert hub["links_found"] == 2 and hub["links_filtered"] == 1  # social.test's link
+    links = hub["links"]  # the page's links as the filter made them, one field
+    assert [name["hostname"] for name in links["names"]] == [names[0]]
+    assert links["found"] == 2 and links["dropped"] == {"no_follow": 1}  # social.test's link
+    assert "new_hostnames" not in hub  # what was new is the database's answer, not the item's
+    with db.connect() as conn:
+        sql = text("SELECT discovered_from FROM hosts WHERE hostname = :h")
+        assert conn.execute(sql, {"h": names[0]}).scalar_one() == "hub.test"
     assert in_database["dead.alpha.test"] == "TCP_REFUSED"
 
 

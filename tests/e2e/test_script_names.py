@@ -69,10 +69,9 @@ def test_script_names_are_saved_as_scripts_and_names_that_cannot_exist_are_count
     assert start.links_filtered == sum(DROPPED.values())
     items = [json.loads(line) for line in feed.read_text().splitlines()]
     page = next(i for i in items if i["hostname"] == "start.test")
-    assert {s["hostname"]: s["source"] for s in page["new_sources"]} == dict.fromkeys(
-        SAVED, "scripts"
-    )
-    assert page["links_dropped"] == DROPPED
+    links = page["links"]
+    assert {n["hostname"]: n["group"] for n in links["names"]} == dict.fromkeys(SAVED, "scripts")
+    assert links["dropped"] == DROPPED
     log = worker.log()
     assert crawl_stats(log) == DROPPED
     assert re.search(r"'hostcrawl/found/scripts': 3\b", log)

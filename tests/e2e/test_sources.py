@@ -129,7 +129,7 @@ def test_every_place_names_a_host_and_each_is_saved_with_its_source(
         assert found(db, name) == ("start.test", group, place), name
     items = [json.loads(line) for line in feed.read_text().splitlines()]
     start = next(i for i in items if i["hostname"] == "start.test")
-    by_host = {f["hostname"]: (f["place"], f["source"]) for f in start["new_sources"]}
+    by_host = {n["hostname"]: (n["place"], n["group"]) for n in start["links"]["names"]}
     assert by_host == expected
     log = worker.log()
     groups = ("links", "resources", "metadata", "scripts", "headers", "certificate", "dns")
