@@ -108,11 +108,17 @@ def table_rows(text: str) -> list[list[str]]:
     ]
 
 
-def test_a_run_replaces_its_rows_of_the_readme_table_and_keeps_the_others(tmp_path):
+def table_files(tmp_path, run: list[dict]):
+    """A README and a HISTORY as the repository has them, and a run's results file."""
     readme, history = tmp_path / "README.md", tmp_path / "HISTORY.md"
     readme.write_text(README)
     history.write_text(HISTORY)
     results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in run))
+    return readme, history, results
+
+
+def test_a_run_replaces_its_rows_of_the_readme_table_and_keeps_the_others(tmp_path):
     run = [
         a_row("crawl.py", "pages/s vs bare spider", "x0.86", ">= x0.8", "PASS"),
         a_row("crawl.py", "pages/s vs the crawler before", "x1.20", ">= x1.0", "PASS"),
@@ -120,7 +126,7 @@ def test_a_run_replaces_its_rows_of_the_readme_table_and_keeps_the_others(tmp_pa
         a_row("crawl.py", "peak RSS", "180 MB", "<= 300 MB", "NO VERDICT"),
         a_row("cores.py", "pages/s, 2 workers vs 1", "x1.30", ">= x1.25", "PASS"),
     ]
-    results.write_text("".join(json.dumps(r) + "\n" for r in run))
+    readme, history, results = table_files(tmp_path, run)
 
     run_summary("--update-readme", results, "--readme", readme, "--history", history)
 
@@ -199,10 +205,6 @@ def test_a_run_replaces_its_rows_of_the_readme_table_and_keeps_the_others(tmp_pa
 
 
 def test_a_figure_under_its_target_is_a_fail_in_the_table(tmp_path):
-    readme, history = tmp_path / "README.md", tmp_path / "HISTORY.md"
-    readme.write_text(README)
-    history.write_text(HISTORY)
-    results = tmp_path / "results.jsonl"
     run = [
         # said PASS, but its median misses the target in the target's units
         a_row(
@@ -215,7 +217,7 @@ def test_a_figure_under_its_target_is_a_fail_in_the_table(tmp_path):
         a_row("hostile.py", "css url( repeated", "0.0100 s, 0.1358 s: 13.6x", "<= 15x", "PASS"),
         a_row("crawl.py", "pages/s vs bare spider", "x0.86", ">= x0.8", "PASS"),
     ]
-    results.write_text("".join(json.dumps(r) + "\n" for r in run))
+    readme, history, results = table_files(tmp_path, run)
 
     printed = run_summary(results, "--update-readme", "--readme", readme, "--history", history)
 
