@@ -64,7 +64,7 @@ from sqlalchemy.engine import make_url
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.core.traps import Observation, describe
-from crawler.db import accounts
+from crawler.db import accounts, rollups
 from crawler.db.host_filter import HostFilter
 from crawler.db.models import Host, QueueRow
 from webpanel.queries import deny_lists, host_rows, paging
@@ -180,13 +180,13 @@ def load(url: str, rng: random.Random) -> dict:
                 next_claim = crawled + timedelta(days=7)
             else:
                 next_claim = batch_at
-            queue_rows.append((name, next_claim, rule, denied_by))
+            queue_rows.append((name, root, next_claim, rule, denied_by))
         columns = "hostname, root, discovered_at, outcome, http_status, title, last_crawled_at"
         with cur.copy(f"COPY hosts ({columns}) FROM STDIN") as copy:
             for row in host_rows:
                 copy.write_row(row)
         with cur.copy(
-            "COPY queue (hostname, next_claim_at, status_reason, denied_by) FROM STDIN"
+            "COPY queue (hostname, root, next_claim_at, status_reason, denied_by) FROM STDIN"
         ) as copy:
             for row in queue_rows:
                 copy.write_row(row)
@@ -227,6 +227,14 @@ def load(url: str, rng: random.Random) -> dict:
         conn.execute(text("SET maintenance_work_mem = '256MB'"))
         for ix in dropped:
             ix.create(conn)
+        # The roots' counters, as the writers keep them (COPY is no writer of ours).
+        rollups.count_hosts(
+            conn,
+            new=[row[1] for row in host_rows],
+            crawled=[(row[1], None, row[3]) for row in host_rows if row[3]],
+        )
+        rollups.lower_next_due(conn, [(row[1], row[2]) for row in queue_rows if row[2]])
+        rollups.recount_windows(conn, list(traps))
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE"))
         # The load's gigabyte of writes is flushed now, not by a checkpoint spread over

@@ -46,6 +46,7 @@ from _panel_http import (
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from crawler.core import config
 from crawler.db import accounts, rollups
 from crawler.db.models import Host, QueueRow
 from webpanel.queries import paging, root_rows
@@ -58,6 +59,7 @@ NEAR_BLOCK = 500
 PROBES = 2_000
 WILDCARDS = 200
 BUDGETED = 20_000
+TRAP_WINDOW = config.setting("TRAP_WINDOW").default  # the window /roots/<root> shows, as deployed
 REQUESTS = 200
 ROUNDS = 10
 TARGET_MS = 100.0
@@ -182,7 +184,7 @@ def query_times(engine, farm: str, small: str, deep: str) -> list[str]:
         calls[f"/roots/{name}"] = lambda c, name=name: (
             root_rows.root_line(c, name),
             root_rows.subdomain_page(c, name),
-            root_rows.window(c, name),
+            root_rows.window(c, name, TRAP_WINDOW),
         )
     lines = []
     for label, call in calls.items():
