@@ -14,12 +14,12 @@ from sqlalchemy import make_url
 from crawler.db import accounts
 from crawler.db.migrate import SchemaState
 from crawler.runner import console
-from tests.unit.test_cli import assert_refused, hostcrawl
+from tests.unit.test_cli import assert_refused, hostcrawl, hostcrawl_process
 from tests.waiting import wait_until
 
 
 def test_version_is_the_package_version():
-    run = hostcrawl("--version")
+    run = hostcrawl_process("--version")
     assert run.returncode == 0, run.stderr
     assert run.stdout == "hostcrawl 0.1.0\n"
 
