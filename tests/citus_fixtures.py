@@ -47,13 +47,12 @@ def migrated_cluster(citus_cluster) -> CitusCluster:
 def cluster_db(migrated_cluster, monkeypatch):
     """The cluster's database, migrated and distributed, every table empty; processes
     started from the test (crawlers, the CLI) use it through DATABASE_URL."""
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import create_engine
 
-    from tests.conftest import TABLES
+    from tests.conftest import empty_tables
 
     monkeypatch.setenv("DATABASE_URL", migrated_cluster.url)
     engine = create_engine(migrated_cluster.url)
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    empty_tables(engine)
     yield engine
     engine.dispose()
