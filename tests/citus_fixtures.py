@@ -31,19 +31,28 @@ def citus_cluster() -> Iterator[CitusCluster]:
     cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def migrated_cluster(citus_cluster) -> CitusCluster:
+    """The cluster, its database migrated and distributed: once a session, as the one
+    server's is (tests/conftest.py's database_url); no test changes the schema."""
+    from crawler.db.migrate import upgrade_to_head
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DATABASE_URL", citus_cluster.url)  # what upgrade_to_head migrates
+        upgrade_to_head()
+    return citus_cluster
+
+
 @pytest.fixture
-def cluster_db(citus_cluster, monkeypatch):
+def cluster_db(migrated_cluster, monkeypatch):
     """The cluster's database, migrated and distributed, every table empty; processes
     started from the test (crawlers, the CLI) use it through DATABASE_URL."""
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import create_engine
 
-    from crawler.db.migrate import upgrade_to_head
-    from tests.conftest import TABLES
+    from tests.conftest import empty_tables
 
-    monkeypatch.setenv("DATABASE_URL", citus_cluster.url)
-    upgrade_to_head()
-    engine = create_engine(citus_cluster.url)
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    monkeypatch.setenv("DATABASE_URL", migrated_cluster.url)
+    engine = create_engine(migrated_cluster.url)
+    empty_tables(engine)
     yield engine
     engine.dispose()

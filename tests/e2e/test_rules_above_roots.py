@@ -3,13 +3,12 @@ every shard, so the entry must reach each one; on one server the same rule holds
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from sqlalchemy import text
 
 from crawler.db import deny_entries, queue
+from tests import cli
+from tests.cli import Ran
 from tests.conftest import insert_stale_row
 from tests.e2e.conftest import known_hosts
 from tests.fakeweb import World
@@ -17,14 +16,9 @@ from tests.fakeweb import World
 ROOTS = [f"s{i}.test" for i in range(12)]  # spread over the cluster's 8 shards
 
 
-def hostcrawl(*args: str) -> subprocess.CompletedProcess:
-    run = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", *args],
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def hostcrawl(*args: str) -> Ran:
+    """`hostcrawl ARGS` on the test's database (in this process: tests/cli.py), which succeeds."""
+    run = cli.hostcrawl(*args)
     assert run.returncode == 0, run.stderr
     return run
 

@@ -1,4 +1,5 @@
-"""Bulk lists through the CLI as an operator runs it: real processes, real files.
+"""Bulk lists through the CLI as an operator runs it: real files, the command in this
+process (tests/cli.py) but where it is killed, which takes a real one.
 
 The seeding counts are proven here at 100,000 lines; bench/bulk.py seeds 1M.
 """
@@ -17,19 +18,10 @@ from sqlalchemy import text
 
 from crawler.db import bulk, deny_entries
 from crawler.rules.live_deny_list import LiveDenyList
+from tests.cli import Ran, hostcrawl
 from tests.waiting import wait_until
 
 DENY_ENTRIES = [f"deny{j}.test" for j in range(50)]
-
-
-def hostcrawl(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "crawler.cli", *args],
-        input="",  # `-f -` reads an empty stdin, never the terminal's
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def count(db, sql: str) -> int:
@@ -85,7 +77,7 @@ def test_only_refusals_make_the_exit_status_1(db, tmp_path):
     run = hostcrawl("seed", "-f", str(path))
     assert run.returncode == 0, run.stderr
     assert "done: queued 2" in run.stdout
-    again = hostcrawl("seed", "-f", "-", timeout=60)  # stdin, nothing to read
+    again = hostcrawl("seed", "-f", "-")  # stdin, nothing to read
     assert again.returncode == 0, again.stderr
 
 
@@ -191,7 +183,7 @@ FILE_COMMANDS = [
 ]
 
 
-def one_line_error(run: subprocess.CompletedProcess, status: int = 1) -> str:
+def one_line_error(run: Ran, status: int = 1) -> str:
     """The one `error: ...` line of a failed command (no traceback)."""
     assert run.returncode == status, run.stderr
     lines = run.stderr.splitlines()

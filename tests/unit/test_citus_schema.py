@@ -4,15 +4,12 @@ names the deployment on either. Skips with one line without `make citus`."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 from sqlalchemy import create_engine, text
 
 from crawler.db.cluster import PER_ROOT_TABLES
-from crawler.db.engine import PROJECT_ROOT
+from tests import cli
+from tests.cli import Ran
 
 PARTITIONS = text(
     "SELECT logicalrelid::regclass::text, partmethod,"
@@ -21,16 +18,9 @@ PARTITIONS = text(
 )
 
 
-def hostcrawl(url: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DATABASE_URL": url}
-    return subprocess.run(
-        [sys.executable, "-m", "crawler.cli", *args],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def hostcrawl(url: str, *args: str) -> Ran:
+    """`hostcrawl ARGS` on the database at `url` (in this process: tests/cli.py)."""
+    return cli.hostcrawl(*args, env={"DATABASE_URL": url})
 
 
 def partitions(url: str) -> list[tuple]:

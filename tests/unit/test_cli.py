@@ -1,4 +1,5 @@
-"""The hostcrawl CLI as an operator runs it: real processes, real exit codes."""
+"""The hostcrawl CLI as an operator runs it: exit codes, stdout and stderr, in this process
+(tests/cli.py); a refusal, a database outage and --version on real processes."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db import claims, deny_entries
+from tests.cli import Ran, hostcrawl
 
 
-def hostcrawl(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+def hostcrawl_process(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    """`python -m crawler.cli ARGS`: what only the real entry point shows."""
     return subprocess.run(
         [sys.executable, "-m", "crawler.cli", *args],
         input=stdin,
@@ -21,7 +24,7 @@ def hostcrawl(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
     )
 
 
-def assert_refused(run: subprocess.CompletedProcess, *words: str) -> None:
+def assert_refused(run: Ran | subprocess.CompletedProcess, *words: str) -> None:
     assert run.returncode == 1, run
     assert "Traceback" not in run.stderr
     for word in words:
@@ -51,7 +54,7 @@ def test_seed_from_file(db, tmp_path):
 
 
 def test_seed_refuses_bad_input_but_keeps_the_good(db):
-    run = hostcrawl("seed", "good.test", "bad..test")
+    run = hostcrawl_process("seed", "good.test", "bad..test")
     assert_refused(run, "'bad..test'", "empty label")
     assert claims.claim(db, 10, "w") == ["good.test"]
 
@@ -112,7 +115,7 @@ def test_user_create_reads_password_from_stdin(db):
 
 def test_database_outage_is_one_clear_line(monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "postgresql+psycopg://nobody@/none?host=/nonexistent")
-    assert_refused(hostcrawl("no-follow", "list"), "database unavailable")
+    assert_refused(hostcrawl_process("no-follow", "list"), "database unavailable")
 
 
 # -- one error style, names after '--', DATABASE_URL -------------------------------

@@ -14,12 +14,12 @@ from sqlalchemy import make_url
 from crawler.db import accounts
 from crawler.db.migrate import SchemaState
 from crawler.runner import console
-from tests.unit.test_cli import assert_refused, hostcrawl
+from tests.unit.test_cli import assert_refused, hostcrawl, hostcrawl_process
 from tests.waiting import wait_until
 
 
 def test_version_is_the_package_version():
-    run = hostcrawl("--version")
+    run = hostcrawl_process("--version")
     assert run.returncode == 0, run.stderr
     assert run.stdout == "hostcrawl 0.1.0\n"
 
@@ -44,7 +44,7 @@ def test_a_schema_behind_head_says_what_to_run():
 def test_db_status_of_the_embedded_database_names_its_folder(monkeypatch, tmp_path):
     from crawler.db import migrate
 
-    monkeypatch.delenv("DATABASE_URL")
+    monkeypatch.delenv("DATABASE_URL", raising=False)  # unset in a worker with no db yet
     monkeypatch.setenv("HOSTCRAWL_VAR", str(tmp_path / "var"))
     assert migrate.database_name() == f"the embedded Postgres in {tmp_path / 'var' / 'pg'}"
 

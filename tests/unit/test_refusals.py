@@ -4,23 +4,12 @@ whitespace inside is refused whole (its line and why), and a summary's examples 
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 
 from sqlalchemy import text
 
 from crawler.core.blocklists import INNER_SPACE, ListItem, read_lines
 from crawler.db import deny_entries
-
-
-def hostcrawl(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "crawler.cli", *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from tests.cli import Ran, hostcrawl
 
 
 def hosts(db) -> set[str]:
@@ -52,7 +41,7 @@ def test_the_reader_refuses_a_plain_line_with_whitespace_inside_whole():
 LIST = "ok.test\nexa mple.test\n0.0.0.0 hosts.test\na.test\tb.test\n"
 
 
-def refusals_of(run: subprocess.CompletedProcess, report) -> list[dict]:
+def refusals_of(run: Ran, report) -> list[dict]:
     assert run.returncode == 1, run.stderr  # something was refused
     assert "Traceback" not in run.stderr
     summary = [line for line in run.stderr.splitlines() if line.startswith("refused")]
