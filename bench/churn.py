@@ -152,6 +152,9 @@ def start_crawler(work: Path) -> tuple[subprocess.Popen, object, Path]:
     from crawler.db import queue
     from tests.fakeweb import FakeWeb, World
 
+    # fakeweb's names (.test) can exist for the seed and the crawler: without it the
+    # crawler refused every name it found and crawled nothing (2026-12-04).
+    os.environ["LOCAL_SUFFIXES"] = "test"
     url = start_database("hostcrawl-bench-churn-crawl-")
     world = World(seed=20261201)
     # 50 roots: the per-root budget (ROOT_BUDGET, an hour's hosts a root) never stops it.
