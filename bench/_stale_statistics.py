@@ -40,8 +40,15 @@ def best_of(run: Callable[[], object]) -> float:
 
 
 def export_all(engine) -> int:
-    """`hosts export --format jsonl` of every host, in process: the lines written."""
-    return sum(1 for _ in export.jsonl_lines(engine, HostFilter()))
+    """`hosts export --format jsonl` of every host, in process: the lines written. The
+    export reads through a cursor, a statement a fetch, so statement_timeout never ends
+    it: a bad plan once took a minute a fetch, and this bounds the whole export."""
+    started, lines = time.perf_counter(), 0
+    for _ in export.jsonl_lines(engine, HostFilter()):
+        lines += 1
+        if lines % 1000 == 0 and time.perf_counter() - started > TIMEOUT_MS / 1000:
+            raise TimeoutError(f"the export wrote {lines:,} lines in {TIMEOUT_MS // 1000} s")
+    return lines
 
 
 def main_list(engine) -> int:
