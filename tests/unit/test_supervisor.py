@@ -84,10 +84,11 @@ def ended(child: Child) -> None:
     child.proc.wait(timeout=30)
 
 
-def test_a_dead_worker_comes_back_after_1_2_4_seconds_capped(capsys, monkeypatch):
+def test_a_dead_worker_comes_back_after_1_2_4_seconds_capped(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(supervisor, "BACKOFF_MAX", 4.0)
     dying = exiting(3, "worker-1@h")
-    other = Child("worker-2@h", [sys.executable, "-c", "import time; time.sleep(60)"])
+    up = tmp_path / "worker-2-up"
+    other = sleeper_that_says_it_is_up("worker-2@h", up)
     keeper = Supervisor([dying, other])
     for child in keeper.children:
         child.start()
@@ -110,6 +111,7 @@ def test_a_dead_worker_comes_back_after_1_2_4_seconds_capped(capsys, monkeypatch
         assert delays == ["1", "2", "4", "4"]
         assert other.running  # the other worker was never touched
     finally:
+        wait_until(up.exists, what="the other worker to start")  # so it hears the SIGINT
         keeper.stop()
 
 
@@ -152,8 +154,9 @@ def test_workers_that_end_normally_are_done_and_then_the_panel_stops(capsys, tmp
     assert not panel.running and panel.proc.returncode == -signal.SIGINT
 
 
-def test_the_panel_ending_stops_the_workers(capsys):
-    worker = Child("worker-1@h", [sys.executable, "-c", "import time; time.sleep(60)"])
+def test_the_panel_ending_stops_the_workers(capsys, tmp_path):
+    up = tmp_path / "worker-up"
+    worker = sleeper_that_says_it_is_up("worker-1@h", up)
     panel = exiting(1, "panel", worker=False)
     keeper = Supervisor([worker, panel])
     for child in keeper.children:
@@ -161,6 +164,7 @@ def test_the_panel_ending_stops_the_workers(capsys):
     ended(panel)
     assert not keeper.tick()
     assert "supervisor: panel ended (exit code 1); stopping the workers" in capsys.readouterr().err
+    wait_until(up.exists, what="the worker stand-in to start")
     keeper.stop()
     assert not worker.running
 
