@@ -59,12 +59,13 @@ from _panel_http import (
 )
 from _panel_logins import measure as login_storm
 from _panel_slow_bodies import measure as slow_body_storm
+from _root_counters import keep_root_counters
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.core.traps import Observation, describe
-from crawler.db import accounts, rollups
+from crawler.db import accounts
 from crawler.db.host_filter import HostFilter
 from crawler.db.models import Host, QueueRow
 from webpanel.queries import deny_lists, host_rows, paging
@@ -227,14 +228,12 @@ def load(url: str, rng: random.Random) -> dict:
         conn.execute(text("SET maintenance_work_mem = '256MB'"))
         for ix in dropped:
             ix.create(conn)
-        # The roots' counters, as the writers keep them (COPY is no writer of ours).
-        rollups.count_hosts(
+        keep_root_counters(
             conn,
-            new=[row[1] for row in host_rows],
-            crawled=[(row[1], None, row[3]) for row in host_rows if row[3]],
+            hosts=[(row[1], row[3]) for row in host_rows],
+            dated=[(row[1], row[2]) for row in queue_rows],
+            windows=traps,
         )
-        rollups.lower_next_due(conn, [(row[1], row[2]) for row in queue_rows if row[2]])
-        rollups.recount_windows(conn, list(traps))
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE"))
         # The load's gigabyte of writes is flushed now, not by a checkpoint spread over

@@ -43,11 +43,12 @@ from _panel_http import (
     start_gunicorn,
     stop,
 )
+from _root_counters import keep_root_counters
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from crawler.core import config
-from crawler.db import accounts, rollups
+from crawler.db import accounts
 from crawler.db.models import Host, QueueRow
 from webpanel.queries import paging, root_rows
 
@@ -145,14 +146,12 @@ def load(url: str, rng: random.Random) -> tuple[list[str], str]:
         conn.execute(text("SET maintenance_work_mem = '256MB'"))
         for ix in dropped:
             ix.create(conn)
-        # The roots' counters, as the writers keep them (COPY is no writer of ours).
-        rollups.count_hosts(
+        keep_root_counters(
             conn,
-            new=[r for _, r, *_ in host_rows],
-            crawled=[(r, None, o) for _, r, _, o, _ in host_rows],
+            hosts=[(r, o) for _, r, _, o, _ in host_rows],
+            dated=[(r, due) for _, r, due in queue_rows],
+            windows=windowed,
         )
-        rollups.lower_next_due(conn, [(r, due) for _, r, due in queue_rows])
-        rollups.recount_windows(conn, windowed)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE"))
         known = conn.execute(text("SELECT count(*), sum(hosts) FROM roots")).one()
