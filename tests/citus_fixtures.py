@@ -56,3 +56,10 @@ def cluster_db(migrated_cluster, monkeypatch):
     empty_tables(engine)
     yield engine
     engine.dispose()
+
+
+@pytest.fixture(params=["one server", "citus"])
+def either(request):
+    """The empty database of each deployment in turn (the cluster's DATABASE_URL set for
+    its run): a rule of the database, checked where it must hold, on both."""
+    return request.getfixturevalue("cluster_db" if request.param == "citus" else "db")

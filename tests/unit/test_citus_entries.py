@@ -8,7 +8,6 @@ unblock that empties the window, the API, and the NOTIFY that reaches a listener
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy import text
 
 from crawler.core.hostnames import root
@@ -22,12 +21,6 @@ pytest_plugins = ["tests.unit.test_panel_support"]
 
 ROOTS = [f"r{i}.test" for i in range(12)]  # spread over the cluster's 8 shards
 HOSTS = [name for r in ROOTS for name in (r, f"a.{r}", f"b.a.{r}")]
-
-
-@pytest.fixture(params=["one server", "citus"])
-def either(request):
-    """The database of one deployment, empty; the cluster's DATABASE_URL set for it."""
-    return request.getfixturevalue("cluster_db" if request.param == "citus" else "db")
 
 
 def routing(engine) -> dict[str, tuple[str | None, str | None]]:

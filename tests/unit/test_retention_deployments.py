@@ -4,7 +4,6 @@ distributed table). Skips the cluster case with one line without `make citus`.""
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy import text
 
 from crawler.db import queue, retention, trap_windows
@@ -43,13 +42,8 @@ def counts(engine) -> dict[str, int]:
     return found
 
 
-@pytest.fixture(params=["one server", "citus cluster"])
-def any_db(request):
-    return request.getfixturevalue("db" if request.param == "one server" else "cluster_db")
-
-
-def test_every_kind_is_pruned_in_batches_on_both_deployments(any_db, monkeypatch):
-    engine = any_db
+def test_every_kind_is_pruned_in_batches_on_both_deployments(either, monkeypatch):
+    engine = either
     names = [f"s{i}.{domain}" for i in range(3) for domain in ROOTS]
     queue.save_hosts(engine, names)
     trap_windows.record_outcomes(engine, [(name, "DNS_NXDOMAIN") for name in names], 50)

@@ -41,7 +41,7 @@ BUCKET = "(hashtext(q.hostname::text) & 65535)"
 
 PROBE_CUT = 1_024  # 1/64 of the hash space: counted first, to size the sample
 HIDDEN_BELOW_CUT = text(f"SELECT count(*) FROM queue q WHERE {HIDDEN_ROW} AND {BUCKET} < :cut")
-# An index-only scan of ix_queue_entry_rule (0018).
+# An index-only scan of ix_queue_entries, which includes the rule (0027).
 ENTRY_COUNTS = text(
     "SELECT count(*) FILTER (WHERE status_reason = 'blocked') AS blocked,"
     " count(*) FILTER (WHERE status_reason = 'no_follow') AS no_follow"
