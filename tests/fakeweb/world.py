@@ -10,6 +10,7 @@ import base64
 import json
 import random
 from collections import deque
+from collections.abc import Collection
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -414,13 +415,17 @@ class World:
         hosts = (link_host(href, host) for href in page["links"])
         return [h for h in hosts if h]
 
-    def reachable(self, start: str) -> set[str]:
-        """Every hostname discoverable from start by following successors()."""
+    def reachable(self, start: str, unexplored: Collection[str] = ()) -> set[str]:
+        """Every hostname discoverable from start by following successors(), except
+        the links of the hosts in unexplored (found, but their pages never read)."""
         start = normalize_host(start)
         seen = {start}
         queue = deque([start])
         while queue:
-            for target in self.successors(queue.popleft()):
+            name = queue.popleft()
+            if name in unexplored:
+                continue
+            for target in self.successors(name):
                 if target not in seen:
                     seen.add(target)
                     queue.append(target)
