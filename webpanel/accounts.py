@@ -70,6 +70,7 @@ class LoginResult:
     operator: Operator | None
     message: str = ""
     retry_after: int = 0  # > 0: refused before any check; the answer is 429
+    slowed_down: bool = False  # refused for failed logins (not for a crowded queue)
 
 
 def authenticate(
@@ -123,7 +124,7 @@ def throttled(wait: accounts.LoginWait) -> LoginResult:
     """The 429 answer while failed logins slow this one down."""
     seconds = math.ceil(wait.seconds)
     message = ACCOUNT_SLOW_DOWN if wait.account_wide else SLOW_DOWN
-    return LoginResult(None, message.format(seconds), retry_after=seconds)
+    return LoginResult(None, message.format(seconds), retry_after=seconds, slowed_down=True)
 
 
 def load_operator(session, session_id: str) -> Operator | None:

@@ -27,7 +27,7 @@ from webpanel.accounts import PasswordChecks, authenticate, load_operator
 from webpanel.devices import is_known_device, remember_device
 from webpanel.extensions import db, login_manager
 from webpanel.forms import EmptyForm, LoginForm
-from webpanel.login_queue import address_key
+from webpanel.login_queue import HOLD_ANSWER, address_key
 from webpanel.security import safe_next, start_session
 
 bp = Blueprint("auth", __name__)
@@ -92,10 +92,20 @@ def login():
             start_session()  # and PANEL_SESSION_MAX_HOURS after now, however used
             return remember_device(redirect(target), result.operator.username)
         form.password.errors.append(result.message)
+        if result.slowed_down:
+            hold_answer(result.retry_after)
         if result.retry_after:
             page = render_template("auth/login.html", form=form, plain_http=plain_http_warning())
             return page, 429, {"Retry-After": str(result.retry_after)}
     return render_template("auth/login.html", form=form, plain_http=plain_http_warning())
+
+
+def hold_answer(retry_after: int) -> None:
+    """Have the gate hold a slowed-down login's answer for LOGIN_SLOWED_ANSWER_SECONDS, or
+    its Retry-After if sooner: no login could pass before, so an operator loses nothing,
+    and a storm of guesses from fresh addresses comes at that pace."""
+    seconds = min(retry_after, current_app.config["LOGIN_SLOWED_ANSWER_SECONDS"])
+    request.environ[HOLD_ANSWER] = seconds
 
 
 def plain_http_warning() -> bool:

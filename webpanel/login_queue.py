@@ -32,6 +32,7 @@ import ipaddress
 import os
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -51,6 +52,9 @@ TOO_MANY = "Too many requests for /login from your address at once: try again in
 CAPACITY = 500  # logins waiting per process, all addresses together
 MAX_WAIT = 30.0  # seconds a login waits for its check before it is told to come back
 CHECK_NICENESS = 10  # how much lower than the pages' the checks' CPU priority is
+# Set by the login view on a slowed-down login's environ: the seconds the gate holds its
+# answer once it has let the next of the address's requests in (webpanel.auth).
+HOLD_ANSWER = "hostcrawl.hold_answer"
 
 
 GRANTED, FULL, TIMED_OUT = "granted", "full", "timed out"
@@ -213,12 +217,23 @@ class LoginGate:
     that address's requests wait their turn; any beyond them, or one that waited
     `timeout` seconds, gets 429 at once, before Flask sees it. Inside ProxyFix, so
     REMOTE_ADDR is the client's address the panel trusts.
+
+    A slowed-down login's answer (the view sets HOLD_ANSWER) is held that long after
+    the gate is left: a guesser that loops on 429s then loops at the pace of the holds,
+    not of the panel's CPU, and it costs a greenlet meanwhile, under gevent.
     """
 
-    def __init__(self, app, waiting: int = GATE_WAITING, timeout: float = MAX_WAIT) -> None:
+    def __init__(
+        self,
+        app,
+        waiting: int = GATE_WAITING,
+        timeout: float = MAX_WAIT,
+        hold: Callable[[float], None] | None = None,
+    ) -> None:
         self.app = app
         self._waiting = waiting
         self._timeout = timeout
+        self._hold = hold or _sleep
         self._cond = threading.Condition()
         self._queued: dict[str, int] = {}  # per address: the one inside + those waiting
         self._inside: set[str] = set()
@@ -235,12 +250,15 @@ class LoginGate:
             # The whole response inside the gate (a login page or a redirect: small).
             answer = self.app(environ, start_response)
             try:
-                return list(answer)
+                body = list(answer)
             finally:
                 if hasattr(answer, "close"):
                     answer.close()
         finally:
             self._leave(address)
+        if environ.get(HOLD_ANSWER):
+            self._hold(environ[HOLD_ANSWER])
+        return body
 
     def _enter(self, address: str) -> bool:
         with self._cond:
@@ -264,6 +282,10 @@ class LoginGate:
         self._queued[address] -= 1
         if not self._queued[address]:
             del self._queued[address]
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)  # looked up when called: gevent's once gevent has patched time
 
 
 def read_body(environ) -> bool:

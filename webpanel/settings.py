@@ -64,6 +64,9 @@ def defaults() -> dict:
         "LOGIN_ACCOUNT_FREE_FAILURES": 20,
         "LOGIN_DELAY_SECONDS": 2,
         "LOGIN_DELAY_MAX_SECONDS": 900,
+        # A login refused for failed logins is answered this long after it came (its
+        # Retry-After if sooner): guesses that loop on the refusal come at that pace.
+        "LOGIN_SLOWED_ANSWER_SECONDS": 2,
         # Argon2 checks at once per process (each is ~64 MiB and most of a core); the
         # logins beyond them queue, fairly per client address (webpanel.login_queue).
         "LOGIN_HASH_SLOTS": values["PANEL_LOGIN_HASH_SLOTS"],

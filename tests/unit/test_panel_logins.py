@@ -28,6 +28,7 @@ from webpanel.login_queue import (
     FAILED_ADDRESS,
     FULL,
     GRANTED,
+    HOLD_ANSWER,
     KNOWN_DEVICE,
     TIMED_OUT,
     CheckRunner,
@@ -263,6 +264,40 @@ def test_the_gate_lets_other_paths_by():
     gate._queued["flood"] = 1
     assert call(gate, "flood", "/healthz")[0] == "200 OK"
     assert call(gate, "flood")[0].startswith("429")
+
+
+def test_the_gate_holds_a_slowed_answer_after_letting_the_address_in_again():
+    def slowed(environ, start_response):
+        environ[HOLD_ANSWER] = 1.5
+        start_response("429 Too Many Requests", [])
+        return [b"slowed"]
+
+    held = []
+    gate = LoginGate(slowed, hold=lambda seconds: held.append((seconds, set(gate._inside))))
+    assert call(gate, "guesser") == ("429 Too Many Requests", b"slowed")
+    assert held == [(1.5, set())]  # held with no place at the gate: its next one goes in
+    assert call(gate, "guesser", "/healthz")[0].startswith("429") and len(held) == 1
+
+
+@pytest.mark.parametrize(
+    ("cap", "failures", "password", "status", "held"),
+    [
+        (1.5, 20, PASSWORD, 429, [1.5]),  # slowed: Retry-After 2, held the cap
+        (5.0, 20, PASSWORD, 429, [2]),  # slowed: held its Retry-After, no longer
+        (1.5, 0, "wrong password!", 200, []),  # checked and refused: answered at once
+        (1.5, 0, PASSWORD, 302, []),  # let in
+    ],
+)
+def test_a_slowed_down_login_is_answered_after_a_hold(
+    app, db, operators, monkeypatch, cap, failures, password, status, held
+):
+    monkeypatch.setitem(app.config, "LOGIN_SLOWED_ANSWER_SECONDS", cap)
+    holds = []
+    monkeypatch.setattr(app.wsgi_app, "_hold", holds.append)
+    fail_many(db, "alice", accounts.ANY_ADDRESS, failures)
+    response, _ = attempt(app, "alice", password, "198.51.100.3")
+    assert response.status_code == status
+    assert holds == held
 
 
 def test_an_ipv6_client_counts_as_its_slash_64():
