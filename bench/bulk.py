@@ -25,9 +25,12 @@ A throwaway embedded Postgres (deleted at exit), one run:
 4. First, on a database of its own: stale statistics (bench/_stale_statistics.py).
    300,000 queued hosts and a 100,000-line block list with autovacuum off and nothing
    analyzed after the list; the export and the main list then take at most 1.5x what
-   they take once the tables are analyzed.
+   they take once the tables are analyzed. Then the same on a Citus cluster (a
+   coordinator and two workers, `make citus`): there the plans are the workers', made
+   from their shards' statistics.
 
-`--stale-only` runs step 4 alone; `--hosts N --block-list M` size it (to check it runs).
+`--stale-only` runs step 4 alone (both deployments); `--hosts N --block-list M` size it
+(to check it runs).
 `--seed-only` runs step 1 alone; `--lines N` sizes it (the figure is at 1,000,000).
 """
 
@@ -221,12 +224,22 @@ def main() -> int:
     stale_ok = True
     if not args.seed_only:
         stale_ok = _stale_statistics.run(start_database(), args.hosts, args.block_list)
+        stale_ok &= stale_on_the_cluster(args.hosts, args.block_list)
     if args.stale_only:
         return 0 if stale_ok else 1
     seed_ok, engine, rng = seed_run(args.lines)
     if args.seed_only:
         return 0 if seed_ok else 1
     return 0 if rest_runs(engine, rng) and seed_ok and stale_ok else 1
+
+
+def stale_on_the_cluster(hosts: int, block_list: int) -> bool:
+    """Step 4 on a Citus cluster of a coordinator and two workers (bench/_citus_nodes.py;
+    it starts them with tests/citus_cluster.py, so the tree's root goes on the path)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from _citus_nodes import start_cluster
+
+    return _stale_statistics.run(start_cluster().url, hosts, block_list, "cluster")
 
 
 def seed_run(lines: int) -> tuple[bool, Engine, random.Random]:

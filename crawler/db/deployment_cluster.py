@@ -94,7 +94,13 @@ def visible(hostname: ColumnElement, root: ColumnElement) -> ColumnElement[bool]
     2): one EXISTS on the name's own shard that Citus pushes down to it (it runs no
     LATERAL into a shard). An entry above a root (a forced bare suffix) lives in another
     shard: the hosts it took out of routing carry denied_by, as the claim's rule says
-    (crawler.db.sql_pieces.under_an_entry)."""
+    (crawler.db.sql_pieces.under_an_entry).
+
+    OFFSET 0 keeps the EXISTS a probe per name (a subplan: Postgres makes no anti-join of
+    an EXISTS with an OFFSET): as an anti-join, with statistics that predate a block list,
+    a shard's planner read all its entries once into memory and compared every name of the
+    page with each (the main list x4.6 at 100,000 entries, bench/_stale_statistics.py).
+    """
     in_root = (
         select(literal(1))
         .select_from(ENTRY)
@@ -103,6 +109,7 @@ def visible(hostname: ColumnElement, root: ColumnElement) -> ColumnElement[bool]
             ENTRY.c.hostname == func.any(func.host_parents(hostname, type_=ARRAY(Text))),
             ENTRY.c.status_reason.is_not(None),
         )
+        .offset(0)
     )
     return ~exists(in_root)
 
