@@ -19,7 +19,7 @@ from _common import registered_domain, subdomain_of, verdict
 from sqlalchemy import create_engine, text
 
 from crawler.core.blocklists import read_lines
-from crawler.db import bulk, cluster, deny_entries, export, statistics
+from crawler.db import bulk, deny_entries, export, statistics
 from crawler.db.host_filter import HostFilter
 from webpanel.queries import dashboard, host_rows
 
@@ -85,21 +85,6 @@ def load(engine, hosts: int, block_list: int, rng: random.Random) -> None:
         deny_entries.add_no_follow(engine, items)
 
 
-# On a cluster the coordinator's queue is an empty shell: the planners that matter are
-# the workers', each with its shards' statistics.
-SHARDS_BELIEVE = text(
-    "SELECT sum(greatest(result::float, 0)) FROM run_command_on_shards('queue',"
-    " $$SELECT reltuples FROM pg_class WHERE oid = '%s'::regclass$$)"
-)
-
-
-def believed_queue_rows(conn) -> float:
-    """The queue rows the planner believes in (pg_class.reltuples; a cluster's shards')."""
-    if cluster.topology(conn).is_cluster:
-        return conn.execute(SHARDS_BELIEVE).scalar_one()
-    return conn.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'queue'")).scalar()
-
-
 def run(url: str, hosts: int, block_list: int, on: str = "") -> bool:
     """Prints the figures and the PASS/FAIL line; True on PASS. `on`: the deployment, in
     the figure's name ("": one server, the figure's first name)."""
@@ -110,7 +95,7 @@ def run(url: str, hosts: int, block_list: int, on: str = "") -> bool:
             conn.execute(text(f"ALTER TABLE {table} SET (autovacuum_enabled = false)"))
     load(engine, hosts, block_list, random.Random(23))
     with engine.connect() as conn:
-        believed = believed_queue_rows(conn)
+        believed = statistics.believed_rows(conn, "queue")
     figures = {}
     for state in ("stale", "fresh"):
         if state == "fresh":

@@ -15,8 +15,9 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
+from crawler.db import cluster
 from crawler.db.sql_pieces import names_param
 
 T = TypeVar("T")
@@ -37,6 +38,22 @@ CHANGED = text(
      WHERE c.relname = ANY(:tables) AND c.relnamespace = current_schema()::regnamespace
     """
 ).bindparams(*names_param("tables"))
+
+
+# The rows the planner believes a table holds. On a Citus cluster the coordinator's table
+# is an empty shell: the planners that matter are the workers', each with its shards'.
+BELIEVED = text("SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = CAST(:t AS regclass)")
+BELIEVED_ON_SHARDS = text(
+    "SELECT sum(greatest(result::float, 0)) FROM run_command_on_shards(:t,"
+    " $$SELECT reltuples FROM pg_class WHERE oid = '%s'::regclass$$)"
+)
+
+
+def believed_rows(conn: Connection, table: str) -> float:
+    """How many rows the planner believes `table` holds (its shards' sum on a cluster):
+    what a plan is made from, however many rows are there."""
+    on_shards = cluster.topology(conn).is_cluster
+    return conn.execute(BELIEVED_ON_SHARDS if on_shards else BELIEVED, {"t": table}).scalar_one()
 
 
 def stale_tables(engine: Engine, written: int, tables: Sequence[str] = BULK_TABLES) -> list[str]:

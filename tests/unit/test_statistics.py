@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 
-from crawler.db import bulk, cluster, deny_entries, statistics
-from crawler.db.deployment import deployment_of
+from crawler.db import bulk, deny_entries, statistics
+from crawler.db.deployment import ONE_SERVER, deployment_of
 from crawler.db.export import export_statement
 from crawler.db.host_filter import HostFilter
 from webpanel.queries.host_rows import host_statement
@@ -31,19 +31,9 @@ def analyses(db) -> dict[str, int]:
         return dict(rows.all())
 
 
-# On a cluster the coordinator's tables are empty shells: the shards' planners believe.
-SHARDS_BELIEVE = text(
-    "SELECT sum(greatest(result::float, 0)) FROM run_command_on_shards(:t,"
-    " $$SELECT reltuples FROM pg_class WHERE oid = '%s'::regclass$$)"
-)
-
-
 def believed_rows(db, table: str) -> float:
     with db.connect() as conn:
-        if cluster.topology(conn).is_cluster:
-            return conn.execute(SHARDS_BELIEVE, {"t": table}).scalar_one()
-        query = text("SELECT reltuples FROM pg_class WHERE relname = :t")
-        return conn.execute(query, {"t": table}).scalar_one()
+        return statistics.believed_rows(conn, table)
 
 
 def hosts(n: int) -> list[str]:
@@ -133,10 +123,8 @@ def test_the_deny_test_is_index_probes_whatever_the_statistics(stale, make):
     # (a Materialize, or a scan with no Index Cond) is what stale statistics once chose.
     assert all(n.get("Index Cond") for n in entries), entries
     assert all(n["Node Type"] != "Materialize" for n in nodes)
-    with db.connect() as conn:
-        on_one_server = not cluster.topology(conn).is_cluster
-    if on_one_server:  # an index over the entries keyed by anything but the name reads
-        # them all a probe (the cluster's probe pins the root too: its shard's index)
+    if deployment_of(db) == ONE_SERVER:  # an index over the entries keyed by anything
+        # but the name reads them all a probe (the cluster's pins the root: its shard's)
         assert all("hostname" in n["Index Cond"] for n in entries), entries
 
 
