@@ -276,7 +276,8 @@ def test_the_gate_holds_a_slowed_answer_after_letting_the_address_in_again():
     gate = LoginGate(slowed, hold=lambda seconds: held.append((seconds, set(gate._inside))))
     assert call(gate, "guesser") == ("429 Too Many Requests", b"slowed")
     assert held == [(1.5, set())]  # held with no place at the gate: its next one goes in
-    assert call(gate, "guesser", "/healthz")[0].startswith("429") and len(held) == 1
+    call(gate, "guesser", "/healthz")
+    assert len(held) == 1  # only /login's answers are held
 
 
 @pytest.mark.parametrize(
