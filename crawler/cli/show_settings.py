@@ -9,6 +9,7 @@ import click
 from crawler.cli.common import friendly_errors
 from crawler.core import config
 from crawler.core.worker_count import WorkerCount
+from crawler.db import machine
 
 
 @click.command("settings")
@@ -40,7 +41,7 @@ def show_settings(env_example: bool, markdown: bool) -> None:
 def shown(declared: config.Setting, value) -> str:
     """The value as the operator reads it; CRAWL_WORKERS with the number it means here."""
     if isinstance(value, WorkerCount):
-        return f"{value} (= {value.effective(len(os.sched_getaffinity(0)))})"
+        return f"{value} (= {value.effective(machine.cores())})"
     return declared.shown(value)
 
 
