@@ -122,3 +122,27 @@ def test_db_status_names_what_a_server_of_its_owner_lacks_and_changes_nothing(
         altered = "SELECT count(*) FROM pg_file_settings WHERE sourcefile LIKE '%.auto.conf'"
         assert conn.execute(text(altered)).scalar() == 0
     db.dispose()
+
+
+def test_the_memory_of_auto_is_the_cgroup_limit_when_lower(tmp_path, monkeypatch):
+    from crawler.db import machine
+
+    limit = tmp_path / "memory.max"
+    monkeypatch.setattr(machine, "cgroup_limit_files", lambda: [limit, tmp_path / "none"])
+    limit.write_text("max\n")  # cgroup v2's word for none
+    whole = machine.memory_mb()
+    assert whole * machine.MB <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    limit.write_text(f"{1024 * machine.MB}\n")
+    assert machine.memory_mb() == min(1024, whole)
+
+
+def test_hostcrawl_settings_shows_what_auto_memory_comes_to(monkeypatch):
+    from crawler.db.server_settings import embedded_memory
+
+    monkeypatch.delenv("EMBEDDED_DATABASE_MEMORY_MB")  # the tests' 512: back to auto
+    line = next(
+        line
+        for line in hostcrawl("settings").stdout.splitlines()
+        if line.startswith("EMBEDDED_DATABASE_MEMORY_MB ")
+    )
+    assert line.split()[1:5] == ["0", "(=", str(embedded_memory().mb), "MB)"]
