@@ -153,6 +153,9 @@ def tune(server, url: str) -> server_settings.Tuning:
     return server_settings.Tuning(memory, values, waiting if others else (), others)
 
 
+STOP_SECONDS = 600
+
+
 def restart_alone(server, url: str) -> int:
     """Restart the embedded server if this process is its only user: 0; else how many
     others use it (processes that started or joined it, and sessions), left undisturbed.
@@ -173,7 +176,9 @@ def restart_alone(server, url: str) -> int:
         if users or sessions:
             return len(users) + sessions
         log.info("embedded Postgres: restarting for settings that need a start")
-        stop = ("-w", "-D", str(server.pgdata), "-m", "fast", "stop")
+        # A server left running by a killed run may hold many dirty buffers: its shutdown
+        # checkpoint gets more than pg_ctl's 60 s.
+        stop = ("-w", "-t", str(STOP_SECONDS), "-D", str(server.pgdata), "-m", "fast", "stop")
         pgexec("pg_ctl", stop, bin_path=server.bin_path, user=server.system_user)
         server.ensure_postgres_running()  # pgserver's own start: its socket, its log
     return 0
