@@ -10,7 +10,7 @@ per-root tables. On a plain Postgres nothing changes. Distributing is idempotent
 already distributed is left as it is.
 
 Here: what the database is (`topology`), where a root's shard is, and the distributing.
-What the code does differently on each is crawler.db.deployment's.
+What the code does differently on each is crawler.db.deployments'.
 """
 
 from __future__ import annotations

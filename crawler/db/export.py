@@ -15,7 +15,7 @@ from sqlalchemy import Engine, Select, String, case, literal, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.elements import ColumnElement
 
-from crawler.db.deployment import ONE_SERVER, Deployment, deployment_of
+from crawler.db.deployments import ONE_SERVER, Deployment, deployment_of
 from crawler.db.host_filter import SAME_HOST, HostFilter
 from crawler.db.models import Host, QueueRow
 

@@ -1,5 +1,5 @@
 """The claim written out twice, once per deployment: one server's
-(crawler.db.claims_one_server.CLAIM_FROM_ROOTS) and the cluster's, in claim_in_shard
+(crawler.db.deployments.claims_one_server.CLAIM_FROM_ROOTS) and the cluster's, in claim_in_shard
 (migration 0024). The two texts must state the same rules: read back in one server's
 names, the cluster's claim is one server's, word for word. And the one piece of SQL the
 cluster's claim still builds, the anchor of its call, is refused when it is no anchor."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.db import claims_cluster, claims_one_server
+from crawler.db.deployments import claims_cluster, claims_one_server
 
 MIGRATION = Path(__file__).parents[2] / "migrations/versions/0024_claim_keeps_a_lowered_date.py"
 # In the function: format()'s arguments for the group's shards, and the prepared

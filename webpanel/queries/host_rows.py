@@ -14,7 +14,7 @@ from sqlalchemy import (
     true,
 )
 
-from crawler.db.deployment import ONE_SERVER, Deployment, deployment_of
+from crawler.db.deployments import ONE_SERVER, Deployment, deployment_of
 from crawler.db.host_filter import SAME_HOST, HostFilter
 from crawler.db.models import Host, QueueRow
 from webpanel.queries.paging import DEFAULT_LIMIT, Order, Page, keyset, paginate

@@ -1,6 +1,6 @@
 """The claim on a Citus cluster (docs/design.md, rule 6; docs/scaling.md): shard group
 after shard group, each group's part one call that Citus delegates to the group's worker,
-until the batch is full. One server's claim is crawler.db.claims_one_server;
+until the batch is full. One server's claim is crawler.db.deployments.claims_one_server;
 crawler.db.claims picks one per database and holds what both share.
 
 Citus runs a statement that locks rows within one shard group, and routes it by a value
@@ -19,7 +19,7 @@ claim, until the batch is full or it has been round every group. Claims never wa
 each other (rows with SKIP LOCKED, roots with try-locks, a group whose shards are locked
 passed over); the roots rows a claim settles can wait on a finish's rollups, and a claim
 that wraps round the ring takes groups out of shard order, the one lock order of every
-writer (crawler.db.deployment.shard_groups): a deadlock with a finish is then possible,
+writer (crawler.db.deployments.shard_groups): a deadlock with a finish is then possible,
 broken by Postgres or Citus (deadlock detected, either way) and the claim run again
 (retry_conflicts). Stopping at the ring's end instead would leave a claim short once a
 turn, and a short claim makes the spider wait for a poll.
@@ -146,7 +146,7 @@ def claim_in_shard(anchor: str):
 
 
 class Cluster:
-    """The claim strategy of a Citus cluster (crawler.db.deployment.ClaimStrategy)."""
+    """The claim strategy of a Citus cluster (crawler.db.deployments.ClaimStrategy)."""
 
     def polite(self, conn: Connection, params: dict) -> list:
         """The groups in this worker's turn, each asked for what the batch still lacks,
