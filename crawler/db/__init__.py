@@ -1,11 +1,11 @@
 """The one schema and engine, and the database's rules in modules by concern.
 
 Where it is and its shape: engine (DATABASE_URL or the embedded server), models/ (the
-schema), migrate (Alembic from code), cluster (what the database is) and deployments/
-(one server or a Citus cluster: each one's statements and claim), sql_pieces (typed
-parameters, name ranges, filled templates), retry (outages and conflicts), statistics
-(planner statistics after a bulk write), estimates (counts that stay cheap on a big
-database).
+schema), functions/ (its SQL functions, one file each), migrate (Alembic from code),
+cluster (what the database is) and deployments/ (one server or a Citus cluster: each
+one's statements and claim), sql_pieces (typed parameters, name ranges, filled
+templates), retry (outages and conflicts), statistics (planner statistics after a bulk
+write), estimates (counts that stay cheap on a big database).
 
 The crawl: queue (new hosts in, results out), claims (claiming due hosts), unfinished
 (poison pills), trap_windows (trap windows, deferred blocks, wildcard probes), floods

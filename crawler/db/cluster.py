@@ -126,7 +126,7 @@ def distribute(engine: Engine) -> Topology:
 
 
 # Functions Citus delegates to the worker holding the shard of their distribution
-# argument (migrations 0023, 0024), co-located with `roots`. force_delegation: the claim calls
+# argument (crawler/db/functions), co-located with `roots`. force_delegation: the claim calls
 # them inside its transaction, where Citus would otherwise run them on the coordinator.
 SHARD_FUNCTIONS = {"claim_in_shard(varchar,int,int,int,int,int,int,interval,varchar)": "anchor"}
 FUNCTION_DISTRIBUTED = text(

@@ -6,11 +6,11 @@ crawler.db.claims picks one per database and holds what both share.
 Citus runs a statement that locks rows within one shard group, and routes it by a value
 of `root`, so a claim "in one group" needs a value that hashes into the group's shard:
 an anchor. `anchors` finds one per shard of `roots` (a made-up name, never a real root),
-and the polite claim calls `claim_in_shard` (migration 0023), a distributed function
+and the polite claim calls `claim_in_shard` (crawler/db/functions), a distributed function
 co-located with `roots` by its anchor: Citus delegates the call to the worker holding
 the anchor's shard, whose body walks the group's due roots, locks them and claims there
 on the group's shards, as plain Postgres, in one round trip. Its statements are written
-out in that migration, with the rules of one server's.
+out in its file, with the rules of one server's (tests/unit/test_claim_in_shard_text.py).
 
 Filling: most due roots have a host or two, spread over every group, so one group's due
 roots rarely fill a batch (with 32 groups, a thirty-second of the due roots). A claim
