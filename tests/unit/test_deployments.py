@@ -5,9 +5,11 @@ still built from pieces refuses a piece it has no place for."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -16,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from crawler.core.hostnames import root
 from crawler.db import claims, cluster, deny_entries, deployments, export, queue, trap_windows
+from crawler.db.engine import PROJECT_ROOT
 from crawler.db.host_filter import HostFilter
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.sql_pieces import DUE, filled
@@ -50,6 +53,38 @@ def test_each_form_has_its_parameters_typed(name):
     plain = binds(getattr(deployments.ONE_SERVER, name))
     pinned = binds(getattr(deployments.CLUSTER, name))
     assert plain.items() <= pinned.items() and pinned["roots"] == "ARRAY"
+
+
+def defaulted_deployments(root: Path) -> list[str]:
+    """Every function of crawler/, webpanel/ and bench/ below `root` whose deployment
+    argument has a default, as file:line name."""
+    found = []
+    for path in sorted(
+        p for top in ("crawler", "webpanel", "bench") for p in root.glob(f"{top}/**/*.py")
+    ):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            given = node.args.posonlyargs + node.args.args
+            defaulted = [
+                *given[len(given) - len(node.args.defaults) :],
+                *(
+                    a
+                    for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)
+                    if d is not None
+                ),
+            ]
+            for arg in defaulted:
+                said = f"{arg.arg} {ast.unparse(arg.annotation) if arg.annotation else ''}"
+                if "deployment" in said.lower():
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.name}")
+    return found
+
+
+def test_no_statement_builder_defaults_to_a_deployment():
+    """A caller names the deployment (deployment_of its connection): with a default, one
+    that forgot got one server's statement on a cluster, without a word."""
+    assert defaulted_deployments(PROJECT_ROOT) == []
 
 
 def test_a_part_goes_in_its_place():
