@@ -10,7 +10,9 @@ from crawler.core.outcomes import (
     DNS_NOANSWER,
     DNS_NXDOMAIN,
     DNS_TIMEOUT,
+    HTTP_ERROR,
     HTTP_TIMEOUT,
+    HTTP_TOO_LARGE,
 )
 from crawler.network.failures import classify
 from crawler.network.request_meta import request_hostname
@@ -19,8 +21,20 @@ from crawler.network.request_meta import request_hostname
 # not glitches: retrying them makes a trap cost three lookups per junk name. A DNS timeout was
 # already asked twice by the resolver. A host that accepted the connection and then
 # kept silent for the whole download timeout would hold its slot as long again: it
-# comes back through the queue later, like any failure.
-NOT_RETRIED = frozenset({DNS_NXDOMAIN, DNS_NOANSWER, DNS_TIMEOUT, HTTP_TIMEOUT, ADDRESS_REFUSED})
+# comes back through the queue later, like any failure. A response over a cap (its head past
+# MAX_HEADER_BYTES, a line past the client's limit) and one that is no HTTP are answers too:
+# asked again, the server sends the same.
+NOT_RETRIED = frozenset(
+    {
+        DNS_NXDOMAIN,
+        DNS_NOANSWER,
+        DNS_TIMEOUT,
+        HTTP_TIMEOUT,
+        ADDRESS_REFUSED,
+        HTTP_TOO_LARGE,
+        HTTP_ERROR,
+    }
+)
 
 
 class AnswerAwareRetryMiddleware(RetryMiddleware):
