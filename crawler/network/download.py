@@ -30,8 +30,8 @@ from scrapy.http import Request, Response
 from scrapy.utils._download_handlers import wrap_twisted_exceptions
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.interfaces import IHandshakeListener, ISSLTransport
-from twisted.python.failure import Failure
 from twisted.protocols.basic import LineReceiver
+from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from crawler.network.headerbound import HeaderBoundProtocol, HeadersTooLarge
