@@ -242,13 +242,8 @@ LOCALHOST_SEEDS = (
 )
 
 
-def private_seed_refusal(address: str, kind: str) -> str:
-    """'a private address, not in ALLOWED_PRIVATE_NETWORKS (list its network there, …)'."""
-    network = ipaddress.ip_network(address)  # the address alone: /32, or /128
-    return (
-        f"{kind}, not in {ALLOWED_SETTING} (list its network there, e.g."
-        f" {ALLOWED_SETTING}={network}, to seed and crawl it)"
-    )
+# The same words for every address of a kind: a seed file's summary groups refusals by them.
+PRIVATE_SEEDS = "list its network there, a CIDR such as 10.20.0.0/16, to seed and crawl it"
 
 
 def seed_refusal(
@@ -272,7 +267,7 @@ def seed_refusal(
         return f"localhost: this machine, not a host on the web ({LOCALHOST_SEEDS})"
     if is_ip(hostname):
         kind = None if allow_private else address_refusal(hostname, allowed_private_networks())
-        return private_seed_refusal(hostname, kind) if kind else None
+        return f"{kind}, not in {ALLOWED_SETTING} ({PRIVATE_SEEDS})" if kind else None
     if not force and is_public_suffix(hostname):
         if "." not in hostname and not public_suffix(hostname):
             # `intranet`, `corp`: a suffix only by the list's default rule (an unknown last
