@@ -24,6 +24,7 @@ from crawler.core.outcomes import (
     HTTP_TIMEOUT,
     NETWORK_FAILURES,
     OK,
+    REFUSED_BY_US,
     TCP_TIMEOUT,
     TLS_TIMEOUT,
 )
@@ -40,8 +41,10 @@ from crawler.utils.batcher import Batcher
 log = logging.getLogger(__name__)
 
 # Failures below HTTP: our own outage produces every one of them (a resolver that lies
-# answers NXDOMAIN), so they are the host's own only while the world answers us.
-BELOW_HTTP = NETWORK_FAILURES | {HTTP_TIMEOUT}
+# answers NXDOMAIN), so they are the host's own only while the world answers us. Not our
+# own refusals (an address not in ALLOWED_PRIVATE_NETWORKS): nothing was sent, and they
+# settle at once whatever the world does.
+BELOW_HTTP = (NETWORK_FAILURES - REFUSED_BY_US) | {HTTP_TIMEOUT}
 
 
 class HostWritePipeline:
