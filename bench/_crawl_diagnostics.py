@@ -137,13 +137,13 @@ def top_functions(files: list[Path], n: int) -> list[str]:
 
 # Functions whose inclusive CPU shows where a database call's time goes.
 INCLUSIVE = (
-    ("crawler/db/queue.py", "finish_many"),
-    ("crawler/db/trap_windows.py", "record_outcomes"),
-    ("crawler/db/claims.py", "claim"),
-    ("crawler/db/trap_windows.py", "_update_windows"),
-    ("crawler/db/queue.py", "write_results"),
-    ("crawler/db/queue.py", "insert_hosts"),
-    ("crawler/db/queue.py", "schedule"),
+    ("crawler/db/crawl/queue.py", "finish_many"),
+    ("crawler/db/rules/trap_windows.py", "record_outcomes"),
+    ("crawler/db/crawl/claims.py", "claim"),
+    ("crawler/db/rules/trap_windows.py", "_update_windows"),
+    ("crawler/db/crawl/queue.py", "write_results"),
+    ("crawler/db/crawl/queue.py", "insert_hosts"),
+    ("crawler/db/crawl/queue.py", "schedule"),
     ("crawler/core/links.py", "filter_links"),
     ("crawler/core/traps.py", "trap_reason"),
     ("sqlalchemy/sql/_elements_constructors.py", "text"),

@@ -157,7 +157,7 @@ def profile_writes(growth, engine, roots: int, tag: str) -> list[dict]:
     on freshly claimed hosts, and one claim of a batch, profiled."""
     import random
 
-    from crawler.db import claims, queue
+    from crawler.db.crawl import claims, queue
 
     hosts = claims.claim_polite(engine, growth.BATCH, "profile").hosts
     rng = random.Random(tag)

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from _common import verdict
 from _panel_http import PASSWORD, device_cookie, login, p95, request
 
-from crawler.db import accounts
+from crawler.db.operators import accounts
 
 STORM_SECONDS = 20.0
 ATTACKERS = 50

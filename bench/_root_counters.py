@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from crawler.db import rollups
+from crawler.db.crawl import rollups
 
 
 def keep_root_counters(

@@ -19,8 +19,10 @@ from _common import registered_domain, subdomain_of, verdict
 from sqlalchemy import create_engine, text
 
 from crawler.core.blocklists import read_lines
-from crawler.db import bulk, deny_entries, export, statistics
-from crawler.db.host_filter import HostFilter
+from crawler.db.operators import bulk, export
+from crawler.db.operators.host_filter import HostFilter
+from crawler.db.rules import deny_entries
+from crawler.db.server import statistics
 from webpanel.queries import dashboard, host_rows
 
 TABLES = ("hosts", "queue", "roots")

@@ -25,8 +25,8 @@ import dns.asyncresolver
 from _common import machine_line, start_database, verdict
 from sqlalchemy import text
 
-from crawler.db import queue
-from crawler.db.engine import PROJECT_ROOT, get_engine
+from crawler.db.crawl import queue
+from crawler.db.server.engine import PROJECT_ROOT, get_engine
 
 sys.path.insert(0, str(PROJECT_ROOT))  # the local test internet lives in tests/
 from tests.fakeweb import FakeWeb, World  # noqa: E402

@@ -14,10 +14,10 @@ A throwaway embedded Postgres (deleted at exit), one run:
    COPY of the valid names, normalized beforehand, into scratch copies of hosts, queue
    and roots (the cost of storing the rows at all). Then the file is seeded by the
    command's own code, in this process (crawler.cli.bulkrun.run_file over
-   crawler.db.bulk.seed: the line count, the reader, the progress, the summary),
+   crawler.db.operators.bulk.seed: the line count, the reader, the progress, the summary),
    timed from opening the file to the last batch committed; its counts are checked
    against the generator's.
-2. A hosts file of 100,000 lines through crawler.db.deny_entries.add_no_follow_batches().
+2. A hosts file of 100,000 lines through crawler.db.rules.deny_entries.add_no_follow_batches().
 3. `hostcrawl hosts export -o FILE` of every host (a real process, its peak RSS
    from /proc/PID/status VmHWM), and the same with --root (a few hundred rows): constant memory
    means the two peaks are about equal. Its row count is compared with the count of
@@ -53,10 +53,11 @@ from sqlalchemy import Engine, create_engine, func, select, text
 from crawler.cli.bulkrun import run_file
 from crawler.core.blocklists import read_lines
 from crawler.core.hostnames import HostnameError, normalize, root
-from crawler.db import bulk, deny_entries
 from crawler.db.deployments import deployment_of
-from crawler.db.export import export_statement
-from crawler.db.host_filter import HostFilter
+from crawler.db.operators import bulk
+from crawler.db.operators.export import export_statement
+from crawler.db.operators.host_filter import HostFilter
+from crawler.db.rules import deny_entries
 
 LINES = 1_000_000
 BLOCK_LIST = 100_000

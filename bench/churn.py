@@ -102,7 +102,8 @@ def worker(url: str, number: int, stop, latencies) -> None:
     """One crawler worker's database work, paced to RATE / WORKERS hosts per second."""
     sys.path.insert(0, str(PROJECT_ROOT))
     from crawler.core.links import FilteredLinks
-    from crawler.db import claims, queue, retention, trap_windows
+    from crawler.db.crawl import claims, queue, retention
+    from crawler.db.rules import trap_windows
 
     engine = create_engine(url, pool_size=2)
     rng = random.Random(number)
@@ -149,7 +150,7 @@ def worker(url: str, number: int, stop, latencies) -> None:
 def start_crawler(work: Path) -> tuple[subprocess.Popen, object, Path]:
     """A `scrapy crawl hosts` on a fakeweb graph that never drains; its process, engine, log."""
     sys.path.insert(0, str(PROJECT_ROOT))
-    from crawler.db import queue
+    from crawler.db.crawl import queue
     from tests.fakeweb import FakeWeb, World
 
     # fakeweb's names (.test) can exist for the seed and the crawler: without it the

@@ -116,7 +116,7 @@ def crawl(engine, url, nodes, args, log: Path, names, counting=None, seeds=1, **
     """Tables emptied, the first `seeds` hosts seeded, one crawler process to its end; its
     figures, with the CPU seconds each server of the deployment spent meanwhile (and what
     `counting` counted of the crawler's statements, if given)."""
-    from crawler.db import queue
+    from crawler.db.crawl import queue
 
     empty_tables(engine)
     seeded = queue.seed(engine, names[:seeds])

@@ -157,7 +157,7 @@ def measured_round(setup: Setup, workers: int, label: str) -> dict:
     """One round on emptied tables, every host seeded; its figures printed."""
     from sqlalchemy import text
 
-    from crawler.db import queue
+    from crawler.db.crawl import queue
 
     empty_tables(setup.engine)
     queue.seed(setup.engine, setup.seeds)

@@ -182,7 +182,7 @@ def main() -> None:
     sys.path.insert(0, str(PROJECT_ROOT))
     from sqlalchemy import create_engine, text
 
-    from crawler.db import queue
+    from crawler.db.crawl import queue
     from tests.fakeweb import FakeWeb, World
 
     print(machine_line())

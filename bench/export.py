@@ -6,7 +6,7 @@ PostgreSQL 16 binaries, the one server with as much shared_buffers as the cluste
 three nodes together), migrated by `upgrade_to_head()`. On each, the recipe of a new
 user's bulk import:
 
-1. HOSTS hosts over HOSTS / 15 registered domains queued in bulk (crawler.db.bulk.seed,
+1. HOSTS hosts over HOSTS / 15 registered domains queued in bulk (crawler.db.operators.bulk.seed,
    what `hostcrawl seed --file` runs), then ANALYZE, then autovacuum switched off on
    queue and hosts: nothing refreshes their statistics behind the next step's back.
 2. A no_follow list of HOSTS x 0.34 lines through the bulk writer (what `hostcrawl
@@ -14,7 +14,7 @@ user's bulk import:
    of no host. At 300,000 hosts: 20,000 domains, 102,000 lines, 2,000 of them domains
    with hosts (30,000 hosts hidden).
 3. At once, each figure the best of its repeats, one server and the cluster in turn:
-   - `hostcrawl hosts export --format jsonl` (crawler.db.export.jsonl_lines) and the
+   - `hostcrawl hosts export --format jsonl` (crawler.db.operators.export.jsonl_lines) and the
      panel's CSV download (csv_chunks), every shown host;
    - the panel's host list, `/`'s own query (webpanel.queries.host_rows.host_page): the
      first page, a filtered page (never crawled, newest first) and a deep page (a cursor
@@ -46,9 +46,10 @@ from _common import machine_line, verdict  # noqa: E402
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.dialects import postgresql  # noqa: E402
 
-from crawler.db import bulk, deny_entries, export  # noqa: E402
 from crawler.db.deployments import deployment_of  # noqa: E402
-from crawler.db.host_filter import NEVER_CRAWLED, HostFilter  # noqa: E402
+from crawler.db.operators import bulk, export  # noqa: E402
+from crawler.db.operators.host_filter import NEVER_CRAWLED, HostFilter  # noqa: E402
+from crawler.db.rules import deny_entries  # noqa: E402
 from webpanel.queries import host_rows, paging  # noqa: E402
 
 MODES = ("one server", "cluster")

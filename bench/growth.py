@@ -9,7 +9,7 @@ its 4 subdomains) and 100,000 change-log rows. The same operations are timed; th
 1,800,000 more roots (10,000,000 hosts, 1,000,000 change-log rows, the same deny
 entries) are added, and they are timed again:
 
-- claims: 4 spawned processes, each `crawler.db.claims.claim_polite(engine, 100,
+- claims: 4 spawned processes, each `crawler.db.crawl.claims.claim_polite(engine, 100,
   ...)` (the crawler's claim, with its per-root rules) CLAIMS times;
   claims/s (hosts) over the wall time, and the p95 of one claim;
 - finish: `queue.finish_many` of 100 claimed hosts (8 links a page: 7 known
@@ -115,7 +115,7 @@ OUTCOMES = ["OK"] * 7 + ["DNS_NXDOMAIN"] * 2 + ["TCP_TIMEOUT"]
 
 def claim_worker(url: str, number: int, start, results) -> None:
     sys.path.insert(0, str(PROJECT_ROOT))
-    from crawler.db import claims
+    from crawler.db.crawl import claims
 
     engine = create_engine(url, pool_size=1)
     claims.claim_polite(engine, 1, f"warm-{number}")  # connect before the clock starts
@@ -159,7 +159,7 @@ def measure_claims(url: str) -> tuple[dict, list[str]]:
 
 def crawled_batches(hosts: list[str], rng: random.Random, roots: int, tag: str) -> list[list]:
     from crawler.core.links import FilteredLinks
-    from crawler.db.queue import Crawled, CrawlResult
+    from crawler.db.crawl.queue import Crawled, CrawlResult
 
     batches, new = [], 0
     for b in range(WRITES):
@@ -177,7 +177,8 @@ def crawled_batches(hosts: list[str], rng: random.Random, roots: int, tag: str) 
 
 def measure_writes(engine, hosts: list[str], roots: int, tag: str) -> tuple[dict, dict]:
     """finish_many, save_hosts, record_outcomes: the figures, and one call of each (EXPLAIN)."""
-    from crawler.db import queue, trap_windows
+    from crawler.db.crawl import queue
+    from crawler.db.rules import trap_windows
 
     rng = random.Random(tag)
     crawled = crawled_batches(hosts, rng, roots, tag)
@@ -232,7 +233,7 @@ def deny_worker(url: str, rounds: int, results) -> None:
     import psutil
 
     from crawler.core.denylist import DenyList
-    from crawler.db import deny_entries
+    from crawler.db.rules import deny_entries
 
     engine = create_engine(url, pool_size=1)
     with engine.connect() as conn:
@@ -292,7 +293,7 @@ def compare_denylists(empty: tuple, small: tuple, big: tuple) -> float:
 
 
 def claims_and_writes(url: str, engine, roots: int, tag: str) -> tuple[dict, dict]:
-    from crawler.db import claims
+    from crawler.db.crawl import claims
 
     figures, hosts = measure_claims(url)
     calls = {
@@ -364,7 +365,7 @@ def compare(small: dict, big: dict) -> tuple[list[str], float]:
 
 
 def main() -> None:
-    from crawler.db import accounts
+    from crawler.db.operators import accounts
 
     print(machine_line())
     started = time.perf_counter()

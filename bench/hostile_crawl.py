@@ -40,7 +40,7 @@ sys.path.insert(0, str(PROJECT_ROOT))
 from sqlalchemy import create_engine, text  # noqa: E402
 
 from crawler.core.config import setting  # noqa: E402
-from crawler.db import queue  # noqa: E402
+from crawler.db.crawl import queue  # noqa: E402
 from tests.fakeweb import FakeWeb, World  # noqa: E402
 from tests.fakeweb.hostile import HOSTILE, Case  # noqa: E402
 

@@ -10,7 +10,7 @@ models): realistic registered domains with their subdomains; 30,000 no_follow
 entries on domains of the corpus, 5,000 on subdomains and 60,000 on domains
 with no host below them; 5,000 blocked trap roots with 20 junk subdomains each,
 their trap windows and a blocked_reason from crawler.core.traps.describe(). Rows
-under an entry carry denied_by, as crawler.db.denied_rows would have set it.
+under an entry carry denied_by, as crawler.db.rules.denied_rows would have set it.
 
 The panel runs as `gunicorn --workers 2 webpanel:create_app()` in a subprocess
 (with gunicorn.conf.py: gevent workers).
@@ -65,10 +65,10 @@ from sqlalchemy.engine import make_url
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.core.traps import Observation, describe
-from crawler.db import accounts
 from crawler.db.deployments import Deployment, deployment_of
-from crawler.db.host_filter import HostFilter
 from crawler.db.models import Host, QueueRow
+from crawler.db.operators import accounts
+from crawler.db.operators.host_filter import HostFilter
 from webpanel.queries import deny_lists, host_rows, paging
 
 HOSTS = 1_000_000

@@ -9,7 +9,7 @@ A throwaway embedded Postgres (deleted at exit) is migrated, then bulk-loaded wi
 COPY as bench/panel.py does (hosts and queue rows, the non-key indexes dropped
 during the load and re-created): 200,000 registered domains with 1 + about 3.5
 subdomains each, and one wildcard farm of 100,000; the roots table is then filled by
-crawler.db.rollups from the same rows, as any writer of ours fills it. Then trap
+crawler.db.crawl.rollups from the same rows, as any writer of ours fills it. Then trap
 windows for 5,000 roots (45 of 50 failed for 500 of them), wildcard probes for
 2,000 roots (the farm and 199 others resolve) and this hour's budget counters
 for 20,000 roots.
@@ -48,8 +48,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from crawler.core import config
-from crawler.db import accounts
 from crawler.db.models import Host, QueueRow
+from crawler.db.operators import accounts
 from webpanel.queries import paging, root_rows
 
 ROOTS = 200_000

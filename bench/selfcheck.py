@@ -26,8 +26,8 @@ asyncioreactor.install()
 from _common import machine_line, start_database, verdict  # noqa: E402
 
 from crawler.core.hostnames import allowed_private_networks  # noqa: E402
-from crawler.db import deny_entries, trap_windows  # noqa: E402
-from crawler.db.engine import PROJECT_ROOT, get_engine  # noqa: E402
+from crawler.db.rules import deny_entries, trap_windows  # noqa: E402
+from crawler.db.server.engine import PROJECT_ROOT, get_engine  # noqa: E402
 from crawler.network.resolver import OutcomeResolver, parse_nameservers  # noqa: E402
 from crawler.rules.world_check import SelfCheck, WorldCheck  # noqa: E402
 
@@ -76,7 +76,7 @@ async def measure(engine, web: FakeWeb) -> dict[str, list[float]]:
 
 
 def main() -> None:
-    logging.getLogger("crawler.db.deny_entries").setLevel(logging.ERROR)  # a block per round
+    logging.getLogger("crawler.db.rules.deny_entries").setLevel(logging.ERROR)  # a block per round
     print(machine_line())
     start_database("hostcrawl-bench-selfcheck-")
     engine = get_engine()

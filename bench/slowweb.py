@@ -164,7 +164,7 @@ def our_round(engine, work: Path, world, names: list[str], by_kind: dict) -> dic
     """One crawl of `world` by our worker, every name seeded; its figures, printed."""
     from sqlalchemy import text
 
-    from crawler.db import bulk
+    from crawler.db.operators import bulk
 
     empty_tables(engine)
     bulk.collect(bulk.seed(engine, names))

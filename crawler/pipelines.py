@@ -29,9 +29,10 @@ from crawler.core.outcomes import (
     TLS_TIMEOUT,
 )
 from crawler.core.urls import stored_url
-from crawler.db import denied_rows, floods, queue
-from crawler.db.queue import Added, Crawled, CrawlResult
-from crawler.db.retry import in_thread_until_up
+from crawler.db.crawl import queue
+from crawler.db.crawl.queue import Added, Crawled, CrawlResult
+from crawler.db.rules import denied_rows, floods
+from crawler.db.server.retry import in_thread_until_up
 from crawler.items import HostItem
 from crawler.rules.evidence import failure_layer
 from crawler.rules.wildcards import WildcardWatch

@@ -26,9 +26,9 @@ from scrapy import signals
 
 from crawler.core.hostnames import is_subdomain
 from crawler.core.outcomes import REFUSED_BY_US, is_network_failure
-from crawler.db import world_silences
-from crawler.db.engine import DatabaseUrlError, get_engine
-from crawler.db.retry import in_thread_until_up
+from crawler.db.rules import world_silences
+from crawler.db.server.engine import DatabaseUrlError, get_engine
+from crawler.db.server.retry import in_thread_until_up
 from crawler.network.resolver import OutcomeResolver, answered_listeners
 from crawler.rules.evidence import DNS
 from crawler.rules.live_deny_list import LiveDenyList

@@ -5,8 +5,8 @@ from logging.config import fileConfig
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
-from crawler.db.engine import database_url
 from crawler.db.models import Base
+from crawler.db.server.engine import database_url
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logging", True):

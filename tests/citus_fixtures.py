@@ -35,7 +35,7 @@ def citus_cluster() -> Iterator[CitusCluster]:
 def migrated_cluster(citus_cluster) -> CitusCluster:
     """The cluster, its database migrated and distributed: once a session, as the one
     server's is (tests/conftest.py's database_url); no test changes the schema."""
-    from crawler.db.migrate import upgrade_to_head
+    from crawler.db.server.migrate import upgrade_to_head
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DATABASE_URL", citus_cluster.url)  # what upgrade_to_head migrates

@@ -6,7 +6,7 @@ exit status, stdout and stderr apart, WARNING log lines on stderr (Python's last
 handler, as in a process where nothing configured logging), and an exception the command
 let escape printed as the interpreter prints it (`Traceback ...`, status 1), so a test
 that checks "no traceback" still sees one. Each run has its engine of its own, as each
-process has (crawler.db.engine.get_engine caches one a process), made for the
+process has (crawler.db.server.engine.get_engine caches one a process), made for the
 DATABASE_URL of the moment and disposed at its end.
 
 What only a real process shows (the entry point's exit status, `--version`) is checked
@@ -23,7 +23,7 @@ from unittest import mock
 from click.testing import CliRunner
 
 from crawler.cli import main
-from crawler.db import engine as engine_module
+from crawler.db.server import engine as engine_module
 
 
 @dataclass(frozen=True)

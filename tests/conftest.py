@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from crawler.db import rollups
+from crawler.db.crawl import rollups
 from crawler.db.models import Base
 from tests.fakeweb.world import ALLOWED_NETWORKS
 
@@ -75,11 +75,11 @@ def database_url(embedded_pgdata, worker_id) -> str:
     if url and worker_id != "master":
         url = database_of_worker(url, worker_id)
     if embedded_pgdata is not None:
-        from crawler.db.engine import embedded_server_url
+        from crawler.db.server.engine import embedded_server_url
 
         url = embedded_server_url(embedded_pgdata, cleanup_mode="delete")
     os.environ["DATABASE_URL"] = url
-    from crawler.db.migrate import upgrade_to_head
+    from crawler.db.server.migrate import upgrade_to_head
 
     upgrade_to_head()
     return url

@@ -14,8 +14,9 @@ from crawler.core import config
 from crawler.core.denylist import DenyList
 from crawler.core.hostnames import root
 from crawler.core.links import FilteredLinks, filter_links
-from crawler.db import deny_entries, queue, trap_windows
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.crawl import queue
+from crawler.db.crawl.queue import Crawled, CrawlResult
+from crawler.db.rules import deny_entries, trap_windows
 
 DEFAULT_WINDOW = config.setting("TRAP_WINDOW").default
 

@@ -210,8 +210,8 @@ def database() -> str:
     """DATABASE_URL, or a migrated throwaway embedded Postgres."""
     if os.environ.get("DATABASE_URL"):
         return os.environ["DATABASE_URL"]
-    from crawler.db.engine import embedded_server_url
-    from crawler.db.migrate import upgrade_to_head
+    from crawler.db.server.engine import embedded_server_url
+    from crawler.db.server.migrate import upgrade_to_head
 
     pgdata = Path(tempfile.mkdtemp(prefix="hostcrawl-name-path-")) / "pg"
     os.environ["DATABASE_URL"] = embedded_server_url(pgdata, cleanup_mode="delete")
@@ -226,7 +226,8 @@ def crawl_parts(url: str):
     from sqlalchemy import create_engine
 
     from crawler.core import config
-    from crawler.db import claims, deny_entries, queue
+    from crawler.db.crawl import claims, queue
+    from crawler.db.rules import deny_entries
     from crawler.pipelines import HostWritePipeline
     from crawler.spiders.hosts import HostsSpider
 

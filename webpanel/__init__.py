@@ -37,12 +37,12 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.config.from_mapping(settings.defaults())
     if test_config:
         app.config.update(test_config)
-    from crawler.db.engine import checked_database_url, database_url
+    from crawler.db.server.engine import checked_database_url, database_url
 
     url = app.config["SQLALCHEMY_DATABASE_URI"]
     app.config["SQLALCHEMY_DATABASE_URI"] = checked_database_url(url) if url else database_url()
     if not app.config["SECRET_KEY"]:
-        from crawler.db.engine import var_dir
+        from crawler.db.server.engine import var_dir
 
         app.config["SECRET_KEY"] = settings.secret_key(var_dir())
 

@@ -1,7 +1,7 @@
 """Operators as Flask-Login sees them, and the login check.
 
 Failed logins slow down per (account, client address), per address and per
-account, in the database (crawler.db.accounts), so every gunicorn worker sees
+account, in the database (crawler.db.operators.accounts), so every gunicorn worker sees
 the same counts; no account is ever locked. The slow-down is decided before
 anything else: a login it refuses costs one query, no password check and no
 place in the queue for one (webpanel.login_queue). Unknown, disabled and known
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from flask_login import UserMixin
 
 from crawler.core.passwords import dummy_hash, verify_password
-from crawler.db import accounts
+from crawler.db.operators import accounts
 from webpanel.login_queue import (
     CLEAN_ADDRESS,
     FAILED_ADDRESS,

@@ -1,7 +1,7 @@
 """/api: JSON for scripts, with a bearer token from `hostcrawl user token NAME`.
 
 No cookies are accepted here, so there is nothing for CSRF to forge: the
-blueprint is CSRF-exempt. Changes go through crawler.db.deny_entries, like the forms'.
+blueprint is CSRF-exempt. Changes go through crawler.db.rules.deny_entries, like the forms'.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from flask import Blueprint, abort, current_app, g, jsonify, request
 from crawler.core.denylist import BLOCKED, NO_FOLLOW
 from crawler.core.hostnames import HostnameError, normalize
 from crawler.core.inputs import MAX_NOTE, note_problem, unstorable
-from crawler.db import accounts, deny_entries
-from crawler.db.deny_entries import current_denial
-from crawler.db.host_filter import PREFIX
+from crawler.db.operators import accounts
+from crawler.db.operators.host_filter import PREFIX
+from crawler.db.rules import deny_entries
+from crawler.db.rules.deny_entries import current_denial
 from webpanel.dashboard_cache import cached_dashboard
 from webpanel.entry_input import MAX_NAMES
 from webpanel.extensions import db

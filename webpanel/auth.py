@@ -22,7 +22,7 @@ from flask import (
 from flask_login import current_user, login_user, logout_user
 from sqlalchemy import text
 
-from crawler.db import accounts
+from crawler.db.operators import accounts
 from webpanel.accounts import PasswordChecks, authenticate, load_operator
 from webpanel.devices import is_known_device, remember_device
 from webpanel.extensions import db, login_manager

@@ -12,8 +12,8 @@ from __future__ import annotations
 from flask import Flask
 from flask_login import current_user
 
-from crawler.db import world_silences
-from crawler.db.trap_windows import deferred_blocks
+from crawler.db.rules import world_silences
+from crawler.db.rules.trap_windows import deferred_blocks
 from webpanel.extensions import db
 
 

@@ -6,8 +6,8 @@ from flask import Blueprint, render_template
 
 from crawler.core.denylist import BLOCKED
 from crawler.core.traps import reason_parts
-from crawler.db import deny_entries
-from crawler.db.host_filter import MATCHES
+from crawler.db.operators.host_filter import MATCHES
+from crawler.db.rules import deny_entries
 from webpanel.entry_lift import confirm_and_lift
 from webpanel.extensions import db
 from webpanel.queries import deny_lists

@@ -2,7 +2,7 @@
 
 Guesses at one account from addresses that rotate (each one fresh, so never
 slowed as an address) are slowed by the account's own count of failures
-(crawler.db.accounts.LoginPolicy). That count must not keep the operator out:
+(crawler.db.operators.accounts.LoginPolicy). That count must not keep the operator out:
 a browser that has logged in to the account before shows this cookie, and its
 logins skip the account-wide wait and go first in the queue for a password
 check (OWASP's "device cookies"). Its address's own failures still count.

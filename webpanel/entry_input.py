@@ -1,7 +1,7 @@
 """Operator input for deny entries: lines and CSV in, a preview and a summary out.
 
 Normalization and the public-suffix rule are crawler.core.hostnames'; the counts
-come from webpanel.queries; saving is crawler.db.deny_entries.add_no_follow().
+come from webpanel.queries; saving is crawler.db.rules.deny_entries.add_no_follow().
 
 Nothing is dropped silently: lines that hold no name (comments, @@ exceptions,
 cosmetic rules, regexes) and names given twice are counted on screen, as the CLI
@@ -20,12 +20,12 @@ from crawler.core.blocklists import COMMENT, Skipped, read_lines
 from crawler.core.denylist import NO_FOLLOW
 from crawler.core.hostnames import HostnameError, is_ip, normalize, normalize_entry, root
 from crawler.core.inputs import note_problem
-from crawler.db.bulk import EntryChange
+from crawler.db.operators.bulk import EntryChange
 from webpanel.queries import deny_lists
 
 # A spreadsheet runs a cell starting with one of these as a formula.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-# One write of the one write path (crawler.db.bulk.BATCH is larger): a paste, a CSV
+# One write of the one write path (crawler.db.operators.bulk.BATCH is larger): a paste, a CSV
 # import or an API call is written whole or not at all. Bigger lists: the CLI's -f FILE.
 MAX_NAMES = 10_000
 

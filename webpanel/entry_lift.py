@@ -1,7 +1,7 @@
 """Lifting one deny entry from its list: /blocked's unblock and /no_follow's remove.
 
 Both ask for a confirmation (and a note for the change log) on GET, lift the entry on
-its POST through crawler.db.deny_entries (the hosts it took out come back into routing),
+its POST through crawler.db.rules.deny_entries (the hosts it took out come back into routing),
 and go back to the list with what changed.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from flask import abort, flash, redirect, render_template, url_for
 
-from crawler.db.bulk import EntryChange
+from crawler.db.operators.bulk import EntryChange
 from webpanel.extensions import db
 from webpanel.forms import ConfirmForm
 from webpanel.queries import deny_lists

@@ -17,11 +17,11 @@ from flask import (
 
 from crawler.core.hostnames import HostnameError, normalize
 from crawler.core.outcomes import ALL as OUTCOMES
-from crawler.db import export as host_export
-from crawler.db.deny_entries import current_denial
+from crawler.db.crawl.retention import MINUTES_KEPT
 from crawler.db.deployments import deployment_of
-from crawler.db.host_filter import MATCHES, HostFilter
-from crawler.db.retention import MINUTES_KEPT
+from crawler.db.operators import export as host_export
+from crawler.db.operators.host_filter import MATCHES, HostFilter
+from crawler.db.rules.deny_entries import current_denial
 from webpanel.dashboard_cache import cached_dashboard
 from webpanel.extensions import db
 from webpanel.queries import deny_lists, host_rows, paging, worker_rows

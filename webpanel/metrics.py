@@ -21,7 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import text
 
-from crawler.db.host_filter import NEVER_CRAWLED
+from crawler.db.operators.host_filter import NEVER_CRAWLED
 from webpanel.api import authenticate
 from webpanel.queries import dashboard
 from webpanel.view_helpers import engine

@@ -1,5 +1,5 @@
 """/no_follow: the operators' entries. Add one or paste many (preview, then save),
-remove with a confirmation, CSV export and import. crawler.db.deny_entries does every write.
+remove with a confirmation, CSV export and import. crawler.db.rules.deny_entries does every write.
 
 A paste or an import of more than entry_input.MAX_NAMES names is refused whole, with the
 reason beside the field; skipped lines and repeated names are counted on screen.
@@ -12,8 +12,8 @@ from io import BytesIO
 from flask import Blueprint, render_template, request, send_file
 
 from crawler.core.denylist import NO_FOLLOW
-from crawler.db import deny_entries
-from crawler.db.host_filter import MATCHES
+from crawler.db.operators.host_filter import MATCHES
+from crawler.db.rules import deny_entries
 from webpanel import entry_input
 from webpanel.entry_lift import confirm_and_lift
 from webpanel.extensions import db

@@ -11,8 +11,8 @@ from flask import Blueprint, abort, current_app, flash, redirect, render_templat
 
 from crawler.core.denylist import BLOCKED
 from crawler.core.hostnames import HostnameError, normalize
-from crawler.db import deny_entries
-from crawler.db.host_filter import MATCHES
+from crawler.db.operators.host_filter import MATCHES
+from crawler.db.rules import deny_entries
 from webpanel.extensions import db
 from webpanel.forms import EmptyForm
 from webpanel.queries import root_rows

@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from crawler.core import config
-from crawler.db.engine import pooled_connect_args
+from crawler.db.server.engine import pooled_connect_args
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ import click
 
 from crawler.core.blocklists import ListItem, Skipped, read_lines
 from crawler.core.hostnames import shown
-from crawler.db.deny_entries import EntryChange
+from crawler.db.rules.deny_entries import EntryChange
 
 GZIP_MAGIC = b"\x1f\x8b"
 # A NUL in the first bytes: an executable, an image, an archive; never a list of names.

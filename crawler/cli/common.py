@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from crawler.core.inputs import note_problem
-from crawler.db.bulk import EntryChange
+from crawler.db.operators.bulk import EntryChange
 
 DASH_HINT = "names that start with '-' go after '--', as in: hostcrawl no-follow add -- -name.test"
 
@@ -54,7 +54,7 @@ ACTOR = "cli"
 
 def engine() -> Engine:
     """The database the command works on (DATABASE_URL, or the embedded one)."""
-    from crawler.db.engine import get_engine
+    from crawler.db.server.engine import get_engine
 
     return get_engine()
 

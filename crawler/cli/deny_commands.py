@@ -1,6 +1,6 @@
 """`hostcrawl no-follow` and `hostcrawl blocked`: deny entries, a few or a whole block list.
 
-Every change goes through crawler.db.deny_entries, the one write path of any size:
+Every change goes through crawler.db.rules.deny_entries, the one write path of any size:
 names as arguments print a line each; `-f FILE` (plain, CSV, hosts file, Adblock
 `||name^`; gzip; '-' for stdin) shows progress and a summary, and `--report FILE` keeps
 every line's result.
@@ -15,8 +15,8 @@ import click
 from crawler.cli.bulkrun import finish, run_file
 from crawler.cli.common import ACTOR, checked_note, engine, friendly_errors, report
 from crawler.core.hostnames import root
-from crawler.db import deny_entries
-from crawler.db.bulk import EntryChange
+from crawler.db.operators.bulk import EntryChange
+from crawler.db.rules import deny_entries
 
 LIST_FILE = click.Path(dir_okay=False, allow_dash=True)
 REPORT_FILE = click.Path(dir_okay=False)
@@ -39,7 +39,7 @@ def entry_change(file_help: str, note_help: str = "Why (kept in the change log).
 
 def apply(batches, names: tuple[str, ...], path: str | None, report_path: str | None, what: str):
     """Change the entries of NAMES or FILE by `batches(engine, names, actor)` (a
-    crawler.db.deny_entries writer). Names given: a line each. A file: progress, summary,
+    crawler.db.rules.deny_entries writer). Names given: a line each. A file: progress, summary,
     exit 1 if anything was refused."""
     if bool(names) == bool(path):
         raise click.UsageError("give names or -f FILE (one of them)")

@@ -11,8 +11,8 @@ import click
 from crawler.cli.common import engine, friendly_errors
 from crawler.core.hostnames import HostnameError
 from crawler.core.outcomes import ALL as OUTCOMES
-from crawler.db import export
-from crawler.db.host_filter import MATCHES, NEVER_CRAWLED, PREFIX, HostFilter
+from crawler.db.operators import export
+from crawler.db.operators.host_filter import MATCHES, NEVER_CRAWLED, PREFIX, HostFilter
 
 
 def checked_outcome(outcome: str) -> str:

@@ -1,4 +1,4 @@
-"""`hostcrawl prune`: forget what is past its retention (crawler/db/retention.py).
+"""`hostcrawl prune`: forget what is past its retention (crawler/db/crawl/retention.py).
 
 Workers already prune every PRUNE_INTERVAL seconds; this is for a deployment
 without running workers, a one-off after lowering a setting, or hosts rows left
@@ -13,7 +13,7 @@ import click
 
 from crawler.cli.common import engine, friendly_errors
 from crawler.core import config
-from crawler.db import retention
+from crawler.db.crawl import retention
 
 DAYS = click.IntRange(min=0)
 # kind: what the report calls it, the unit its setting counts

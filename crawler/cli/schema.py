@@ -18,7 +18,7 @@ def db() -> None:
 @friendly_errors
 def upgrade() -> None:
     """Apply every Alembic migration (to head)."""
-    from crawler.db.migrate import upgrade_to_head
+    from crawler.db.server.migrate import upgrade_to_head
 
     found = upgrade_to_head()
     click.echo(f"database schema at head, on {found.describe()}")
@@ -30,7 +30,7 @@ def status() -> None:
     """Which database (the embedded one, or DATABASE_URL), which deployment (one
     Postgres server, or a Citus cluster), its server settings against docs/scaling.md's
     advice, and whether its schema is at head; exit 1 when it is not."""
-    from crawler.db.migrate import current_deployment, database_name, schema_state
+    from crawler.db.server.migrate import current_deployment, database_name, schema_state
 
     click.echo(f"database: {database_name()}")
     click.echo(current_deployment().describe())
@@ -44,8 +44,8 @@ def status() -> None:
 def server_advice_lines() -> None:
     """The embedded server: what it was given on start. A server behind DATABASE_URL: each
     setting of it that falls short of docs/scaling.md's advice (changed by its owner only)."""
-    from crawler.db.engine import database_url, embedded_tuning
-    from crawler.db.server_settings import shortfalls
+    from crawler.db.server.engine import database_url, embedded_tuning
+    from crawler.db.server.server_settings import shortfalls
 
     tuning = embedded_tuning()
     if tuning is not None:

@@ -13,7 +13,7 @@ import click
 
 from crawler.cli.bulkrun import finish, run_file
 from crawler.cli.common import engine, friendly_errors, report
-from crawler.db import bulk
+from crawler.db.operators import bulk
 
 ALLOW_PRIVATE_DEPRECATED = (
     "warning: --allow-private (ALLOW_PRIVATE_HOSTS=1) is deprecated: it lets in seeds that the"

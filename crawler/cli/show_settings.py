@@ -9,8 +9,8 @@ import click
 from crawler.cli.common import friendly_errors
 from crawler.core import config
 from crawler.core.worker_count import WorkerCount
-from crawler.db import machine
-from crawler.db.server_settings import embedded_memory
+from crawler.db.server import machine
+from crawler.db.server.server_settings import embedded_memory
 
 
 @click.command("settings")

@@ -9,7 +9,7 @@ import click
 
 from crawler.cli.common import engine, friendly_errors
 from crawler.core.passwords import ROLES
-from crawler.db import accounts
+from crawler.db.operators import accounts
 
 
 @click.group()

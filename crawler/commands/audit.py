@@ -48,7 +48,7 @@ class Command(ScrapyCommand):
             logging.getLogger(__name__).warning("blocked: %s", ", ".join(progress.blocked))
 
     def audit_options(self, opts: argparse.Namespace):
-        from crawler.db.dns_audits import Backoff
+        from crawler.db.rules.dns_audits import Backoff
         from crawler.rules.dns_audit import AuditOptions
 
         s = self.settings

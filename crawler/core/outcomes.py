@@ -22,7 +22,7 @@ HTTP_TIMEOUT = "HTTP_TIMEOUT"
 HTTP_ERROR = "HTTP_ERROR"
 HTTP_TOO_LARGE = "HTTP_TOO_LARGE"
 # Claimed again after two leases ran out with the host in flight: it froze or killed its
-# workers (crawler.db.unfinished), and is put off rather than handed on.
+# workers (crawler.db.crawl.unfinished), and is put off rather than handed on.
 HTTP_UNFINISHED = "HTTP_UNFINISHED"
 DNS_ERROR = "DNS_ERROR"
 IGNORED = "IGNORED"

@@ -1,7 +1,7 @@
 """The Postgres server settings docs/scaling.md advises ("What to tune first"), and how each
 is sized from the machine. Pure: the machine's memory and a server's values are passed in.
 
-The embedded server gets them on every start (crawler/db/server_settings.py); a server
+The embedded server gets them on every start (crawler/db/server/server_settings.py); a server
 behind DATABASE_URL is its owner's, and `hostcrawl db status` names those of its settings
 that fall short (`shortfalls`).
 """

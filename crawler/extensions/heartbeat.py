@@ -1,4 +1,5 @@
-"""Each worker's heartbeat in the crawl_workers table (crawler/db/heartbeats.py), for the panel.
+"""Each worker's heartbeat in the crawl_workers table (crawler/db/crawl/heartbeats.py), for
+the panel.
 
 A Scrapy extension, installed by the add-on. When the spider opens it logs the worker's
 start line (its name, pid and host: `make run`'s supervisor and an operator reading a
@@ -23,8 +24,8 @@ from datetime import UTC, datetime
 from scrapy import signals
 from sqlalchemy.exc import DBAPIError
 
-from crawler.db import heartbeats
-from crawler.db.retry import first_line
+from crawler.db.crawl import heartbeats
+from crawler.db.server.retry import first_line
 from crawler.extensions.metrics import pages_settled
 from crawler.shared import CrawlShared
 

@@ -41,7 +41,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from crawler.db.retry import OUTAGE
+from crawler.db.server.retry import OUTAGE
 from crawler.shared import UNPROVEN_SINCE, CrawlShared
 
 log = logging.getLogger(__name__)

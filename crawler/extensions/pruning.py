@@ -1,7 +1,7 @@
 """Retention on a schedule: each worker prunes every PRUNE_INTERVAL seconds (0 = off).
 
 A Scrapy extension, installed by the add-on. The prune itself
-(crawler/db/retention.py) runs in a thread, in short batches under a database
+(crawler/db/crawl/retention.py) runs in a thread, in short batches under a database
 advisory lock: when another worker is pruning, this one skips its turn. The
 first prune is one interval after the crawl opens, so a burst of short runs
 (tests, `scrapy audit`) does not prune on every start.
@@ -17,9 +17,9 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from sqlalchemy.exc import DBAPIError
 
-from crawler.db import retention
-from crawler.db.engine import get_engine
-from crawler.db.retry import first_line
+from crawler.db.crawl import retention
+from crawler.db.server.engine import get_engine
+from crawler.db.server.retry import first_line
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,9 @@ from crawler.core.outcomes import (
     DNS_ALIVE,
     is_network_failure,
 )
-from crawler.db import claims, dns_audits, queue, trap_windows
-from crawler.db.dns_audits import Backoff
+from crawler.db.crawl import claims, queue
+from crawler.db.rules import dns_audits, trap_windows
+from crawler.db.rules.dns_audits import Backoff
 from crawler.network.probes import handshake
 from crawler.rules.trap_guard import Confirm, TrapGuard
 

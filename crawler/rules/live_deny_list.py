@@ -12,8 +12,8 @@ import threading
 from sqlalchemy import Engine
 
 from crawler.core.denylist import Denial, DenyList
-from crawler.db import deny_entries
-from crawler.db.listener import EntryListener
+from crawler.db.rules import deny_entries
+from crawler.db.server.listener import EntryListener
 
 
 class LiveDenyList:

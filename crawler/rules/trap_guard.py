@@ -17,8 +17,8 @@ from crawler.core.denylist import BLOCKED
 from crawler.core.hostnames import root
 from crawler.core.outcomes import is_network_failure
 from crawler.core.traps import trap_reason
-from crawler.db import deny_entries, trap_windows
-from crawler.db.retry import in_thread_until_up
+from crawler.db.rules import deny_entries, trap_windows
+from crawler.db.server.retry import in_thread_until_up
 from crawler.utils.batcher import Batcher
 
 log = logging.getLogger(__name__)

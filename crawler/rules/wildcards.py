@@ -23,8 +23,8 @@ from scrapy.utils.defer import deferred_to_future
 
 from crawler.core.links import FoundName
 from crawler.core.outcomes import DNS_ALIVE, DNS_ERROR
-from crawler.db import trap_windows
-from crawler.db.retry import in_thread_until_up
+from crawler.db.rules import trap_windows
+from crawler.db.server.retry import in_thread_until_up
 
 log = logging.getLogger(__name__)
 

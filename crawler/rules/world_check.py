@@ -31,9 +31,9 @@ from sqlalchemy import Engine
 from crawler.core.hostnames import root
 from crawler.core.outages import FailureTally, LayerFailures, settings_to_check, why_silent
 from crawler.core.outcomes import DNS_ALIVE, OK, is_network_failure
-from crawler.db import canaries as canary_db
-from crawler.db import trap_windows
-from crawler.db.retry import in_thread_until_up
+from crawler.db.rules import canaries as canary_db
+from crawler.db.rules import trap_windows
+from crawler.db.server.retry import in_thread_until_up
 from crawler.network.probes import front_page
 from crawler.rules.evidence import DNS, NETWORK, Evidence, failure_layer
 

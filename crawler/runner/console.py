@@ -24,9 +24,11 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
-from crawler.db import accounts, heartbeats, world_silences
-from crawler.db.engine import CONNECT_ARGS, database_url
-from crawler.db.retry import first_line
+from crawler.db.crawl import heartbeats
+from crawler.db.operators import accounts
+from crawler.db.rules import world_silences
+from crawler.db.server.engine import CONNECT_ARGS, database_url
+from crawler.db.server.retry import first_line
 
 # Seconds between two looks at the panel while it starts; then at the world's silence
 # (a worker's heartbeat's pace).

@@ -24,14 +24,14 @@ from pathlib import Path
 
 from crawler.core import config
 from crawler.core.setting_declaration import SettingError
-from crawler.db.engine import (
+from crawler.db.server.engine import (
     PROJECT_ROOT,
     DatabaseUrlError,
     database_url,
     embedded_tuning,
     var_dir,
 )
-from crawler.db.machine import worker_count
+from crawler.db.server.machine import worker_count
 from crawler.runner.console import Console
 from crawler.runner.supervisor import Child, Supervisor, log_to, workers
 

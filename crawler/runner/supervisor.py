@@ -28,7 +28,7 @@ from pathlib import Path
 
 from crawler.core import config
 from crawler.core.worker_count import worker_name
-from crawler.db.engine import PROJECT_ROOT
+from crawler.db.server.engine import PROJECT_ROOT
 
 GRACE_SECONDS = 60
 BACKOFF_FIRST = 1.0

@@ -8,7 +8,7 @@ Every claimed host settles as exactly one HostItem — crawled, failed or denied
 pipeline writes (result, new links and next date in one transaction). A host
 stays "in flight" until its item has passed the pipelines.
 
-An outage is ridden out (crawler.db.retry); any other error of the claim (a statement
+An outage is ridden out (crawler.db.server.retry); any other error of the claim (a statement
 the database refuses, a bug) closes the crawl with the reason CLAIM_FAILED, which
 `scrapy crawl` (crawler/commands/crawl.py) turns into exit status 1: ended quietly, the
 loop would look drained and a supervisor would not restart the worker.
@@ -41,8 +41,8 @@ from crawler.core.outcomes import (
     TLS_TIMEOUT,
 )
 from crawler.core.sources import parse_groups
-from crawler.db import claims, unfinished
-from crawler.db.retry import in_thread_until_up
+from crawler.db.crawl import claims, unfinished
+from crawler.db.server.retry import in_thread_until_up
 from crawler.downloadermiddlewares.deny import request_denied
 from crawler.items import HostItem
 from crawler.network.failures import classify
@@ -54,7 +54,7 @@ from crawler.spiders.discovery import LimitSettings, discover
 DROPPED_PREFIX = "hostcrawl/links/dropped/"
 # Stats: fetches whose reading stopped before its end, by why (crawler.core.budget).
 STOPPED_PREFIX = "hostcrawl/extract/stopped/"
-# Stats: hosts claimed after their leases ran out twice in flight (crawler.db.unfinished).
+# Stats: hosts claimed after their leases ran out twice in flight (crawler.db.crawl.unfinished).
 UNFINISHED_STAT = "hostcrawl/hosts/unfinished"
 
 log = logging.getLogger(__name__)
@@ -173,7 +173,7 @@ class HostsSpider(scrapy.Spider):
 
     async def _forgive_in_flight(self) -> None:
         """Stopping gracefully, this worker did not freeze on the hosts it still holds:
-        their claims are not counted as unfinished (crawler.db.unfinished)."""
+        their claims are not counted as unfinished (crawler.db.crawl.unfinished)."""
         if not self.in_flight:
             return
         hosts, worker = list(self.in_flight), self.state.worker

@@ -1,6 +1,7 @@
 """Gather the running crawl's many small writes into few database calls.
 
-(An operator's long lists are written by crawler/db/bulk.py: staged, a batch a transaction.)
+(An operator's long lists are written by crawler/db/operators/bulk.py: staged, a batch a
+transaction.)
 
 Every page ends in a write (its result and links, its trap-window outcome).
 One thread hand-off and one transaction per write cost the event loop more
@@ -18,7 +19,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
-from crawler.db.retry import in_thread_until_up
+from crawler.db.server.retry import in_thread_until_up
 
 # The slow web's crawl (bench/slowweb.py) had batches of 64 taking up to a second each,
 # and the worker idle behind them; 512 keeps one write well under a second.

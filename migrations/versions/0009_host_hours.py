@@ -10,7 +10,7 @@ statement trigger on `hosts` now adds each statement's discoveries and crawls
 to one row per hour, so the chart reads at most 24 x SHARDS rows. Each crawl
 counts in its hour (a recrawl too: the chart shows work done, not the hosts'
 latest state). Each row also keeps the last few hosts that answered OK: the
-self-check's canaries (crawler.db.canaries).
+self-check's canaries (crawler.db.rules.canaries).
 
 It also stops 0006's roots_lower_next_due from joining the rows a claim has just
 taken to their roots: a claim moves dates later, never earlier.

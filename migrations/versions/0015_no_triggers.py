@@ -6,7 +6,7 @@ Create Date: 2026-12-02 16:10:00
 
 Citus refuses triggers on distributed tables, and the tables these triggers wrote
 (roots, and host_hours beside every finish) are what a cluster shards by root. The
-writers now keep them in their own transactions, through crawler.db.rollups, the same
+writers now keep them in their own transactions, through crawler.db.crawl.rollups, the same
 code on one server and on a cluster. `queue.root` is given by every writer (it was
 filled from hosts.root by queue_fill_root when left out).
 """

@@ -7,7 +7,7 @@ Create Date: 2026-12-02 19:30:00
 "Found in the last 24 hours, by source" counted the hosts discovered in a day on every
 refresh: at 10M hosts a parallel scan of a third of a million rows (bench/growth.py).
 The writers that insert hosts now add their discoveries to one row per hour, writer
-shard and source group (crawler.db.rollups.count_sources, in their own transaction, as
+shard and source group (crawler.db.crawl.rollups.count_sources, in their own transaction, as
 host_hours), so the strip reads at most 24 x shards x groups rows. '' is no source: a
 seed, a deny entry's own row, a host older than the source column.
 

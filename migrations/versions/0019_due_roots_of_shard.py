@@ -5,13 +5,13 @@ Revises: 0018
 Create Date: 2026-12-02 22:50:00
 
 On a Citus cluster the polite claim walked the due roots of every shard (a multi-shard
-read per claim). This function walks one shard's: `crawler.db.cluster.distribute` makes
+read per claim). This function walks one shard's: `crawler.db.server.cluster.distribute` makes
 it a distributed function co-located with `roots` by its `anchor` argument, so Citus
 delegates a call to the worker holding the anchor's shard, where the body reads that
 shard's relation (`roots_<shardid>`) directly. Called on a node that does not hold the
 shard (a call Citus did not delegate) it raises rather than read the wrong rows. On one
 server (no citus) it reads `roots`; nothing calls it there (the claim walks and locks in
-one statement, crawler.db.claims.WALK_AND_LOCK).
+one statement, crawler.db.crawl.claims.WALK_AND_LOCK).
 """
 
 from collections.abc import Sequence

@@ -9,7 +9,7 @@ that made rows of that root due after the snapshot (a no_follow entry removed, i
 put back in routing) and committed while the claim ran was not seen: the claim raised
 the root's date past those rows, and a crawl that drains on "nothing due" stopped with
 them queued (seen on the cluster, where the claim takes longer). Every writer that makes
-rows due now writes their root's row (crawler.db.rollups.LOWER_NEXT_DUE), so the claim
+rows due now writes their root's row (crawler.db.crawl.rollups.LOWER_NEXT_DUE), so the claim
 keeps the lower of the two dates when the row's version is not the one its snapshot saw
 (one server's statement: crawler.db.deployments.claims_one_server). The function is 0023's
 otherwise.

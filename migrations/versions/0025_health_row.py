@@ -6,16 +6,16 @@ Create Date: 2026-12-04 16:00:00
 
 The dashboard's health row (webpanel/templates/hosts/_health.html) charts the last hour
 minute by minute: host_minutes, one row per minute and writer shard, kept by the writers
-of hosts beside host_hours (crawler.db.rollups: the same batched statement's
-transaction) and pruned after a few hours (crawler.db.retention). A coordinator-local
+of hosts beside host_hours (crawler.db.crawl.rollups: the same batched statement's
+transaction) and pruned after a few hours (crawler.db.crawl.retention). A coordinator-local
 table on Citus, like host_hours: a few hundred rows, never joined to the per-root tables.
 
 crawl_workers gains each worker's hosts in flight and hosts an outage holds back, written
 with its heartbeat.
 
 dropped_links counts, per deny entry name, the links crawled pages offered that the
-entry dropped (crawler.db.dropped_links, in the crawl's finish). Kept per root with the
-entry's own queue row: `crawler.db.cluster.distribute` co-locates it with roots.
+entry dropped (crawler.db.crawl.dropped_links, in the crawl's finish). Kept per root with the
+entry's own queue row: `crawler.db.server.cluster.distribute` co-locates it with roots.
 """
 
 from collections.abc import Sequence

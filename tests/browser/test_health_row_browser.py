@@ -11,7 +11,8 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
 from tests.browser.conftest import ARTIFACTS, served_panel
 from tests.browser.test_roots_browser import log_in
 from tests.e2e.conftest import CrawlerProcess, crawl_settings

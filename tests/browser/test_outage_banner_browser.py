@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.test_roots_browser import log_in
 from tests.e2e.conftest import CrawlerProcess, crawl_settings

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import text
 
-from crawler.db import deny_entries
+from crawler.db.rules import deny_entries
 from tests.browser.conftest import ARTIFACTS
 from tests.unit.test_panel_support import PASSWORD, insert_hosts
 

@@ -8,7 +8,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from crawler.db import deny_entries
+from crawler.db.rules import deny_entries
 from tests.dbhelpers import record_outcome
 from tests.unit.test_panel_support import PASSWORD, insert_hosts
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.test_roots_browser import a_crawl_with_a_farm, log_in
 

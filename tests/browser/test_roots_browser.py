@@ -8,8 +8,9 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from crawler.db import deny_entries, queue, trap_windows
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.crawl import queue
+from crawler.db.crawl.queue import Crawled, CrawlResult
+from crawler.db.rules import deny_entries, trap_windows
 from tests.browser.conftest import ARTIFACTS
 from tests.dbhelpers import record_outcomes
 from tests.unit.test_panel_support import PASSWORD

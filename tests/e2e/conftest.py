@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from crawler.db.engine import PROJECT_ROOT
+from crawler.db.server.engine import PROJECT_ROOT
 from tests.waiting import wait_until  # noqa: F401 (the e2e tests import it from here)
 
 CRAWL_TIMEOUT = 180  # seconds: a bound, not a wait

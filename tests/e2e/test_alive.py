@@ -13,7 +13,8 @@ from collections import Counter
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
 from tests.e2e.conftest import CANARY_CHECKS, OUTAGE_RETRIES, host_facts, known_hosts, wait_until
 from tests.fakeweb import World
 

@@ -11,8 +11,9 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue, trap_windows
-from crawler.db.engine import PROJECT_ROOT
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries, trap_windows
+from crawler.db.server.engine import PROJECT_ROOT
 from tests.e2e.conftest import CLUSTER, host_facts, wait_until
 from tests.fakeweb import World
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from crawler.spiders.hosts import CLAIM_FAILED
 from tests.e2e.conftest import CRAWL_TIMEOUT, claims_held, known_hosts
 from tests.fakeweb import World

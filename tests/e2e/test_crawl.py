@@ -9,8 +9,9 @@ from collections import Counter
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, dropped_links, queue
-from crawler.db.accounts import create_user, new_api_token
+from crawler.db.crawl import dropped_links, queue
+from crawler.db.operators.accounts import create_user, new_api_token
+from crawler.db.rules import deny_entries
 from tests.conftest import insert_stale_row
 from tests.e2e.conftest import (
     CANARY_CHECKS,

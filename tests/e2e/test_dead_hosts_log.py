@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 from sqlalchemy import text
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.fakeweb import World
 
 ORDINARY = [f"ok{i}.test" for i in range(4)]

@@ -10,8 +10,9 @@ import sys
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue
-from crawler.db.engine import embedded_server_url, get_engine
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
+from crawler.db.server.engine import embedded_server_url, get_engine
 from tests.fakeweb.handle import PROJECT_ROOT
 
 DEMO_BOUND = 300  # seconds: the demo's own crawl is bounded at 120

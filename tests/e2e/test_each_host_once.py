@@ -4,7 +4,8 @@ block alike), and every request says who we are."""
 
 from __future__ import annotations
 
-from crawler.db import deny_entries, queue
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
 from crawler.settings import USER_AGENT
 from tests.e2e.conftest import known_hosts
 from tests.fakeweb import World

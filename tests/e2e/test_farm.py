@@ -15,7 +15,7 @@ from collections import defaultdict
 import pytest
 from sqlalchemy import text
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.conftest import empty_tables
 from tests.e2e.conftest import FARM_CANARIES, wait_until
 from tests.fakeweb.world import World

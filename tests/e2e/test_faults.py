@@ -9,7 +9,9 @@ import time
 import pytest
 from sqlalchemy import text
 
-from crawler.db import accounts, claims, deny_entries, queue
+from crawler.db.crawl import claims, queue
+from crawler.db.operators import accounts
+from crawler.db.rules import deny_entries
 from tests.e2e.conftest import KILLED_MANY, host_facts, known_hosts, leases_ran_out, wait_until
 from tests.fakeweb import World
 
@@ -132,7 +134,7 @@ def test_kill_storm(db, fakeweb_factory, start_crawler):
     for worker in drain:
         worker.wait()
 
-    # A host in flight at two kills is a poison pill to the claim (crawler.db.unfinished):
+    # A host in flight at two kills is a poison pill to the claim (crawler.db.crawl.unfinished):
     # put off until RECRAWL_AFTER, still queued; the hosts only it links to wait for then.
     put_off = hosts_put_off(db)
     assert len(put_off) <= KILLS * MAX_IN_FLIGHT
@@ -160,7 +162,7 @@ LAST_CHANGE = "last-change.test"
 
 
 def test_operators_change_the_lists_while_workers_crawl(db, fakeweb_factory, start_crawler):
-    from crawler.db.accounts import api_token_hash
+    from crawler.db.operators.accounts import api_token_hash
     from webpanel import create_app
 
     world = World(seed=13, delay=0.01)

@@ -7,7 +7,7 @@ import random
 import pytest
 from sqlalchemy import text
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.conftest import empty_tables
 from tests.e2e.conftest import (
     HOSTILE_PEAK_RSS_MB,

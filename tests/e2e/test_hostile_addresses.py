@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.e2e.conftest import EARLY_FAILURE, assert_within_bounds
 from tests.fakeweb import ADDRESSES, World
 

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.core.urls import MAX_STORED_URL
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.conftest import empty_tables
 from tests.e2e.conftest import (
     HOSTILE_PEAK_RSS_MB,

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 from sqlalchemy import text
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.e2e.conftest import assert_within_bounds
 from tests.fakeweb import World
 from tests.fakeweb.hostile import csp_hosts, link_lines

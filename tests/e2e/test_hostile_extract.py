@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.e2e.conftest import NAMES_CAP, assert_within_bounds, host_facts
 from tests.fakeweb import World
 

@@ -16,7 +16,7 @@ import urllib.request
 import pytest
 from sqlalchemy import text
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.e2e.conftest import (
     ONE_WORKER_MEMORY,
     CrawlerProcess,

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.e2e.conftest import CRAWL_TIMEOUT, known_hosts
 from tests.fakeweb import World
 

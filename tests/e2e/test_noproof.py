@@ -13,7 +13,8 @@ from collections import Counter
 
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue, world_silences
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries, world_silences
 from tests.e2e.conftest import wait_until
 from tests.fakeweb import World
 from tests.unit.test_metrics import free_port

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.conftest import empty_tables
 from tests.e2e.conftest import CrawlerProcess, crawl_settings
 from tests.fakeweb import FakeWeb, World

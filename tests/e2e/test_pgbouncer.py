@@ -26,8 +26,9 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from crawler.db import deny_entries, queue
-from crawler.db.listener import conninfo
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
+from crawler.db.server.listener import conninfo
 from tests.e2e.conftest import known_hosts, wait_until
 from tests.fakeweb import World
 from tests.unit.test_panel_support import SECRET
@@ -192,7 +193,7 @@ def test_listening_goes_straight_to_postgres(bouncer, database_url):
 def test_compose_offers_the_same_setup_as_an_optional_profile():
     import yaml
 
-    from crawler.db.engine import PROJECT_ROOT
+    from crawler.db.server.engine import PROJECT_ROOT
 
     services = yaml.safe_load((PROJECT_ROOT / "docker-compose.yml").read_text())["services"]
     bouncer, pooled = services["pgbouncer"], services["crawler-pooled"]

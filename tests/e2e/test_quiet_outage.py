@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.e2e.conftest import OUTAGE_RETRIES, wait_until
 from tests.fakeweb import World
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
 from tests import cli
 from tests.cli import Ran
 from tests.conftest import insert_stale_row

@@ -16,7 +16,7 @@ import urllib.request
 import psutil
 import pytest
 
-from crawler.db.engine import PROJECT_ROOT
+from crawler.db.server.engine import PROJECT_ROOT
 from tests.e2e.conftest import wait_until
 from tests.fakeweb import World
 

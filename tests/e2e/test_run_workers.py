@@ -15,7 +15,7 @@ import psutil
 import pytest
 from sqlalchemy import text
 
-from crawler.db.engine import PROJECT_ROOT
+from crawler.db.server.engine import PROJECT_ROOT
 from tests.e2e.conftest import KILLED, wait_until
 from tests.e2e.test_run import STOP_TIMEOUT, unused_port
 from tests.fakeweb import World

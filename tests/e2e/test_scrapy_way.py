@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue
-from crawler.db.engine import PROJECT_ROOT
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
+from crawler.db.server.engine import PROJECT_ROOT
 from tests.e2e.conftest import EARLY_FAILURE, OWN_SPIDER
 from tests.fakeweb import World
 

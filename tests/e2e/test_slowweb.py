@@ -13,7 +13,7 @@ import re
 import pytest
 from sqlalchemy import text
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.e2e.conftest import SLOW_CANARIES
 from tests.fakeweb import World
 

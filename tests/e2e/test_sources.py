@@ -8,7 +8,8 @@ import json
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
 from tests.e2e.conftest import REDIRECT_TARGET, known_hosts
 from tests.fakeweb import World
 

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
 from tests.e2e.conftest import UNBLOCKED
 from tests.fakeweb import World
 

@@ -11,7 +11,7 @@ from collections import defaultdict
 import pytest
 from sqlalchemy import text
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.e2e.conftest import CLUSTER, claims_held, wait_until
 from tests.fakeweb import World
 

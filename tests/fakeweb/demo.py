@@ -47,7 +47,8 @@ from pathlib import Path
 from sqlalchemy import text
 
 from crawler.core import config
-from crawler.db import deny_entries, queue
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
 
 from .demo_operator import create_command, offer_operator
 from .handle import PROJECT_ROOT, FakeWeb
@@ -76,7 +77,7 @@ PANEL_STARTUP = 30  # seconds
 
 def demo_dir() -> Path:
     """var/demo: the demo's database (pg/) and logs; never the operator's data."""
-    from crawler.db.engine import var_dir
+    from crawler.db.server.engine import var_dir
 
     path = var_dir() / "demo"
     path.mkdir(parents=True, exist_ok=True)
@@ -86,7 +87,7 @@ def demo_dir() -> Path:
 def demo_database_url() -> str:
     """The demo's own embedded Postgres (var/demo/pg), started if need be: whatever
     DATABASE_URL says, the demo never crawls, seeds or blocks in the operator's data."""
-    from crawler.db.engine import embedded_server_url
+    from crawler.db.server.engine import embedded_server_url
 
     return embedded_server_url(demo_dir() / "pg")
 
@@ -297,8 +298,8 @@ def main() -> int:
     signal.signal(signal.SIGTERM, interrupt)
     sys.stdout.reconfigure(line_buffering=True)
 
-    from crawler.db.engine import get_engine
-    from crawler.db.migrate import upgrade_to_head
+    from crawler.db.server.engine import get_engine
+    from crawler.db.server.migrate import upgrade_to_head
 
     workdir = demo_dir()
     os.environ["DATABASE_URL"] = url = demo_database_url()  # the crawler and the panel's

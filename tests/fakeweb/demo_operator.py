@@ -12,7 +12,7 @@ import getpass
 import sys
 from collections.abc import Callable
 
-from crawler.db import accounts
+from crawler.db.operators import accounts
 
 
 def create_command(database_url: str) -> str:

@@ -14,7 +14,12 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from crawler.db.engine import PROJECT_ROOT, DatabaseUrlError, checked_database_url, database_url
+from crawler.db.server.engine import (
+    PROJECT_ROOT,
+    DatabaseUrlError,
+    checked_database_url,
+    database_url,
+)
 
 TIMEOUT = 120  # seconds: only turns a hang into a failure
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from crawler.db.engine import PROJECT_ROOT
+from crawler.db.server.engine import PROJECT_ROOT
 
 sys.path.insert(0, str(PROJECT_ROOT / "bench"))
 

@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-from crawler.db.engine import PROJECT_ROOT
+from crawler.db.server.engine import PROJECT_ROOT
 
 BENCH = PROJECT_ROOT / "bench"
 A_SCRIPT = """

@@ -1,4 +1,5 @@
-"""Seeds (crawler.db.bulk) and deny entries (crawler.db.deny_entries) in batches, each whole."""
+"""Seeds (crawler.db.operators.bulk) and deny entries (crawler.db.rules.deny_entries) in
+batches, each whole."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import text
 
-from crawler.db import bulk, bulk_change_log, deny_entries
+from crawler.db.operators import bulk, bulk_change_log
+from crawler.db.rules import deny_entries
 from crawler.rules.live_deny_list import LiveDenyList
 from tests.unit.test_panel_support import insert_hosts
 from tests.waiting import wait_until

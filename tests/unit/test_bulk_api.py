@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from crawler.db import deny_entries
+from crawler.db.rules import deny_entries
 from tests.unit.test_panel_support import give_api_token, insert_hosts, post_form
 
 pytest_plugins = ["tests.unit.test_panel_support"]

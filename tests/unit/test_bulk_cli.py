@@ -16,7 +16,8 @@ import sys
 
 from sqlalchemy import text
 
-from crawler.db import bulk, deny_entries
+from crawler.db.operators import bulk
+from crawler.db.rules import deny_entries
 from crawler.rules.live_deny_list import LiveDenyList
 from tests.cli import Ran, hostcrawl
 from tests.waiting import wait_until

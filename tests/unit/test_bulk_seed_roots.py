@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from crawler.db import bulk
+from crawler.db.operators import bulk
 
 
 def roots(db) -> dict[str, tuple[int, str]]:

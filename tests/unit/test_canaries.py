@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from crawler.db import queue
-from crawler.db.canaries import answered_hosts
-from crawler.db.queue import CrawlResult
+from crawler.db.crawl import queue
+from crawler.db.crawl.queue import CrawlResult
+from crawler.db.rules.canaries import answered_hosts
 from tests.dbhelpers import finish
 
 

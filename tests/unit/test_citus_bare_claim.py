@@ -5,7 +5,7 @@ citus`."""
 from __future__ import annotations
 
 from crawler.core.hostnames import root
-from crawler.db import claims, queue
+from crawler.db.crawl import claims, queue
 from tests.unit.test_citus_claims import shard_of
 
 

@@ -12,8 +12,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from crawler.core.hostnames import root
-from crawler.db import claims, queue
-from crawler.db.claims import RootLimits
+from crawler.db.crawl import claims, queue
+from crawler.db.crawl.claims import RootLimits
 from crawler.db.deployments import claims_cluster
 
 COUNTERS = text(

@@ -9,8 +9,8 @@ from collections import Counter
 from sqlalchemy import text
 
 from crawler.core.hostnames import root
-from crawler.db import claims, queue
-from crawler.db.claims import RootLimits
+from crawler.db.crawl import claims, queue
+from crawler.db.crawl.claims import RootLimits
 
 
 def shard_by_root(engine, roots: list[str]) -> dict[str, int]:

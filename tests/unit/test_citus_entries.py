@@ -11,8 +11,10 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from crawler.core.hostnames import root
-from crawler.db import deny_entries, deployments, queue, trap_windows
-from crawler.db.listener import EntryListener
+from crawler.db import deployments
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries, trap_windows
+from crawler.db.server.listener import EntryListener
 from tests.unit.test_panel_support import give_api_token, panel_config
 from tests.waiting import wait_until
 from webpanel import create_app

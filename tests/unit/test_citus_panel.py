@@ -19,7 +19,8 @@ import pytest
 from sqlalchemy import text
 
 from crawler.core.hostnames import root
-from crawler.db import dropped_links, trap_windows
+from crawler.db.crawl import dropped_links
+from crawler.db.rules import trap_windows
 from tests.unit.test_cli import hostcrawl
 from tests.unit.test_panel_support import (
     give_api_token,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import create_engine, text
 
-from crawler.db.cluster import PER_ROOT_TABLES
+from crawler.db.server.cluster import PER_ROOT_TABLES
 from tests import cli
 from tests.cli import Ran
 

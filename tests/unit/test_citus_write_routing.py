@@ -12,8 +12,10 @@ import pytest
 from sqlalchemy import text
 
 from crawler.core.links import FilteredLinks
-from crawler.db import deployments, queue, trap_windows
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db import deployments
+from crawler.db.crawl import queue
+from crawler.db.crawl.queue import Crawled, CrawlResult
+from crawler.db.rules import trap_windows
 from tests.unit.test_citus_claim_routing import counting, roots_by_shard
 
 
@@ -28,7 +30,7 @@ def every_group(engine) -> list[str]:
 
 def finish(engine, roots: list[str]) -> None:
     """A finish batch: a page per root, each naming a new host of the next root and
-    dropping links to a deny entry under the root after it (crawler.db.dropped_links)."""
+    dropping links to a deny entry under the root after it (crawler.db.crawl.dropped_links)."""
     queue.finish_many(
         engine,
         [

@@ -10,7 +10,7 @@ import threading
 import pytest
 from sqlalchemy import text
 
-from crawler.db import claims, queue, rollups
+from crawler.db.crawl import claims, queue, rollups
 from tests.waiting import WAITS_ON_A_LOCK, wait_until, waits_on_a_lock
 
 PUT_BACK = (

@@ -13,8 +13,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from crawler.db import claims, queue
-from crawler.db.claims import RootLimits
+from crawler.db.crawl import claims, queue
+from crawler.db.crawl.claims import RootLimits
 
 DUE_ROOTS = 20_000
 BATCH = 256  # the spider's largest claim: MAX_CLAIM_BATCHES x CLAIM_BATCH

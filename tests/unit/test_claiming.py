@@ -9,7 +9,8 @@ from datetime import timedelta
 
 from sqlalchemy import create_engine, text
 
-from crawler.db import claims, deny_entries, queue
+from crawler.db.crawl import claims, queue
+from crawler.db.rules import deny_entries
 
 ROWS = 20_000
 WORKERS = 4

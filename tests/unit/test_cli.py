@@ -9,7 +9,8 @@ import sys
 import pytest
 from sqlalchemy import text
 
-from crawler.db import claims, deny_entries
+from crawler.db.crawl import claims
+from crawler.db.rules import deny_entries
 from tests.cli import Ran, hostcrawl
 
 

@@ -11,8 +11,8 @@ import sys
 import pytest
 from sqlalchemy import make_url
 
-from crawler.db import accounts
-from crawler.db.migrate import SchemaState
+from crawler.db.operators import accounts
+from crawler.db.server.migrate import SchemaState
 from crawler.runner import console
 from tests.unit.test_cli import assert_refused, hostcrawl, hostcrawl_process
 from tests.waiting import wait_until
@@ -42,7 +42,7 @@ def test_a_schema_behind_head_says_what_to_run():
 
 
 def test_db_status_of_the_embedded_database_names_its_folder(monkeypatch, tmp_path):
-    from crawler.db import migrate
+    from crawler.db.server import migrate
 
     monkeypatch.delenv("DATABASE_URL", raising=False)  # unset in a worker with no db yet
     monkeypatch.setenv("HOSTCRAWL_VAR", str(tmp_path / "var"))

@@ -258,7 +258,7 @@ def test_image_has_the_app_dir(path):
 
 
 def test_code_is_imported_from_the_app_dir():
-    """crawler/db/engine.py finds alembic.ini and migrations/ beside the imported package,
+    """crawler/db/server/engine.py finds alembic.ini and migrations/ beside the imported package,
     so the code must come from /app, not from the copy pip put in site-packages."""
     instructions = dockerfile_instructions()
     workdirs = [args for op, args in instructions if op == "WORKDIR"]

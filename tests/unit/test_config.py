@@ -13,7 +13,7 @@ from scrapy.settings import Settings
 from crawler.addon import HostcrawlAddon, typed
 from crawler.cli.show_settings import markdown_table
 from crawler.core import config
-from crawler.db.engine import PROJECT_ROOT
+from crawler.db.server.engine import PROJECT_ROOT
 
 SOURCES = sorted(
     p

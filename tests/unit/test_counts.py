@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries
+from crawler.db.rules import deny_entries
 from tests.unit.test_panel_support import insert_hosts
 from webpanel.queries import dashboard
 

@@ -11,7 +11,8 @@ from sqlalchemy import text
 
 from crawler.core.hostnames import root
 from crawler.core.links import FoundName
-from crawler.db import deny_entries, queue, retention
+from crawler.db.crawl import queue, retention
+from crawler.db.rules import deny_entries
 from tests.unit.test_counts import hosts_rows_read
 from webpanel.queries import dashboard, hidden
 
@@ -92,7 +93,7 @@ def test_few_hidden_rows_are_all_looked_up_exactly(trap_of_many):
 def a_day_of_discoveries(engine) -> None:
     """Shown hosts of 12 roots by two sources, one crawled; a no_follow root (its entry
     and its subdomains out of routing), written as the entry's sweep writes them (the
-    entries' own writer is not cluster-ready: crawler.db.deny_entries)."""
+    entries' own writer is not cluster-ready: crawler.db.rules.deny_entries)."""
     found(engine, [f"h{i}.site{r}.test" for r in range(12) for i in range(r % 4 + 1)], "links")
     found(engine, [f"s{r}.site{r}.test" for r in range(12)], "scripts")
     found(engine, ["social.test"] + [f"u{i}.social.test" for i in range(6)], "links")

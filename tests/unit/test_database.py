@@ -14,8 +14,9 @@ from sqlalchemy.exc import OperationalError
 from crawler.core.denylist import DenyList
 from crawler.core.outcomes import DNS_NXDOMAIN, OK, TCP_REFUSED
 from crawler.core.traps import Observation, trap_reason
-from crawler.db import claims, denied_rows, deny_entries, queue, trap_windows
-from crawler.db.queue import CrawlResult
+from crawler.db.crawl import claims, queue
+from crawler.db.crawl.queue import CrawlResult
+from crawler.db.rules import denied_rows, deny_entries, trap_windows
 from crawler.rules.live_deny_list import LiveDenyList
 from tests.conftest import insert_stale_row
 from tests.dbhelpers import finish, record_outcome
@@ -284,7 +285,7 @@ def test_connections_notice_a_vanished_server():
     the kernel probes its socket so an idle connection to a vanished server dies too
     (silence itself cannot be made on loopback without a packet filter, so that half is
     read from the kernel's socket options)."""
-    from crawler.db.engine import get_engine
+    from crawler.db.server.engine import get_engine
 
     silent = socket.create_server(("127.0.0.1", 0))  # takes connections, never answers
     port = silent.getsockname()[1]

@@ -6,7 +6,7 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
-from crawler.db import deny_entries, trap_windows
+from crawler.db.rules import deny_entries, trap_windows
 from crawler.rules.trap_guard import TrapGuard
 from tests.dbhelpers import record_outcomes
 
@@ -82,7 +82,8 @@ def test_the_banner_names_a_silent_world_and_a_stale_worker_is_ignored(client, d
 
     from sqlalchemy import text
 
-    from crawler.db import queue, world_silences
+    from crawler.db.crawl import queue
+    from crawler.db.rules import world_silences
 
     since = datetime(2026, 12, 1, 12, 36, 27, tzinfo=UTC)
     held = [f"n{i}.held.test" for i in range(57)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crawler.db import engine as db_engine
+from crawler.db.server import engine as db_engine
 from tests.fakeweb import demo, demo_operator
 
 

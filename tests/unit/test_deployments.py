@@ -17,11 +17,15 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from crawler.core.hostnames import root
-from crawler.db import claims, cluster, deny_entries, deployments, export, queue, trap_windows
-from crawler.db.engine import PROJECT_ROOT
-from crawler.db.host_filter import HostFilter
-from crawler.db.queue import Crawled, CrawlResult
-from crawler.db.sql_pieces import DUE, filled
+from crawler.db import deployments
+from crawler.db.crawl import claims, queue
+from crawler.db.crawl.queue import Crawled, CrawlResult
+from crawler.db.operators import export
+from crawler.db.operators.host_filter import HostFilter
+from crawler.db.rules import deny_entries, trap_windows
+from crawler.db.server import cluster
+from crawler.db.server.engine import PROJECT_ROOT
+from crawler.db.server.sql_pieces import DUE, filled
 from webpanel.queries.host_rows import host_page
 
 STATEMENTS = ("write_results", "schedule", "trim_windows", "lower_next_due", "recount_windows")

@@ -24,7 +24,7 @@ START = """
 import json, sys
 from pathlib import Path
 from sqlalchemy import create_engine, text
-from crawler.db import engine
+from crawler.db.server import engine
 
 pgdata = Path(sys.argv[1])
 url = engine.embedded_server_url(pgdata)
@@ -125,7 +125,7 @@ def test_db_status_names_what_a_server_of_its_owner_lacks_and_changes_nothing(
 
 
 def test_the_memory_of_auto_is_the_cgroup_limit_when_lower(tmp_path, monkeypatch):
-    from crawler.db import machine
+    from crawler.db.server import machine
 
     limit = tmp_path / "memory.max"
     monkeypatch.setattr(machine, "cgroup_limit_files", lambda: [limit, tmp_path / "none"])
@@ -137,7 +137,7 @@ def test_the_memory_of_auto_is_the_cgroup_limit_when_lower(tmp_path, monkeypatch
 
 
 def test_hostcrawl_settings_shows_what_auto_memory_comes_to(monkeypatch):
-    from crawler.db.server_settings import embedded_memory
+    from crawler.db.server.server_settings import embedded_memory
 
     monkeypatch.delenv("EMBEDDED_DATABASE_MEMORY_MB")  # the tests' 512: back to auto
     line = next(

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from crawler.db.engine import ACCEPTED_URLS, DatabaseUrlError, checked_database_url
+from crawler.db.server.engine import ACCEPTED_URLS, DatabaseUrlError, checked_database_url
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_other_urls_are_one_line_naming_the_accepted_forms(url, says):
 HOLD = """
 import os, signal, sys
 from pathlib import Path
-from crawler.db.engine import embedded_server_url
+from crawler.db.server.engine import embedded_server_url
 
 embedded_server_url(Path(sys.argv[1]))
 if sys.argv[2] == "die":
@@ -97,7 +97,7 @@ def test_the_embedded_server_runs_with_the_advised_settings(embedded_pgdata, eng
     if embedded_pgdata is None:
         pytest.skip("a server behind TEST_DATABASE_URL is its owner's to tune")
     from crawler.core.server_advice import embedded_settings
-    from crawler.db.server_settings import current_settings
+    from crawler.db.server.server_settings import current_settings
 
     with engine.connect() as conn:
         current = current_settings(conn)

@@ -11,7 +11,8 @@ import threading
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
 from tests.waiting import WAITS_ON_A_LOCK, wait_until, waits_on_a_lock
 
 
@@ -21,7 +22,7 @@ def test_a_block_waits_for_a_finish_holding_a_trap_row_without_a_deadlock(
 ):
     engine = request.getfixturevalue(deployment)
     queue.save_hosts(engine, ["n1.trap.test", "n2.trap.test"])
-    caplog.set_level(logging.INFO, logger="crawler.db.retry")
+    caplog.set_level(logging.INFO, logger="crawler.db.server.retry")
     blocked: list = []
 
     with engine.connect() as finish:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from crawler.core.denylist import NO_FOLLOW
-from crawler.db import deny_entries
+from crawler.db.rules import deny_entries
 from webpanel.queries import deny_lists
 
 

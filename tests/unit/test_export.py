@@ -13,8 +13,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, export
-from crawler.db.host_filter import HostFilter
+from crawler.db.operators import export
+from crawler.db.operators.host_filter import HostFilter
+from crawler.db.rules import deny_entries
 from tests.unit.test_panel_support import give_api_token, insert_hosts
 from webpanel.queries.host_rows import host_page
 

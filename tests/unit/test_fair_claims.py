@@ -11,9 +11,10 @@ from sqlalchemy import create_engine, text
 
 from crawler.core.hostnames import root
 from crawler.core.outcomes import OK
-from crawler.db import claims, deny_entries, queue
-from crawler.db.claims import RootLimits
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.crawl import claims, queue
+from crawler.db.crawl.claims import RootLimits
+from crawler.db.crawl.queue import Crawled, CrawlResult
+from crawler.db.rules import deny_entries
 
 
 def roots_of(hosts: list[str]) -> Counter:

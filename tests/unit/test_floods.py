@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from crawler.core.floods import FloodWatch
 from crawler.core.links import FoundName
-from crawler.db import floods, queue
+from crawler.db.crawl import queue
+from crawler.db.rules import floods
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

@@ -7,8 +7,8 @@ from sqlalchemy import text
 
 from crawler.core.links import FilteredLinks, FoundName
 from crawler.core.sources import describe_place
-from crawler.db import queue
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.crawl import queue
+from crawler.db.crawl.queue import Crawled, CrawlResult
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 

@@ -13,7 +13,6 @@ import pytest
 from alembic import command
 from sqlalchemy import create_engine, text
 
-from crawler.db import migrate
 from crawler.db.functions import (
     FunctionFileError,
     drop_function,
@@ -21,6 +20,7 @@ from crawler.db.functions import (
     install_function,
     sql_function,
 )
+from crawler.db.server import migrate
 from tests.unit.test_migrations import empty_database_url  # noqa: F401 (a fixture)
 
 MIGRATIONS = Path(__file__).parents[2] / "migrations/versions"

@@ -11,9 +11,9 @@ from sqlalchemy import text
 
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import ALL, LAYERS, layer_of
-from crawler.db import heartbeats, queue, retention
-from crawler.db.heartbeats import Beat
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.crawl import heartbeats, queue, retention
+from crawler.db.crawl.heartbeats import Beat
+from crawler.db.crawl.queue import Crawled, CrawlResult
 from tests.unit.test_panel_support import insert_hosts
 from webpanel.queries import health as health_page
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.db.engine import PROJECT_ROOT
+from crawler.db.server.engine import PROJECT_ROOT
 
 FOLDER_LAYERS = {"core": "core", "db": "db", "cli": "cli"}
 FRAMEWORKS = {"scrapy", "twisted", "flask", "flask_login", "flask_wtf", "werkzeug"}

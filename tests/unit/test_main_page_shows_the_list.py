@@ -9,8 +9,9 @@ import re
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.crawl import queue
+from crawler.db.crawl.queue import Crawled, CrawlResult
+from crawler.db.rules import deny_entries
 from tests.unit.test_panel_support import give_api_token
 from webpanel.queries import dashboard
 

@@ -12,7 +12,7 @@ from scrapy import Spider
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
-from crawler.db import deny_entries
+from crawler.db.rules import deny_entries
 from crawler.extensions.metrics import PrometheusMetrics
 from tests.unit.test_panel_support import give_api_token, insert_hosts
 

@@ -6,7 +6,8 @@ import urllib.request
 
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
 from tests.e2e.conftest import CrawlerProcess, crawl_settings, wait_until
 from tests.fakeweb import World
 from tests.unit.test_metrics import free_port, samples

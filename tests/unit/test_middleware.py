@@ -9,7 +9,7 @@ from scrapy import Request, Spider
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.test import get_crawler
 
-from crawler.db import deny_entries
+from crawler.db.rules import deny_entries
 from crawler.downloadermiddlewares.deny import BlacklistMiddleware, request_denied
 from crawler.downloadermiddlewares.retry import AnswerAwareRetryMiddleware
 from crawler.shared import CrawlShared

@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
-from crawler.db import migrate
 from crawler.db.models import Base
+from crawler.db.server import migrate
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_upgrade_check_downgrade_upgrade(empty_database_url):
 
 def test_the_schema_at_head_has_no_trigger(db):
     """Citus refuses triggers on distributed tables: the writers keep roots and host_hours
-    (crawler.db.rollups). Foreign keys' own (internal) triggers are not ours."""
+    (crawler.db.crawl.rollups). Foreign keys' own (internal) triggers are not ours."""
     with db.connect() as conn:
         ours = conn.execute(text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal"))
         assert list(ours.scalars()) == []

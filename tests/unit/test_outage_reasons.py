@@ -13,7 +13,8 @@ from crawler.core.outages import (
     settings_to_check,
     why_silent,
 )
-from crawler.db import queue, world_silences
+from crawler.db.crawl import queue
+from crawler.db.rules import world_silences
 from webpanel.queries import host_rows
 
 pytest_plugins = ["tests.unit.test_panel_support"]

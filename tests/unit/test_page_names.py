@@ -15,7 +15,8 @@ from sqlalchemy import text
 
 from crawler.core import config
 from crawler.core.links import FoundName
-from crawler.db import claims, deny_entries, queue
+from crawler.db.crawl import claims, queue
+from crawler.db.rules import deny_entries
 from crawler.pipelines import HostWritePipeline
 from crawler.spiders.hosts import DROPPED_PREFIX, HostsSpider
 from tests.loops import run as run_in_loop

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import text
 from werkzeug.routing import IntegerConverter
 
-from crawler.db import deny_entries
 from crawler.db.models import Base
+from crawler.db.rules import deny_entries
 from tests.unit.test_panel_support import (
     CSRF,
     PASSWORD,

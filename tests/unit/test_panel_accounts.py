@@ -12,7 +12,8 @@ from sqlalchemy import text
 from werkzeug.routing import IntegerConverter
 
 from crawler.core.config import SettingError
-from crawler.db import accounts, deny_entries
+from crawler.db.operators import accounts
+from crawler.db.rules import deny_entries
 from tests.unit.test_panel_support import (
     PASSWORD,
     attempt,

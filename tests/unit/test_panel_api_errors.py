@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from crawler.db import deny_entries
+from crawler.db.rules import deny_entries
 from tests.unit.test_panel_support import give_api_token, panel_config, post_form
 from webpanel import create_app
 

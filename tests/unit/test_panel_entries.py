@@ -11,9 +11,9 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries
-from crawler.db.bulk_change_log import DENYLIST_CHANNEL
-from crawler.db.listener import conninfo
+from crawler.db.operators.bulk_change_log import DENYLIST_CHANNEL
+from crawler.db.rules import deny_entries
+from crawler.db.server.listener import conninfo
 from crawler.rules.live_deny_list import LiveDenyList
 from tests.dbhelpers import record_outcome
 from tests.unit.test_panel_support import (

@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 from crawler.core.denylist import DenyList
 from crawler.core.links import FilteredLinks, filter_links
 from crawler.core.traps import Observation, describe, reason_parts
-from crawler.db import deny_entries, queue
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.crawl import queue
+from crawler.db.crawl.queue import Crawled, CrawlResult
+from crawler.db.rules import deny_entries
 from tests.unit.test_panel_support import insert_hosts, post_form
 from webpanel.queries import root_rows
 

@@ -15,8 +15,9 @@ from sqlalchemy import text
 
 from crawler.core.hostnames import root
 from crawler.core.links import FoundName
-from crawler.db import deny_entries, queue
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.crawl import queue
+from crawler.db.crawl.queue import Crawled, CrawlResult
+from crawler.db.rules import deny_entries
 from tests.dbhelpers import record_outcomes
 from tests.unit.test_panel_support import give_api_token, panel_config
 from webpanel import create_app

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
-from crawler.db import deny_entries
+from crawler.db.rules import deny_entries
 from tests.unit.test_panel_support import insert_hosts, next_link, shown_hosts
 
 pytest_plugins = ["tests.unit.test_panel_support"]

@@ -13,7 +13,8 @@ from sqlalchemy import text
 
 from crawler.cli import main as cli_main
 from crawler.core.inputs import MAX_NOTE
-from crawler.db import accounts, deny_entries
+from crawler.db.operators import accounts
+from crawler.db.rules import deny_entries
 from tests.unit.test_panel_support import (
     PASSWORD,
     attempt,

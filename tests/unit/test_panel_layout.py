@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from crawler.db import deny_entries
+from crawler.db.rules import deny_entries
 from tests.unit.test_panel_support import give_api_token, insert_hosts, post_form, shown_hosts
 
 pytest_plugins = ["tests.unit.test_panel_support"]

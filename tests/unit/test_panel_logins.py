@@ -10,7 +10,7 @@ import threading
 import pytest
 from sqlalchemy import text
 
-from crawler.db import accounts
+from crawler.db.operators import accounts
 from tests.unit.test_panel_support import (
     CSRF,
     PASSWORD,

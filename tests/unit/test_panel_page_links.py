@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from sqlalchemy import text
 
-from crawler.db import deny_entries
+from crawler.db.rules import deny_entries
 from tests.unit.test_panel_support import insert_hosts, next_link
 
 pytest_plugins = ["tests.unit.test_panel_support"]

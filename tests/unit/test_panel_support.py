@@ -100,7 +100,7 @@ def insert_hosts(engine, names: Iterable[str], **columns) -> None:
     """Hosts and queue rows as the crawl saves them (due now), with optional crawl facts
     written straight in SQL (the roots' counters moved as a finish moves them)."""
     from crawler.core.links import FoundName
-    from crawler.db import queue, rollups
+    from crawler.db.crawl import queue, rollups
 
     names = sorted(set(names))
     with engine.begin() as conn:
@@ -131,7 +131,7 @@ def next_link(html: str) -> str | None:
 
 def give_api_token(engine, username: str, token: str) -> dict:
     """Store `token` as the operator's API token; the headers that carry it."""
-    from crawler.db.accounts import api_token_hash
+    from crawler.db.operators.accounts import api_token_hash
 
     with engine.begin() as conn:
         conn.execute(

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 from sqlalchemy import text
 
-from crawler.db import heartbeats, retention
-from crawler.db.heartbeats import Beat
+from crawler.db.crawl import heartbeats, retention
+from crawler.db.crawl.heartbeats import Beat
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 STARTED = datetime(2026, 12, 2, 18, 0, tzinfo=UTC)

@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import OK
-from crawler.db import claims, queue
+from crawler.db.crawl import claims, queue
 from crawler.items import HostItem
 from crawler.pipelines import HostWritePipeline
 from crawler.shared import CrawlShared

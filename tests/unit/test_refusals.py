@@ -8,7 +8,7 @@ import csv
 from sqlalchemy import text
 
 from crawler.core.blocklists import INNER_SPACE, ListItem, read_lines
-from crawler.db import deny_entries
+from crawler.db.rules import deny_entries
 from tests.cli import Ran, hostcrawl
 
 

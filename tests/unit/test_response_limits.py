@@ -15,8 +15,8 @@ from crawler.core.denylist import DenyList
 from crawler.core.links import FilteredLinks, filter_found
 from crawler.core.namecaps import OVER_CAP, NameCaps
 from crawler.core.pagelinks import document_urls, parse_document
-from crawler.db import claims, queue, unfinished
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.crawl import claims, queue, unfinished
+from crawler.db.crawl.queue import Crawled, CrawlResult
 from crawler.network.failures import classify
 from crawler.network.headerbound import HeadersTooLarge
 

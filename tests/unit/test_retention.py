@@ -14,8 +14,9 @@ from sqlalchemy import event, text
 
 from crawler.addon import HostcrawlAddon
 from crawler.core.links import FilteredLinks
-from crawler.db import deny_entries, queue, retention, trap_windows
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.crawl import queue, retention
+from crawler.db.crawl.queue import Crawled, CrawlResult
+from crawler.db.rules import deny_entries, trap_windows
 from crawler.extensions.pruning import ScheduledPrune
 from tests.loops import run as run_in_loop
 from tests.unit.test_cli import hostcrawl

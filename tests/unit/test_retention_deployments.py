@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from crawler.db import queue, retention, trap_windows
+from crawler.db.crawl import queue, retention
+from crawler.db.rules import trap_windows
 
 ROOTS = [f"r{i}.test" for i in range(10)]
 AGED = [

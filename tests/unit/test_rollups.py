@@ -1,4 +1,4 @@
-"""crawler.db.rollups on real Postgres: what the writers keep beside their rows (roots'
+"""crawler.db.crawl.rollups on real Postgres: what the writers keep beside their rows (roots'
 counters and dates, the hourly figures) is what a recount of the rows gives, and a
 finish writes each rollup table once."""
 
@@ -12,8 +12,8 @@ from sqlalchemy import event, text
 
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import ALIVE, counts_as_failed
-from crawler.db import claims, queue, retention
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.crawl import claims, queue, retention
+from crawler.db.crawl.queue import Crawled, CrawlResult
 
 
 def roots_table(db) -> dict[str, tuple]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from crawler.core import config
-from crawler.db import queue, trap_windows
+from crawler.db.crawl import queue
+from crawler.db.rules import trap_windows
 from tests.dbhelpers import record_outcomes
 from tests.unit.test_panel_support import give_api_token, post_form
 from webpanel.queries import root_rows

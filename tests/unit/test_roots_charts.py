@@ -3,8 +3,8 @@ and the biggest roots, drawn as SVG with axes, labels and a legend."""
 
 from __future__ import annotations
 
-from crawler.db import queue
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.crawl import queue
+from crawler.db.crawl.queue import Crawled, CrawlResult
 from webpanel.charts import nice_ticks, roots_chart, tick_label, time_chart
 from webpanel.queries import dashboard
 

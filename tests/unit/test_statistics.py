@@ -10,10 +10,12 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 
-from crawler.db import bulk, deny_entries, statistics
 from crawler.db.deployments import ONE_SERVER, deployment_of
-from crawler.db.export import export_statement
-from crawler.db.host_filter import HostFilter
+from crawler.db.operators import bulk
+from crawler.db.operators.export import export_statement
+from crawler.db.operators.host_filter import HostFilter
+from crawler.db.rules import deny_entries
+from crawler.db.server import statistics
 from webpanel.queries.host_rows import host_statement
 
 HOSTS = 2_000

@@ -13,7 +13,7 @@ import pytest
 
 from crawler.core import config
 from crawler.core.worker_count import WorkerCount
-from crawler.db.engine import PROJECT_ROOT
+from crawler.db.server.engine import PROJECT_ROOT
 from crawler.runner import supervisor
 from crawler.runner.supervisor import Child, Supervisor
 from tests.waiting import wait_until

@@ -7,7 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import text
 
-from crawler.db import deny_entries, queue
+from crawler.db.crawl import queue
+from crawler.db.rules import deny_entries
 from crawler.rules.trap_guard import TrapGuard
 from tests.dbhelpers import DEFAULT_WINDOW, record_outcomes
 from webpanel.queries import root_rows

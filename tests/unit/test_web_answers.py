@@ -12,8 +12,8 @@ from scrapy.utils.test import get_crawler
 from twisted.internet import error as tx
 
 from crawler.core.answers import WEB_ANSWERS, AnswerTally, FirstTimes
-from crawler.db import queue
-from crawler.db.queue import CrawlResult
+from crawler.db.crawl import queue
+from crawler.db.crawl.queue import CrawlResult
 from crawler.downloadermiddlewares.retry import AnswerAwareRetryMiddleware
 from crawler.network.headerbound import HeadersTooLarge
 from crawler.network.request_meta import FAILED_AT

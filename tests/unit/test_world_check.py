@@ -7,7 +7,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from crawler.db import trap_windows
+from crawler.db.rules import trap_windows
 from crawler.rules.world_check import NO_CANARY, SelfCheck, WorldCheck
 
 

@@ -8,8 +8,8 @@ from sqlalchemy import (
     text,
 )
 
-from crawler.db.host_filter import PREFIX, search_condition
 from crawler.db.models import ChangeLogEntry
+from crawler.db.operators.host_filter import PREFIX, search_condition
 from webpanel.queries.paging import DEFAULT_LIMIT, Order, Page, paginate
 
 # -- the change log --------------------------------------------------------------------

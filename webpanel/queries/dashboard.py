@@ -9,9 +9,9 @@ from sqlalchemy import text
 
 from crawler.core.hostnames import parents
 from crawler.core.hostnames import root as root_of
-from crawler.db.estimates import DUE, EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
-from crawler.db.host_filter import NEVER_CRAWLED
-from crawler.db.sql_pieces import filled, names_param
+from crawler.db.operators.host_filter import NEVER_CRAWLED
+from crawler.db.server.estimates import DUE, EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
+from crawler.db.server.sql_pieces import filled, names_param
 from webpanel.queries.hidden import HIDDEN_ROW, Hidden, hidden_figures
 
 # -- the dashboard strip ---------------------------------------------------------------
@@ -142,7 +142,7 @@ def found_by_source(conn, hidden: Hidden, start: datetime) -> list[tuple[str | N
 # -- when the figures go stale: a change of the deny entries -------------------------------
 #
 # Every change of entries (the panel, the API, the CLI, a worker's block) commits its
-# change-log row in its own transaction (crawler.db.bulk_change_log), and nothing else
+# change-log row in its own transaction (crawler.db.operators.bulk_change_log), and nothing else
 # writes the change log. So the log's newest ids say whether the entries changed since
 # the figures were taken: one probe of its primary key, read by every process, with no
 # listener to miss a change. The count of the last GENERATION_SPAN ids catches a change
@@ -164,7 +164,7 @@ def entries_generation(conn) -> tuple[int, int]:
 
 # -- the totals: counted while small, estimated by the planner when big ----------------------
 #
-# Past EXACT_BELOW rows the strip shows the planner's estimates (crawler.db.estimates),
+# Past EXACT_BELOW rows the strip shows the planner's estimates (crawler.db.server.estimates),
 # marked "≈", less the hosts the list hides (counted: webpanel.queries.hidden).
 
 RECENT = "SELECT 1 FROM hosts WHERE last_crawled_at > now() - interval '1 hour'"

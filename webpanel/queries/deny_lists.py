@@ -17,10 +17,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from crawler.core.denylist import BLOCKED, RULES
-from crawler.db.dropped_links import links_dropped
-from crawler.db.host_filter import PREFIX, QUEUE_REVERSED, search_condition
+from crawler.db.crawl.dropped_links import links_dropped
 from crawler.db.models import QueueRow
-from crawler.db.sql_pieces import names_param, suffix_range
+from crawler.db.operators.host_filter import PREFIX, QUEUE_REVERSED, search_condition
+from crawler.db.server.sql_pieces import names_param, suffix_range
 from webpanel.queries.paging import DEFAULT_LIMIT, SAMPLE_NAMES, Order, Page, paginate
 
 # -- deny entries (/no_follow, /blocked) ------------------------------------------------
@@ -48,7 +48,7 @@ class EntryLine:
     took_out: int
     added_at: datetime | None
     added_by: str | None
-    links_dropped: int = 0  # links of crawled pages it dropped (crawler.db.dropped_links)
+    links_dropped: int = 0  # links of crawled pages it dropped (crawler.db.crawl.dropped_links)
 
 
 def entry_statement(rule: str, q: str = "", match: str = PREFIX) -> Select:

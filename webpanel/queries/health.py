@@ -1,7 +1,7 @@
 """The dashboard's health row: the last hour minute by minute, and the crawl right now.
 
 Read on every refresh of the row (it is not cached with the strip): at most 60 minutes x
-the writer shards rows of host_minutes (crawler.db.rollups), the workers' rows, and the
+the writer shards rows of host_minutes (crawler.db.crawl.rollups), the workers' rows, and the
 due count (counted while the database is small, the planner's estimate past that, as
 the strip's).
 """
@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Connection, text
 
 from crawler.core.outcomes import LAYERS
-from crawler.db.estimates import DUE, count_rows
-from crawler.db.heartbeats import ALIVE_WITHIN
-from crawler.db.rollups import MINUTE_COUNTS
+from crawler.db.crawl.heartbeats import ALIVE_WITHIN
+from crawler.db.crawl.rollups import MINUTE_COUNTS
+from crawler.db.server.estimates import DUE, count_rows
 
 MINUTES = 60
 # The failure share is of the hosts settled in the last few minutes: now, not the hour.

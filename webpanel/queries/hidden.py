@@ -1,7 +1,7 @@
 """What the main host list hides, summed: the part of the kept totals to leave out.
 
 The list shows a host unless it is a deny entry or under one. The dashboard reads
-totals kept over every host (roots, host_hours, source_hours: crawler.db.rollups) or
+totals kept over every host (roots, host_hours, source_hours: crawler.db.crawl.rollups) or
 the planner's estimates over all of hosts; the hosts it must leave out are the deny
 entries and the rows an entry took out of routing (`queue.denied_by`): the hidden rows,
 indexed apart (migrations 0012 and 0018).

@@ -1,5 +1,5 @@
 """The host list (`/`) and a host's own page; which hosts a filter picks is
-crawler.db.host_filter's, shared with the export."""
+crawler.db.operators.host_filter's, shared with the export."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from sqlalchemy import (
 )
 
 from crawler.db.deployments import Deployment, deployment_of
-from crawler.db.host_filter import SAME_HOST, HostFilter
 from crawler.db.models import Host, QueueRow
+from crawler.db.operators.host_filter import SAME_HOST, HostFilter
 from webpanel.queries.paging import DEFAULT_LIMIT, Order, Page, keyset, paginate
 
 # -- hosts (/) ----------------------------------------------------------------------

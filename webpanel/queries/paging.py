@@ -1,7 +1,7 @@
 """Keyset pages that every panel list shares.
 
 Lists page by keyset on (sort key, hostname), never by OFFSET, so a deep page
-costs what the first one does. Their searches are crawler.db.host_filter's."""
+costs what the first one does. Their searches are crawler.db.operators.host_filter's."""
 
 from __future__ import annotations
 

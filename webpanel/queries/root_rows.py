@@ -1,7 +1,7 @@
 """The rows of the Roots page (`/roots`, `GET /api/roots`) and of a root's own page.
 
 Every figure is read off the `roots` table, which every writer keeps in its own
-transaction (crawler.db.rollups): a page costs one index walk over roots plus a few lookups
+transaction (crawler.db.crawl.rollups): a page costs one index walk over roots plus a few lookups
 per row shown, never a GROUP BY over hosts, so it stays fast at a million hosts.
 Their words and JSON are the panel's (webpanel.roots).
 """
@@ -17,9 +17,9 @@ from sqlalchemy.engine import Row
 from crawler.core.hostnames import normalize, parents
 from crawler.core.outcomes import ALIVE
 from crawler.core.traps import Observation
-from crawler.db.host_filter import PREFIX, search_condition
 from crawler.db.models import Host, RootRow, WildcardProbe
-from crawler.db.sql_pieces import names_param, suffix_range
+from crawler.db.operators.host_filter import PREFIX, search_condition
+from crawler.db.server.sql_pieces import names_param, suffix_range
 from webpanel.queries.paging import DEFAULT_LIMIT, Order, Page, paginate
 
 # Due hosts are counted up to this many per root shown (the panel says "1,000+").
@@ -39,7 +39,7 @@ ROOT_SORTS: dict[str, Order] = {
 
 # Per root shown: due hosts (capped), budget use this hour, its wildcard probe, and its
 # entry-only rows: a deny entry's own row for a name never seen (never routed, crawled
-# or audited: crawler.db.deny_entries forgets such a row with its entry), which roots.hosts
+# or audited: crawler.db.rules.deny_entries forgets such a row with its entry), which roots.hosts
 # counts but is no host. A root has few entries (ix_queue_hidden_root). Every lookup is
 # by root, from the roots row: on a Citus cluster, within the root's shard.
 ROOT_EXTRAS = text(

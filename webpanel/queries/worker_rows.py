@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, text
 
-from crawler.db.heartbeats import ALIVE_WITHIN
+from crawler.db.crawl.heartbeats import ALIVE_WITHIN
 
 ROWS = text(
     """

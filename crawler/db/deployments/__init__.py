@@ -23,12 +23,13 @@ from sqlalchemy import Connection, Engine, TextClause
 from sqlalchemy.orm import Session, scoped_session
 from sqlalchemy.sql.elements import ColumnElement
 
-# Aliased: crawler.db.deployments.cluster, imported below, is the cluster's statements.
-from crawler.db import cluster as citus
 from crawler.db.deployments.cluster import Cluster
 from crawler.db.deployments.one_server import OneServer
 from crawler.db.deployments.params import DATED as DATED  # what a queue write returns
 from crawler.db.deployments.params import DUES as DUES  # each root's earliest new date
+
+# Aliased: crawler.db.deployments.cluster, imported below, is the cluster's statements.
+from crawler.db.server import cluster as citus
 
 
 class ClaimStrategy(Protocol):
@@ -50,11 +51,11 @@ class Deployment(Protocol):
 
     name: str
     claims: ClaimStrategy
-    write_results: TextClause  # crawler.db.queue.write_results, a shard group's batch
-    schedule: TextClause  # crawler.db.queue.schedule
-    trim_windows: TextClause  # crawler.db.trap_windows
-    lower_next_due: TextClause  # crawler.db.rollups
-    recount_windows: TextClause  # crawler.db.rollups
+    write_results: TextClause  # crawler.db.crawl.queue.write_results, a shard group's batch
+    schedule: TextClause  # crawler.db.crawl.queue.schedule
+    trim_windows: TextClause  # crawler.db.rules.trap_windows
+    lower_next_due: TextClause  # crawler.db.crawl.rollups
+    recount_windows: TextClause  # crawler.db.crawl.rollups
 
     def shard_groups(self, conn: Connection, roots: set[str]) -> list[set[str]]:
         """The roots (not empty) by shard group, in shard id order."""

@@ -1,7 +1,7 @@
 """The claim on a Citus cluster (docs/design.md, rule 6; docs/scaling.md): shard group
 after shard group, each group's part one call that Citus delegates to the group's worker,
 until the batch is full. One server's claim is crawler.db.deployments.claims_one_server;
-crawler.db.claims picks one per database and holds what both share.
+crawler.db.crawl.claims picks one per database and holds what both share.
 
 Citus runs a statement that locks rows within one shard group, and routes it by a value
 of `root`, so a claim "in one group" needs a value that hashes into the group's shard:
@@ -44,7 +44,7 @@ import zlib
 
 from sqlalchemy import Connection, text
 
-from crawler.db.sql_pieces import UNDER_ROOT, filled, names_param, under_an_entry
+from crawler.db.server.sql_pieces import UNDER_ROOT, filled, names_param, under_an_entry
 
 # Seconds before the anchors are found again (a change of shard count shows by then).
 ANCHOR_TTL = 60.0

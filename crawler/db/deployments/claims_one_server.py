@@ -1,6 +1,6 @@
 """The claim on one Postgres server (docs/design.md, rule 6): every due root in one table,
 so a claim walks them oldest due first and locks and claims in one transaction's few
-statements. The cluster's claim is crawler.db.deployments.claims_cluster; crawler.db.claims
+statements. The cluster's claim is crawler.db.deployments.claims_cluster; crawler.db.crawl.claims
 picks one per database and holds what both share.
 
 The polite claim: a walk that locks the roots to claim from (oldest due first, skipping
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
-from crawler.db.sql_pieces import DUE, UNDER_ROOT, filled, names_param, under_an_entry
+from crawler.db.server.sql_pieces import DUE, UNDER_ROOT, filled, names_param, under_an_entry
 
 # One page of the walk and its lock (walk_and_lock runs a page after another). `filling`:
 # of the locked roots (their room: at most their hosts and the concurrency, less their
@@ -67,7 +67,7 @@ WALK_AND_LOCK = text(
 # entry above a root (a forced bare suffix) is the blacklist middleware's to refuse.
 # The root's date is set from this statement's snapshot, blind to rows made due by a
 # writer that commits after it; every such writer writes the root's row too (its date,
-# crawler.db.rollups), so a row version other than the one the snapshot saw means the
+# crawler.db.crawl.rollups), so a row version other than the one the snapshot saw means the
 # lower of the two dates stays, or those rows would wait unclaimed for the later one.
 CLAIM_FROM_ROOTS = text(
     f"""

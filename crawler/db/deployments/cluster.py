@@ -14,11 +14,11 @@ from sqlalchemy import Connection, Text, exists, func, literal, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
-from crawler.db import cluster as citus
 from crawler.db.deployments.claims_cluster import Cluster as ClusterClaims
 from crawler.db.deployments.params import DATED, DUES, RESULT_PARAMS, SCHEDULE_PARAMS
 from crawler.db.models import QueueRow
-from crawler.db.sql_pieces import names_param
+from crawler.db.server import cluster as citus
+from crawler.db.server.sql_pieces import names_param
 
 WRITE_RESULTS = text(
     """
@@ -94,7 +94,7 @@ def visible(hostname: ColumnElement, root: ColumnElement) -> ColumnElement[bool]
     2): one EXISTS on the name's own shard that Citus pushes down to it (it runs no
     LATERAL into a shard). An entry above a root (a forced bare suffix) lives in another
     shard: the hosts it took out of routing carry denied_by, as the claim's rule says
-    (crawler.db.sql_pieces.under_an_entry).
+    (crawler.db.server.sql_pieces.under_an_entry).
 
     OFFSET 0 keeps the EXISTS a probe per name (a subplan: Postgres makes no anti-join of
     an EXISTS with an OFFSET): as an anti-join, with statistics that predate a block list,

@@ -17,7 +17,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from crawler.db.deployments.claims_one_server import OneServer as OneServerClaims
 from crawler.db.deployments.params import DATED, DUES, RESULT_PARAMS, SCHEDULE_PARAMS
 from crawler.db.models import QueueRow
-from crawler.db.sql_pieces import names_param
+from crawler.db.server.sql_pieces import names_param
 
 # The outcome before is read with the row locked (FOR UPDATE: no writer changes it
 # before the update), each row by its key.

@@ -8,14 +8,14 @@ from sqlalchemy import bindparam
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import Boolean, DateTime, Interval
 
-from crawler.db.sql_pieces import INTS, names_param
+from crawler.db.server.sql_pieces import INTS, names_param
 
-# What a queue write returns for crawler.db.rollups.lower_next_due: the row's root, and
+# What a queue write returns for crawler.db.crawl.rollups.lower_next_due: the row's root, and
 # its date if it is routable.
 DATED = """root, CASE WHEN status_reason IS NULL AND denied_by IS NULL
                    THEN next_claim_at END"""
 
-# A crawled batch's results, one array per column (crawler.db.queue.results_params).
+# A crawled batch's results, one array per column (crawler.db.crawl.queue.results_params).
 RESULT_PARAMS = (
     *names_param("names", "roots", "outcomes", "urls", "titles", "schemes", "stopped"),
     *(

@@ -1,5 +1,5 @@
 -- claim_in_shard: the cluster's polite claim of one shard group (walk, lock, claim), in one
--- call. crawler.db.cluster.distribute makes it a distributed function co-located with
+-- call. crawler.db.server.cluster.distribute makes it a distributed function co-located with
 -- `roots` by its `anchor` argument, so Citus delegates a call to the worker holding the
 -- anchor's shard group, where it runs one server's statements (crawler.db.deployments.
 -- claims_one_server) on that group's shards: %1$s the shard of `roots`, %2$s of `queue`,

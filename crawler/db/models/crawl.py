@@ -28,7 +28,7 @@ class Host(Base):
     """A discovered hostname and the facts of its last crawl.
 
     Every writer of its rows keeps `roots` and `host_hours` in the same transaction
-    (crawler.db.rollups; triggers until migration 0015).
+    (crawler.db.crawl.rollups; triggers until migration 0015).
     """
 
     __tablename__ = "hosts"
@@ -83,7 +83,7 @@ class QueueRow(Base):
     """Routing state of a hostname; a deny entry when status_reason is set.
 
     Every writer that dates a routable row lowers `roots.next_due_at` in the same
-    transaction (crawler.db.rollups.lower_next_due).
+    transaction (crawler.db.crawl.rollups.lower_next_due).
     """
 
     __tablename__ = "queue"
@@ -99,7 +99,7 @@ class QueueRow(Base):
     denied_by: Mapped[str | None] = mapped_column(HOSTNAME)
     claimed_by: Mapped[str | None] = mapped_column(String(128))
     claimed_at: Mapped[datetime | None] = mapped_column(Timestamp)
-    # Claims in a row that no finish released (crawler.db.unfinished): a poison pill's.
+    # Claims in a row that no finish released (crawler.db.crawl.unfinished): a poison pill's.
     unfinished_claims: Mapped[int] = mapped_column(SmallInteger, server_default="0")
     # hosts.root, for per-root claims; every writer gives it. In the key, as in hosts'.
     root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
@@ -163,8 +163,8 @@ class QueueRow(Base):
 class TrapWindowRow(Base):
     """The latest outcome of one subdomain in its root's trap window.
 
-    Its writers recount `roots.window_size` and `window_failed` (crawler.db.rollups).
-    Lifting a deny entry empties its root's window (crawler.db.deny_entries).
+    Its writers recount `roots.window_size` and `window_failed` (crawler.db.crawl.rollups).
+    Lifting a deny entry empties its root's window (crawler.db.rules.deny_entries).
     """
 
     __tablename__ = "trap_window"
@@ -244,8 +244,8 @@ class WildcardProbe(Base):
 
 class RootRow(Base):
     """Per-root counters and claim state, kept by the writers of other tables in their
-    own transactions (crawler.db.rollups: hosts and outcomes, the trap window's counts,
-    next_due_at). The claim (crawler.db.claims) writes next_due_at and held_until too.
+    own transactions (crawler.db.crawl.rollups: hosts and outcomes, the trap window's counts,
+    next_due_at). The claim (crawler.db.crawl.claims) writes next_due_at and held_until too.
     """
 
     __tablename__ = "roots"

@@ -22,8 +22,8 @@ from crawler.db.models.base import HOSTNAME, Base, Timestamp
 class RootClaims(Base):
     """Hosts of a root claimed in one minute: the rolling-hour budget sums them.
 
-    Written by the claim itself (crawler.db.claims), no trigger; pruned by
-    crawler.db.retention.
+    Written by the claim itself (crawler.db.crawl.claims), no trigger; pruned by
+    crawler.db.crawl.retention.
     """
 
     __tablename__ = "root_claims"
@@ -37,7 +37,7 @@ class RootClaims(Base):
 
 class HostHour(Base):
     """Hosts discovered and crawled (by outcome group) in one hour, kept by the writers of
-    hosts (crawler.db.rollups.count_hours). One row per hour and writer shard: the reader
+    hosts (crawler.db.crawl.rollups.count_hours). One row per hour and writer shard: the reader
     sums them."""
 
     __tablename__ = "host_hours"
@@ -55,7 +55,7 @@ class HostHour(Base):
 
 class SourceHour(Base):
     """Hosts discovered in one hour by one source group ('' none: a seed, an entry's own
-    row), kept by the writers of hosts (crawler.db.rollups.count_sources). One row per
+    row), kept by the writers of hosts (crawler.db.crawl.rollups.count_sources). One row per
     hour, writer shard and group: the reader sums them."""
 
     __tablename__ = "source_hours"
@@ -68,7 +68,7 @@ class SourceHour(Base):
 
 class HostMinute(Base):
     """Hosts crawled (failures by layer) and discovered in one minute, kept by the writers
-    of hosts beside host_hours (crawler.db.rollups.count_hours): the dashboard's health
+    of hosts beside host_hours (crawler.db.crawl.rollups.count_hours): the dashboard's health
     row. One row per minute and writer shard; pruned after MINUTES_KEPT (retention)."""
 
     __tablename__ = "host_minutes"
@@ -88,7 +88,7 @@ class HostMinute(Base):
 
 class DroppedLinks(Base):
     """Links a deny entry dropped from crawled pages (migration 0025), counted by the
-    crawl's finish (crawler.db.dropped_links) per entry name; kept per root with the
+    crawl's finish (crawler.db.crawl.dropped_links) per entry name; kept per root with the
     entry's row (a Citus cluster co-locates it)."""
 
     __tablename__ = "dropped_links"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy import Engine, text
 
 from crawler.core.hostnames import root
-from crawler.db.retry import commit_statement
+from crawler.db.server.retry import commit_statement
 
 MARK_FLOOD = text("UPDATE hosts SET name_flood = :why WHERE hostname = :page AND root = :root")
 

@@ -13,9 +13,9 @@ from datetime import timedelta
 from sqlalchemy import Engine, text
 
 from crawler.core.outcomes import NETWORK_FAILURES
-from crawler.db.queue import schedule
-from crawler.db.retry import retry_conflicts
-from crawler.db.sql_pieces import names_param
+from crawler.db.crawl.queue import schedule
+from crawler.db.server.retry import retry_conflicts
+from crawler.db.server.sql_pieces import names_param
 
 
 @dataclass(frozen=True)

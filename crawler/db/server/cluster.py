@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, text
 
-from crawler.db.sql_pieces import names_param
+from crawler.db.server.sql_pieces import names_param
 
 DISTRIBUTION_COLUMN = "root"
 # Distributed in this order: roots first (the others co-locate with it), hosts before

@@ -1,9 +1,9 @@
 """Deny entries (docs/design.md, rules 2 and 8): blocked and no_follow rows, and their writer.
 
 An entry is a queue row with `status_reason` set. Every change, of one name or of a
-million, goes through the same batch writer (crawler.db.bulk's staging table): a block,
+million, goes through the same batch writer (crawler.db.operators.bulk's staging table): a block,
 a no_follow added or removed, an unblock. Each batch is written with its change-log row
-and its NOTIFY in one transaction (crawler.db.bulk_change_log), so every listening worker
+and its NOTIFY in one transaction (crawler.db.operators.bulk_change_log), so every listening worker
 hears of it when, and only when, it commits.
 
 Each change comes twice: `add_no_follow()` returns every result in one list (a few names:
@@ -25,8 +25,9 @@ from sqlalchemy import Connection, Engine, text
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, Denial, DenyList
 from crawler.core.hostnames import normalize, normalize_entry, root
-from crawler.db import denied_rows, deployments, rollups
-from crawler.db.bulk import (
+from crawler.db import deployments
+from crawler.db.crawl import rollups
+from crawler.db.operators.bulk import (
     BATCH,
     UNSTAGE,
     Batch,
@@ -39,10 +40,11 @@ from crawler.db.bulk import (
     prepare,
     stage,
 )
-from crawler.db.bulk_change_log import STAGED_NOTES, announce, record_batch
-from crawler.db.retry import retry_conflicts
-from crawler.db.sql_pieces import names_param
-from crawler.db.statistics import analyzes_after
+from crawler.db.operators.bulk_change_log import STAGED_NOTES, announce, record_batch
+from crawler.db.rules import denied_rows
+from crawler.db.server.retry import retry_conflicts
+from crawler.db.server.sql_pieces import names_param
+from crawler.db.server.statistics import analyzes_after
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ INSERT/UPDATE ... SELECT over the stage. Each batch is one transaction: a kill
 leaves whole batches only, and a rerun answers "already" for what was written.
 Every write locks rows in hostname order, as every bulk write here does.
 
-Seeds are written here; deny entries (one name or a million) by crawler.db.deny_entries
+Seeds are written here; deny entries (one name or a million) by crawler.db.rules.deny_entries
 on the same stage. Results come per batch, in input order, as EntryChange.
 """
 
@@ -32,10 +32,10 @@ from crawler.core.hostnames import (
     seed_refusal,
     shown,
 )
-from crawler.db import rollups
-from crawler.db.retry import retry_conflicts
-from crawler.db.sql_pieces import names_param
-from crawler.db.statistics import analyze_after_bulk_write
+from crawler.db.crawl import rollups
+from crawler.db.server.retry import retry_conflicts
+from crawler.db.server.sql_pieces import names_param
+from crawler.db.server.statistics import analyze_after_bulk_write
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from crawler.core.outcomes import (
     outcome_group,
 )
 from crawler.db.deployments import DUES, deployment_of, root_groups
-from crawler.db.sql_pieces import INTS, names_param
+from crawler.db.server.sql_pieces import INTS, names_param
 
 # Rows in root order: the order every writer locks roots rows in. A root whose counters
 # move takes its rows' earliest date in the same row version (`dues`; NULL: none).

@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields
 from sqlalchemy import Connection, Engine, text
 
 from crawler.core import config
-from crawler.db import rollups
+from crawler.db.crawl import rollups
 
 BATCH = 1_000
 # pg_advisory locks are one bigint space per database: ours is "hostcrawl retention".
@@ -185,7 +185,7 @@ def count(engine: Engine, kind: str, params: dict, wait: bool = True) -> int:
         return conn.execute(text(f"SELECT count(*) FROM ({rows}) AS r"), params).scalar_one()
 
 
-# What a delete from these tables returns, and what it moves in crawler.db.rollups.
+# What a delete from these tables returns, and what it moves in crawler.db.crawl.rollups.
 ROLLED_UP = {
     "trap_window": ("root", lambda conn, rows: rollups.recount_windows(conn, (r for (r,) in rows))),
     "hosts": ("root, outcome", lambda conn, rows: rollups.count_hosts(conn, gone=rows)),

@@ -13,7 +13,7 @@ from sqlalchemy.pool import NullPool
 
 from crawler.core import config, server_advice
 from crawler.core.server_advice import Current, Memory, Shortfall
-from crawler.db import machine
+from crawler.db.server import machine
 
 
 def embedded_memory(environ: Mapping[str, str] | None = None) -> Memory:

@@ -1,7 +1,7 @@
 """What the crawl found, streamed out: CSV through COPY, JSON lines through a server-side
 cursor. Either way in constant memory, whatever the number of hosts.
 
-The rows are the panel's host list for the same filter (crawler.db.host_filter.HostFilter:
+The rows are the panel's host list for the same filter (crawler.db.operators.host_filter.HostFilter:
 the same search, outcome, root and the same deny rule), in hostname order.
 """
 
@@ -16,8 +16,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.elements import ColumnElement
 
 from crawler.db.deployments import Deployment, deployment_of
-from crawler.db.host_filter import SAME_HOST, HostFilter
 from crawler.db.models import Host, QueueRow
+from crawler.db.operators.host_filter import SAME_HOST, HostFilter
 
 FORMATS = ("csv", "jsonl")
 COLUMNS = (

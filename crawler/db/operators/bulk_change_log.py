@@ -1,9 +1,10 @@
-"""A deny-entry change's trace (crawler.db.deny_entries): its change-log row, and word to workers.
+"""A deny-entry change's trace (crawler.db.rules.deny_entries): its change-log row, and
+word to workers.
 
 One name reads as it always has: the name, and the note or reason. A batch's change-log
 row holds its count; its names go to one change_log_items row (arrays: a batch of 20,000
 names costs one row to log). Listening workers hear of each name in a small batch, and
-get one "reload" for a big one (crawler.db.listener). Both are written in the change's
+get one "reload" for a big one (crawler.db.server.listener). Both are written in the change's
 transaction, so workers hear of it when, and only when, it commits.
 """
 
@@ -13,8 +14,8 @@ import json
 
 from sqlalchemy import Connection, text
 
-from crawler.db import change_log
-from crawler.db.sql_pieces import names_param
+from crawler.db.operators import change_log
+from crawler.db.server.sql_pieces import names_param
 
 DENYLIST_CHANNEL = "hostcrawl_denylist"
 

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, Engine, text
 
 from crawler.core.outages import LayerFailures
-from crawler.db.retry import commit_statement, retry_conflicts
+from crawler.db.server.retry import commit_statement, retry_conflicts
 
 # A silent worker checks at least every OUTAGE_RETRY_AFTER while it holds hosts back;
 # ten minutes without a word is a worker that is gone.

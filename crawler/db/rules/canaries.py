@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sqlalchemy import Engine, text
 
-from crawler.db.sql_pieces import names_param
+from crawler.db.server.sql_pieces import names_param
 
 # The last answerers kept in host_hours' newest rows (however old), that still answered
 # at their last crawl, newest crawl first: a few dozen primary-key reads.

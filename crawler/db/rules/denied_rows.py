@@ -1,7 +1,7 @@
 """The queue rows deny entries take out of routing (the claim's path) and put back.
 
 The rows under new entries taken out, those of lifted entries put back (for the entry
-writer, crawler.db.deny_entries), and a denied request's row.
+writer, crawler.db.rules.deny_entries), and a denied request's row.
 
 `queue.denied_by` names the entry that took a row out of routing, so removing
 an entry puts back exactly its rows (unless another entry still covers them:
@@ -18,9 +18,10 @@ from __future__ import annotations
 from sqlalchemy import Connection, Engine, text
 
 from crawler.core.hostnames import is_public_suffix, parents, root
-from crawler.db import deployments, rollups
-from crawler.db.retry import retry_conflicts
-from crawler.db.sql_pieces import names_below, names_param, suffix_range
+from crawler.db import deployments
+from crawler.db.crawl import rollups
+from crawler.db.server.retry import retry_conflicts
+from crawler.db.server.sql_pieces import names_below, names_param, suffix_range
 
 # The nearest other deny entry above a row `q` of the shard group's :roots, or NULL when
 # none covers it: one in the row's root, else the nearest of the standing entries above

@@ -24,10 +24,10 @@ from datetime import timedelta
 
 from sqlalchemy import Connection, Engine, text
 
-from crawler.db import rollups
+from crawler.db.crawl import rollups
 from crawler.db.deployments import deployment_of
-from crawler.db.retry import retry_conflicts
-from crawler.db.sql_pieces import DUE, UNDER_ROOT, filled, under_params
+from crawler.db.server.retry import retry_conflicts
+from crawler.db.server.sql_pieces import DUE, UNDER_ROOT, filled, under_params
 
 DEFAULT_LEASE = timedelta(minutes=10)
 DEFAULT_CONCURRENCY = 2
@@ -59,7 +59,7 @@ CRAWL_PENDING = text(
     """
 )
 # The oldest due rows, for a claim that found no root: a row dated by a hand-made change
-# (not through crawler.db.rollups) leaves its root's bound too late, and its root would
+# (not through crawler.db.crawl.rollups) leaves its root's bound too late, and its root would
 # never be claimed. Bounded by the batch: an index range scan of ix_queue_due.
 OLDEST_DUE = text(
     """

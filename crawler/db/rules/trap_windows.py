@@ -18,10 +18,10 @@ from sqlalchemy import Connection, Engine, text
 from crawler.core.hostnames import root
 from crawler.core.outcomes import ALIVE, is_network_failure
 from crawler.core.traps import Observation, trap_reason
-from crawler.db import rollups
+from crawler.db.crawl import rollups
 from crawler.db.deployments import deployment_of, root_groups, shard_groups
-from crawler.db.retry import commit_statement, retry_conflicts
-from crawler.db.sql_pieces import names_param
+from crawler.db.server.retry import commit_statement, retry_conflicts
+from crawler.db.server.sql_pieces import names_param
 
 # The database's clock (one for all workers), one microsecond apart to keep order.
 UPSERT_WINDOW = text(

@@ -2,7 +2,7 @@
 "links dropped" (the crawl's stats count them too, all entries together:
 hostcrawl/links/dropped/<rule>).
 
-The crawl's finish (crawler.db.queue.finish_many) adds its batch's counts in its own
+The crawl's finish (crawler.db.crawl.queue.finish_many) adds its batch's counts in its own
 transaction, one statement per shard group of the entries' roots, as its last writes (a
 popular entry's row is locked until the commit, no longer): a row per entry name, kept
 with the entry's queue row (dropped_links is distributed by root on a Citus cluster).
@@ -21,7 +21,7 @@ from sqlalchemy.types import BigInteger
 
 from crawler.core.hostnames import root
 from crawler.db.deployments import by_shard_group
-from crawler.db.sql_pieces import names_param
+from crawler.db.server.sql_pieces import names_param
 
 # In (root, hostname) order: one lock order for every writer of these rows.
 ADD = text(

@@ -13,8 +13,8 @@ from sqlalchemy import create_engine, make_url
 from sqlalchemy.pool import NullPool
 
 from crawler.core import config
-from crawler.db import cluster
-from crawler.db.engine import PROJECT_ROOT, checked_database_url, database_url, var_dir
+from crawler.db.server import cluster
+from crawler.db.server.engine import PROJECT_ROOT, checked_database_url, database_url, var_dir
 
 MIGRATIONS = PROJECT_ROOT / "migrations"
 

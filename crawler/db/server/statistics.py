@@ -17,8 +17,8 @@ from typing import TypeVar
 
 from sqlalchemy import Connection, Engine, text
 
-from crawler.db import cluster
-from crawler.db.sql_pieces import names_param
+from crawler.db.server import cluster
+from crawler.db.server.sql_pieces import names_param
 
 T = TypeVar("T")
 
@@ -84,7 +84,7 @@ def analyze_after_bulk_write(
 
 
 def analyzes_after(write: Callable[..., T]) -> Callable[..., T]:
-    """Decorate a bulk write `write(engine, batch, ...)` (crawler.db.bulk: `batch.first`
+    """Decorate a bulk write `write(engine, batch, ...)` (crawler.db.operators.bulk: `batch.first`
     holds the names it wrote): once it has committed, its tables' statistics are kept
     current. Outside any retry of the write, so a write is never run twice for it."""
 

@@ -22,9 +22,9 @@ from sqlalchemy.exc import ArgumentError
 
 from crawler.core import config, server_advice
 from crawler.core.setting_declaration import set_but_blank
-from crawler.db import server_settings
+from crawler.db.server import server_settings
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 log = logging.getLogger(__name__)
 

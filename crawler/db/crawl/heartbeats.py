@@ -4,7 +4,7 @@ in flight and hosts held back by an outage).
 A worker writes its row every HEARTBEAT seconds (crawler/extensions/heartbeat.py) and deletes
 it when it stops. A row whose heartbeat is older than ALIVE_WITHIN is a worker that
 died (killed, or its machine lost): the panel shows it as gone, and the retention
-runner (crawler/db/retention.py) deletes it a day after its last heartbeat.
+runner (crawler/db/crawl/retention.py) deletes it a day after its last heartbeat.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, text
 
-from crawler.db.estimates import DUE, count_rows
+from crawler.db.server.estimates import DUE, count_rows
 
 #: Seconds between a worker's heartbeats.
 HEARTBEAT = 5.0
@@ -59,7 +59,7 @@ def beat(engine: Engine, one: Beat) -> None:
 
 def due_now(engine: Engine) -> int:
     """Hosts due now, as the dashboard counts them: counted on a small database, the
-    planner's estimate on a big one (crawler.db.estimates)."""
+    planner's estimate on a big one (crawler.db.server.estimates)."""
     with engine.connect() as conn:
         return count_rows(conn, DUE)[0]
 

@@ -21,11 +21,12 @@ from crawler.core.links import FilteredLinks, FoundName
 from crawler.core.namecaps import OVER_CAP
 from crawler.core.outcomes import is_network_failure
 from crawler.core.sources import PLACE_CHARS
-from crawler.db import bulk, dropped_links, rollups
-from crawler.db.bulk import EntryChange
+from crawler.db.crawl import dropped_links, rollups
 from crawler.db.deployments import DATED, by_shard_group, deployment_of, shard_groups
-from crawler.db.retry import retry_conflicts
-from crawler.db.sql_pieces import names_param
+from crawler.db.operators import bulk
+from crawler.db.operators.bulk import EntryChange
+from crawler.db.server.retry import retry_conflicts
+from crawler.db.server.sql_pieces import names_param
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def _found_columns(rows: list[tuple[str | None, FoundName]]) -> dict[str, list]:
 def seed(engine: Engine, values: Sequence[str], allow_private: bool = False) -> list[EntryChange]:
     """Queue operator-given hostnames; denied, malformed or uncrawlable ones are refused.
 
-    The bulk path's seeding (crawler.db.bulk.seed), for a few names.
+    The bulk path's seeding (crawler.db.operators.bulk.seed), for a few names.
     """
     return bulk.collect(bulk.seed(engine, values, allow_private=allow_private))
 
@@ -143,7 +144,7 @@ Added = tuple[FoundName, ...]
 @retry_conflicts
 def finish_many(engine: Engine, crawled: Sequence[Crawled]) -> list[Added]:
     """Write crawled hosts' results, new links, next dates and the links each deny entry
-    dropped from their pages (crawler.db.dropped_links) in one transaction.
+    dropped from their pages (crawler.db.crawl.dropped_links) in one transaction.
 
     All are written, or none. Returns, per host, the names its page added (as its
     links carried them).

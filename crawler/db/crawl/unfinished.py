@@ -3,7 +3,7 @@
 A host whose fetch froze its worker (or killed it) keeps its claim until the lease
 runs out; then the next claim hands it to another worker, which may freeze on it
 too. Each claim of a host is counted here, and every release of its claim (a
-finish, crawler.db.queue's SCHEDULE; a retry for our own outage; a deny entry)
+finish, crawler.db.crawl.queue's SCHEDULE; a retry for our own outage; a deny entry)
 sets the count back to 0: the count is the claims in a row whose lease ran out, plus
 the one just made. The claim after MAX_UNFINISHED_LEASES such leases is not fetched:
 the spider settles the host as HTTP_UNFINISHED, and its finish puts it off until
@@ -11,7 +11,7 @@ RECRAWL_AFTER like any crawled host. A worker that stops gracefully was not froz
 it takes back the counts of the claims it still holds (`forgive`), so restarting
 workers twice while a slow host is in flight does not make it a poison pill.
 
-Kept out of the claim statements themselves (crawler.db.claims): one more statement per
+Kept out of the claim statements themselves (crawler.db.crawl.claims): one more statement per
 claim, over the rows just claimed, locked by their keys.
 """
 
@@ -23,8 +23,8 @@ from sqlalchemy import Engine, text
 
 from crawler.core.hostnames import root
 from crawler.db import deployments
-from crawler.db.retry import retry_conflicts
-from crawler.db.sql_pieces import names_param
+from crawler.db.server.retry import retry_conflicts
+from crawler.db.server.sql_pieces import names_param
 
 MAX_UNFINISHED_LEASES = 2
 

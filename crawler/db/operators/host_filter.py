@@ -18,7 +18,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from crawler.core.hostnames import normalize
 from crawler.db.deployments import Deployment
 from crawler.db.models import Host, QueueRow
-from crawler.db.sql_pieces import suffix_range
+from crawler.db.server.sql_pieces import suffix_range
 
 PREFIX = "prefix"
 DOMAIN = "domain"

@@ -21,8 +21,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from crawler.core import config
-from crawler.db.bulk_change_log import DENYLIST_CHANNEL
-from crawler.db.engine import CONNECT_ARGS, checked_database_url
+from crawler.db.operators.bulk_change_log import DENYLIST_CHANNEL
+from crawler.db.server.engine import CONNECT_ARGS, checked_database_url
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class EntryListener:
 
     def _apply(self, payload: str) -> None:
         change = json.loads(payload)
-        if change["change"] == "reload":  # a bulk change (crawler.db.bulk): read them all
+        if change["change"] == "reload":  # a bulk change (crawler.db.operators.bulk): read them all
             self.reload()
             log.info("deny list: reloaded after a bulk change of %s entries", change["count"])
             return
