@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 
 # Failures below HTTP: our own outage produces every one of them (a resolver that lies
 # answers NXDOMAIN), so they are the host's own only while the world answers us.
-BELOW_HTTP = NETWORK_FAILURES | {HTTP_TIMEOUT}
+# robots.txt unreachable is a timeout too, most often (a host that hangs).
+BELOW_HTTP = NETWORK_FAILURES | {HTTP_TIMEOUT, HTTP_ROBOTS_UNREACHABLE}
 
 
 class HostWritePipeline:
@@ -74,6 +75,7 @@ class HostWritePipeline:
             TCP_TIMEOUT: connect,
             TLS_TIMEOUT: connect,
             HTTP_TIMEOUT: settings.getfloat("DOWNLOAD_TIMEOUT"),
+            HTTP_ROBOTS_UNREACHABLE: settings.getfloat("DOWNLOAD_TIMEOUT"),
         }
         self._finishes = Batcher("finishing hosts", self._finish_many)
 
