@@ -40,3 +40,16 @@ def test_the_host_page_says_what_the_outcome_means(client, db):
     assert "complete disallow (RFC 9309)" in page
     listing = client.get("/").get_data(as_text=True)  # the host list, its filter
     assert all(f'<option value="{outcome}"' in listing for outcome in NAMED)
+
+
+def test_a_failed_fallback_keeps_the_https_tries_tls_outcome():
+    """TLS failed at the host's https port, then plain HTTP was closed: TLS is what the
+    host's outcome names. A fallback that got an answer, or an https try that failed
+    below TLS, leaves the fallback's outcome."""
+    from crawler.spiders.hosts import told_over_the_fallback
+
+    assert told_over_the_fallback("TLS_CERTIFICATE", "TCP_REFUSED") == "TLS_CERTIFICATE"
+    assert told_over_the_fallback("TLS_HANDSHAKE", "TCP_RESET") == "TLS_HANDSHAKE"
+    assert told_over_the_fallback("TLS_CERTIFICATE", "HTTP_TIMEOUT") == "HTTP_TIMEOUT"
+    assert told_over_the_fallback("TCP_RESET", "TCP_REFUSED") == "TCP_REFUSED"
+    assert told_over_the_fallback(None, "TCP_REFUSED") == "TCP_REFUSED"
