@@ -42,8 +42,9 @@ log = logging.getLogger(__name__)
 
 # Failures below HTTP: our own outage produces every one of them (a resolver that lies
 # answers NXDOMAIN), so they are the host's own only while the world answers us.
-# robots.txt unreachable is a timeout too, most often (a host that hangs).
-BELOW_HTTP = NETWORK_FAILURES | {HTTP_TIMEOUT, HTTP_ROBOTS_UNREACHABLE}
+# (HTTP_ROBOTS_UNREACHABLE is not one: a 5xx is an answer, and a robots.txt that hangs
+# was connected to. It settles, tried again after ROBOTS_UNREACHABLE_RETRY_AFTER.)
+BELOW_HTTP = NETWORK_FAILURES | {HTTP_TIMEOUT}
 
 
 class HostWritePipeline:
@@ -75,7 +76,6 @@ class HostWritePipeline:
             TCP_TIMEOUT: connect,
             TLS_TIMEOUT: connect,
             HTTP_TIMEOUT: settings.getfloat("DOWNLOAD_TIMEOUT"),
-            HTTP_ROBOTS_UNREACHABLE: settings.getfloat("DOWNLOAD_TIMEOUT"),
         }
         self._finishes = Batcher("finishing hosts", self._finish_many)
 

@@ -14,7 +14,7 @@ from twisted.internet.defer import Deferred
 
 from crawler.core.outcomes import HTTP_ROBOTS_UNREACHABLE, HTTP_TIMEOUT, NETWORK_FAILURES
 from crawler.network.failures import RobotsUnreachable, classify
-from crawler.network.request_meta import FAILED_AT, request_hostname
+from crawler.network.request_meta import FAILED_AT, ROBOTS_FETCH, request_hostname
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ CARRIED_TO_THE_PAGE = NETWORK_FAILURES
 # A robots.txt unreachable at HTTP, the host having answered below it (RFC 9309 2.3.1.4:
 # "unreachable due to server or network errors"): a timeout, or a server error.
 UNREACHABLE = frozenset({HTTP_TIMEOUT, HTTP_ROBOTS_UNREACHABLE})
-SERVER_ERRORS = range(500, 600)
+SERVER_ERRORS = range(500, 600)  # crawler.downloadermiddlewares.retry does not retry them
 
 
 # robots.txt fetches pending at once: at most the hosts in flight (MAX_IN_FLIGHT).
@@ -81,7 +81,7 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
             robots = Request(
                 f"{netloc}/robots.txt",
                 priority=self.DOWNLOAD_PRIORITY,
-                meta={"dont_obey_robotstxt": True},
+                meta={"dont_obey_robotstxt": True, ROBOTS_FETCH: True},
                 callback=NO_CALLBACK,
             )
             try:
