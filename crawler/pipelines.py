@@ -25,6 +25,7 @@ from crawler.core.outcomes import (
     HTTP_TIMEOUT,
     NETWORK_FAILURES,
     OK,
+    REFUSED_BY_US,
     TCP_TIMEOUT,
     TLS_TIMEOUT,
 )
@@ -41,10 +42,12 @@ from crawler.utils.batcher import Batcher
 log = logging.getLogger(__name__)
 
 # Failures below HTTP: our own outage produces every one of them (a resolver that lies
-# answers NXDOMAIN), so they are the host's own only while the world answers us.
-# (HTTP_ROBOTS_UNREACHABLE is not one: a 5xx is an answer, and a robots.txt that hangs
-# was connected to. It settles, tried again after ROBOTS_UNREACHABLE_RETRY_AFTER.)
-BELOW_HTTP = NETWORK_FAILURES | {HTTP_TIMEOUT}
+# answers NXDOMAIN), so they are the host's own only while the world answers us. Not our
+# own refusals (an address not in ALLOWED_PRIVATE_NETWORKS): nothing was sent, and they
+# settle at once whatever the world does. Nor HTTP_ROBOTS_UNREACHABLE: a 5xx is an
+# answer, and a robots.txt that hangs was connected to; it settles, tried again after
+# ROBOTS_UNREACHABLE_RETRY_AFTER.
+BELOW_HTTP = (NETWORK_FAILURES - REFUSED_BY_US) | {HTTP_TIMEOUT}
 
 
 class HostWritePipeline:

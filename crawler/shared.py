@@ -25,7 +25,7 @@ from functools import cached_property
 from scrapy import signals
 
 from crawler.core.hostnames import is_subdomain
-from crawler.core.outcomes import is_network_failure
+from crawler.core.outcomes import REFUSED_BY_US, is_network_failure
 from crawler.db import world_silences
 from crawler.db.engine import DatabaseUrlError, get_engine
 from crawler.db.retry import in_thread_until_up
@@ -251,7 +251,8 @@ class CrawlShared:
             task.add_done_callback(self._background.discard)
 
     async def _observe(self, hostname: str, outcome: str) -> None:
-        if is_network_failure(outcome) and not await self.world.proven():
+        ours = outcome in REFUSED_BY_US  # refused before anything was sent: the world aside
+        if is_network_failure(outcome) and not ours and not await self.world.proven():
             return  # our outage, maybe: not the host's failure (the pipeline retries it)
         if await self.traps.observe(hostname, outcome):
             self.crawler.stats.inc_value("hostcrawl/traps/blocked")

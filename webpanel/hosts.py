@@ -20,7 +20,7 @@ from crawler.core.outcomes import ALL as OUTCOMES
 from crawler.core.outcomes import MEANINGS as OUTCOME_MEANINGS
 from crawler.db import export as host_export
 from crawler.db.deny_entries import current_denial
-from crawler.db.deployment import deployment_of
+from crawler.db.deployments import deployment_of
 from crawler.db.host_filter import MATCHES, HostFilter
 from crawler.db.retention import MINUTES_KEPT
 from webpanel.dashboard_cache import cached_dashboard

@@ -40,7 +40,7 @@ from crawler.core.outcomes import (
 )
 from crawler.network.download import TLSHandshakeTimeout
 from crawler.network.headerbound import HeadersTooLarge
-from crawler.network.resolver import DNSFailure, last_failure
+from crawler.network.resolver import DNSFailure, last_failure, last_refusal
 
 
 class RedirectLoop(IgnoreRequest):
@@ -60,8 +60,8 @@ class RobotsUnreachable(IgnoreRequest):
 # a chain past its max_cert_list, or one it cannot parse.
 CERTIFICATE_REASONS = ("excessive message size", "certificate")
 
-# The outcome of each of our refusals of an answer (an IgnoreRequest of our own).
-REFUSALS = (
+# The outcome of each ending of a fetch named by an exception of its own.
+ENDINGS = (
     (RedirectLoop, HTTP_REDIRECT_LOOP),
     (TooManyRedirects, HTTP_TOO_MANY_REDIRECTS),
     (RobotsUnreachable, HTTP_ROBOTS_UNREACHABLE),
@@ -73,8 +73,8 @@ REFUSALS = (
 def classify(exc: BaseException, hostname: str) -> str:
     """The outcome type of a failed request to `hostname`."""
     cause = exc.__cause__ or exc
-    for refusal, outcome in REFUSALS:
-        if isinstance(exc, refusal):
+    for ending, outcome in ENDINGS:
+        if isinstance(exc, ending):
             return outcome
     if isinstance(exc, IgnoreRequest):
         # A body that inflates past DOWNLOAD_MAXSIZE (a decompression bomb): the host
@@ -99,6 +99,15 @@ def classify(exc: BaseException, hostname: str) -> str:
     ):
         return _connection_failure(cause)
     return HTTP_ERROR
+
+
+def refusal(exc: BaseException, hostname: str) -> str:
+    """Why the crawl refused the address a failed request to `hostname` led to ('' when
+    it did not): '10.20.0.5 is a private address, not in ALLOWED_PRIVATE_NETWORKS'."""
+    cause = exc.__cause__ or exc
+    if isinstance(cause, DNSFailure):
+        return cause.resolution.refused
+    return last_refusal(hostname)
 
 
 def _connection_failure(cause: BaseException) -> str:
