@@ -20,12 +20,14 @@ import logging
 import os
 
 from scrapy import signals
+from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.settings import SETTINGS_PRIORITIES
 
 from crawler.core import config
 from crawler.downloadermiddlewares.deny import BlacklistMiddleware
+from crawler.downloadermiddlewares.redirect import LoopAwareRedirectMiddleware
 from crawler.downloadermiddlewares.retry import AnswerAwareRetryMiddleware
 from crawler.downloadermiddlewares.robotstxt import FrontPageRobotsTxtMiddleware
 from crawler.extensions.gc_tuning import CollectorTuning
@@ -97,6 +99,7 @@ class HostcrawlAddon:
         # Early, so a denied request costs nothing: no robots.txt fetch, no retry.
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", BlacklistMiddleware, 50)
         for builtin, ours, priority in (
+            (RedirectMiddleware, LoopAwareRedirectMiddleware, 600),
             (RetryMiddleware, AnswerAwareRetryMiddleware, 550),
             (RobotsTxtMiddleware, FrontPageRobotsTxtMiddleware, 100),
         ):

@@ -21,6 +21,7 @@ from scrapy.exceptions import DropItem
 from crawler.core.floods import FloodWatch
 from crawler.core.outcomes import (
     DNS_TIMEOUT,
+    HTTP_ROBOTS_UNREACHABLE,
     HTTP_TIMEOUT,
     NETWORK_FAILURES,
     OK,
@@ -44,7 +45,9 @@ log = logging.getLogger(__name__)
 # Failures below HTTP: our own outage produces every one of them (a resolver that lies
 # answers NXDOMAIN), so they are the host's own only while the world answers us. Not our
 # own refusals (an address not in ALLOWED_PRIVATE_NETWORKS): nothing was sent, and they
-# settle at once whatever the world does.
+# settle at once whatever the world does. Nor HTTP_ROBOTS_UNREACHABLE: a 5xx is an
+# answer, and a robots.txt that hangs was connected to; it settles, tried again after
+# ROBOTS_UNREACHABLE_RETRY_AFTER.
 BELOW_HTTP = (NETWORK_FAILURES - REFUSED_BY_US) | {HTTP_TIMEOUT}
 
 
@@ -59,6 +62,10 @@ class HostWritePipeline:
         # The trap rule's window, per page that named new registered domains.
         self.floods = FloodWatch(settings.getint("TRAP_WINDOW"))
         self.recrawl_after = timedelta(seconds=settings.getint("RECRAWL_AFTER"))
+        # RFC 9309 2.3.1.4: complete disallow while robots.txt is unreachable; asked again
+        # sooner than a crawled host (2.4: a robots.txt is kept at most 24 hours).
+        robots_after = timedelta(seconds=settings.getint("ROBOTS_UNREACHABLE_RETRY_AFTER"))
+        self.after = {HTTP_ROBOTS_UNREACHABLE: robots_after}
         self.retry = timedelta(seconds=settings.getfloat("OUTAGE_RETRY_AFTER"))
         # A request that failed this long after the world answered again may have
         # started (and waited out its timeouts) during the outage.
@@ -156,7 +163,8 @@ class HostWritePipeline:
             item.scheme,
             item.extract_stopped,
         )
-        return Crawled(item.hostname, result, item.links, self.recrawl_after)
+        after = self.after.get(item.outcome, self.recrawl_after)
+        return Crawled(item.hostname, result, item.links, after)
 
     def _finish_many(self, crawled: list[Crawled]) -> list[Added]:
         return queue.finish_many(self.state.engine, crawled)

@@ -17,6 +17,7 @@ from flask import (
 
 from crawler.core.hostnames import HostnameError, normalize
 from crawler.core.outcomes import ALL as OUTCOMES
+from crawler.core.outcomes import MEANINGS as OUTCOME_MEANINGS
 from crawler.db.crawl.retention import MINUTES_KEPT
 from crawler.db.deployments import deployment_of
 from crawler.db.operators import export as host_export
@@ -140,4 +141,5 @@ def detail(hostname: str):
     if host is None:
         abort(404)
     denial = current_denial(db.session, name)
-    return render_template("hosts/detail.html", host=host, denial=denial)
+    meaning = OUTCOME_MEANINGS.get(host.outcome)
+    return render_template("hosts/detail.html", host=host, denial=denial, meaning=meaning)

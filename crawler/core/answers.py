@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Hashable
 
 from crawler.core.outcomes import (
+    HTTP_ANSWERS,
     HTTP_ERROR,
     HTTP_TIMEOUT,
     HTTP_TOO_LARGE,
@@ -22,7 +23,12 @@ from crawler.core.outcomes import (
 )
 
 # The failures that are an answer of the web: below HTTP, or an HTTP answer we do not read.
-WEB_ANSWERS = (NETWORK_FAILURES - REFUSED_BY_US) | {HTTP_TIMEOUT, HTTP_TOO_LARGE, HTTP_ERROR}
+WEB_ANSWERS = (
+    (NETWORK_FAILURES - REFUSED_BY_US)
+    | {HTTP_TIMEOUT, HTTP_TOO_LARGE, HTTP_ERROR}
+    # A redirect loop, a bad status, an unreachable robots.txt (docs/crawl.md).
+    | HTTP_ANSWERS
+)
 
 
 class AnswerTally:

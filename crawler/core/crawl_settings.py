@@ -128,6 +128,14 @@ CRAWL_SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("RECRAWL_AFTER", 7 * DAY, int, "seconds until a crawled host is due again", minimum=0),
     Setting(
+        "ROBOTS_UNREACHABLE_RETRY_AFTER",
+        DAY,
+        int,
+        "seconds until a host whose robots.txt was unreachable (HTTP_ROBOTS_UNREACHABLE:"
+        " complete disallow, RFC 9309) is tried again",
+        minimum=0,
+    ),
+    Setting(
         "DISCOVERY_SOURCES",
         "all",
         str,

@@ -28,6 +28,35 @@ DNS_ERROR = "DNS_ERROR"
 IGNORED = "IGNORED"
 # The name resolved (or a URL named) an address that is not public (crawler.core.addresses).
 ADDRESS_REFUSED = "ADDRESS_REFUSED"
+# --- Outcomes named for what happened (issue 51, item 4; docs/crawl.md, "Outcomes") ---
+# The host answered, with what is no page: the HTTP layer, no network failure, no trap.
+# A redirect to a URL the same fetch was already at (seen at its first repeat).
+HTTP_REDIRECT_LOOP = "HTTP_REDIRECT_LOOP"
+# More redirects in a row than REDIRECT_MAX_TIMES, none of them a repeat.
+HTTP_TOO_MANY_REDIRECTS = "HTTP_TOO_MANY_REDIRECTS"
+# A status that is no page and no redirect to follow: outside 100-599 (99999), or a
+# 1xx or a 3xx without a Location.
+HTTP_BAD_STATUS = "HTTP_BAD_STATUS"
+# robots.txt unreachable (a server error, or no answer within DOWNLOAD_TIMEOUT after the
+# connection was made): RFC 9309 2.3.1.4, complete disallow; its page is not asked for.
+HTTP_ROBOTS_UNREACHABLE = "HTTP_ROBOTS_UNREACHABLE"
+# The handshake failed on the server's certificate (one past the TLS library's bound on a
+# certificate chain): a TLS failure, as TLS_HANDSHAKE is.
+TLS_CERTIFICATE = "TLS_CERTIFICATE"
+HTTP_ANSWERS = frozenset(
+    {HTTP_REDIRECT_LOOP, HTTP_TOO_MANY_REDIRECTS, HTTP_BAD_STATUS, HTTP_ROBOTS_UNREACHABLE}
+)
+# What each of them means, in the host page's words.
+MEANINGS = {
+    HTTP_REDIRECT_LOOP: "its redirects went round: stopped at the first URL asked twice",
+    HTTP_TOO_MANY_REDIRECTS: "more redirects in a row than REDIRECT_MAX_TIMES",
+    HTTP_BAD_STATUS: "it answered a status that is no page and no redirect (such as 99999)",
+    HTTP_ROBOTS_UNREACHABLE: (
+        "its robots.txt timed out or answered a server error: complete disallow"
+        " (RFC 9309), the page not asked for; tried again after ROBOTS_UNREACHABLE_RETRY_AFTER"
+    ),
+    TLS_CERTIFICATE: "the TLS handshake failed on its certificate (too large to read)",
+}
 
 # Failures below HTTP: the host name leads nowhere. Only these count towards a trap.
 NETWORK_FAILURES = frozenset(
@@ -43,6 +72,7 @@ NETWORK_FAILURES = frozenset(
         TCP_RESET,
         TLS_HANDSHAKE,
         TLS_TIMEOUT,
+        TLS_CERTIFICATE,
         # Decided by the name's DNS data, as NXDOMAIN is: a root whose every name points
         # inside (a wildcard to 127.0.0.1) leads nowhere on the web, a trap like any other.
         ADDRESS_REFUSED,
@@ -53,7 +83,10 @@ NETWORK_FAILURES = frozenset(
 REFUSED_BY_US = frozenset({ADDRESS_REFUSED})
 ALIVE = frozenset({OK, DNS_ALIVE})
 ALL = (
-    NETWORK_FAILURES | ALIVE | {HTTP_TIMEOUT, HTTP_ERROR, HTTP_TOO_LARGE, HTTP_UNFINISHED, IGNORED}
+    NETWORK_FAILURES
+    | ALIVE
+    | HTTP_ANSWERS
+    | {HTTP_TIMEOUT, HTTP_ERROR, HTTP_TOO_LARGE, HTTP_UNFINISHED, IGNORED}
 )
 
 

@@ -8,6 +8,7 @@ import time
 
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
+from scrapy.http import Response
 
 from crawler.core.answers import WEB_ANSWERS, AnswerTally, FirstTimes
 from crawler.core.outcomes import (
@@ -20,7 +21,7 @@ from crawler.core.outcomes import (
     HTTP_TOO_LARGE,
 )
 from crawler.network.failures import classify, refusal
-from crawler.network.request_meta import FAILED_AT, request_hostname
+from crawler.network.request_meta import FAILED_AT, ROBOTS_FETCH, request_hostname
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,8 @@ class AnswerAwareRetryMiddleware(RetryMiddleware):
     """RetryMiddleware that does not retry answers and waits already spent in full.
 
     SERVFAIL, refused and reset connections and connect/TLS timeouts are still
-    retried (RETRY_TIMES). Giving up on one of the web's answers (a dead host, a 503) is
+    retried (RETRY_TIMES), and so are server errors, but a robots.txt's. Giving up on one
+    of the web's answers (a dead host, a 503) is
     logged at DEBUG, not Scrapy's ERROR: the answers are counted by outcome at INFO once
     a minute (crawler.core.answers). An address refused by our own rule is told once
     per address, at WARNING, with the setting that would let it through.
@@ -85,9 +87,13 @@ class AnswerAwareRetryMiddleware(RetryMiddleware):
             return None
         return super().process_exception(request, exception)
 
-    def process_response(self, request: Request, response):
+    def process_response(self, request: Request, response: Response):
         # A status in RETRY_HTTP_CODES (a 503) is the web's answer too.
         request.meta["give_up_log_level"] = logging.DEBUG
+        # A robots.txt's server error is an answer (RFC 9309: unreachable, disallow):
+        # asked once, its host tried again after ROBOTS_UNREACHABLE_RETRY_AFTER.
+        if request.meta.get(ROBOTS_FETCH) and 500 <= response.status < 600:
+            return response
         return super().process_response(request, response)
 
     def _count(self, outcome: str) -> None:

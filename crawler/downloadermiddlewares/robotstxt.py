@@ -12,15 +12,19 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
-from crawler.core.outcomes import HTTP_TIMEOUT, NETWORK_FAILURES
-from crawler.network.failures import classify
-from crawler.network.request_meta import FAILED_AT, request_hostname
+from crawler.core.outcomes import HTTP_ROBOTS_UNREACHABLE, HTTP_TIMEOUT, NETWORK_FAILURES
+from crawler.network.failures import RobotsUnreachable, classify
+from crawler.network.request_meta import FAILED_AT, ROBOTS_FETCH, request_hostname
 
 log = logging.getLogger(__name__)
 
-# A robots.txt fetch that failed so says how the page request to the same host will:
-# the page request settles at once with the same failure instead of waiting again.
-CARRIED_TO_THE_PAGE = NETWORK_FAILURES | {HTTP_TIMEOUT}
+# A robots.txt fetch that failed below HTTP says how the page request to the same host
+# will: the page request settles at once with the same failure instead of waiting again.
+CARRIED_TO_THE_PAGE = NETWORK_FAILURES
+# A robots.txt unreachable at HTTP, the host having answered below it (RFC 9309 2.3.1.4:
+# "unreachable due to server or network errors"): a timeout, or a server error.
+UNREACHABLE = frozenset({HTTP_TIMEOUT, HTTP_ROBOTS_UNREACHABLE})
+SERVER_ERRORS = range(500, 600)  # crawler.downloadermiddlewares.retry does not retry them
 
 
 # robots.txt fetches pending at once: at most the hosts in flight (MAX_IN_FLIGHT).
@@ -42,8 +46,11 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
     robots.txt as an ERROR with a traceback (for a crawler of dead hosts,
     the common case). This keeps the parsers of the last MAX_PARSERS hosts
     and counts fetch failures in stats, logging them at DEBUG. When robots.txt
-    failed below HTTP or timed out, the page request fails the same way at
-    once: a host that hangs costs one download timeout, not two.
+    failed below HTTP, the page request fails the same way at once. When it was
+    unreachable at HTTP (no answer within the download timeout, or a 5xx), RFC 9309
+    2.3.1.4 says to assume complete disallow: the page is not asked for, and the host
+    settles as HTTP_ROBOTS_UNREACHABLE (tried again after ROBOTS_UNREACHABLE_RETRY_AFTER,
+    when its robots.txt is asked again: it is not kept as an allow-all).
     """
 
     MAX_PARSERS = 10_000
@@ -74,22 +81,37 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
             robots = Request(
                 f"{netloc}/robots.txt",
                 priority=self.DOWNLOAD_PRIORITY,
-                meta={"dont_obey_robotstxt": True},
+                meta={"dont_obey_robotstxt": True, ROBOTS_FETCH: True},
                 callback=NO_CALLBACK,
             )
             try:
                 response = await self.crawler.engine.download_async(robots)
+                if response.status in SERVER_ERRORS:
+                    raise RobotsUnreachable(f"robots.txt answered {response.status}")
                 await self._parse_robots(response, netloc, request)
             except Exception as exc:
                 log.debug("robots.txt of %s unavailable: %s", netloc, exc)
-                if classify(exc, request_hostname(request) or "") in CARRIED_TO_THE_PAGE:
-                    self._unreachable[netloc] = exc
+                unreachable = self._carry(exc, netloc, request)
                 self._robots_error(exc, netloc)
+                if unreachable:  # not kept as an allow-all: the next request asks again
+                    del self._parsers[netloc]
             self._stats.inc_value("robotstxt/request_count")
-        parser = self._parsers[netloc]
+        parser = self._parsers.get(netloc)
         if isinstance(parser, Deferred):
             return await maybe_deferred_to_future(parser)
         return parser
+
+    def _carry(self, exc: Exception, netloc: str, request: Request) -> bool:
+        """Keep the failure the page request settles with, when robots.txt's says it;
+        True when robots.txt was unreachable at HTTP (complete disallow)."""
+        outcome = classify(exc, request_hostname(request) or "")
+        if outcome in CARRIED_TO_THE_PAGE:
+            self._unreachable[netloc] = exc
+        elif outcome in UNREACHABLE:
+            self._stats.inc_value("hostcrawl/robotstxt/unreachable")
+            self._unreachable[netloc] = RobotsUnreachable(f"robots.txt unreachable: {exc}")
+            return True
+        return False
 
     def process_request_2(self, rp, request: Request) -> None:
         """Hand the host's robots.txt `Sitemap:` URLs to the page (a source of hostnames)."""

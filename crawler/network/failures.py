@@ -16,19 +16,25 @@ from scrapy.exceptions import (
     DownloadTimeoutError,
     IgnoreRequest,
 )
+from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from twisted.internet import error as tx
 from twisted.web._newclient import ParseError
 
 from crawler.core.outcomes import (
     DNS_ERROR,
+    HTTP_BAD_STATUS,
     HTTP_ERROR,
+    HTTP_REDIRECT_LOOP,
+    HTTP_ROBOTS_UNREACHABLE,
     HTTP_TIMEOUT,
     HTTP_TOO_LARGE,
+    HTTP_TOO_MANY_REDIRECTS,
     IGNORED,
     TCP_REFUSED,
     TCP_RESET,
     TCP_TIMEOUT,
+    TLS_CERTIFICATE,
     TLS_HANDSHAKE,
     TLS_TIMEOUT,
 )
@@ -37,9 +43,39 @@ from crawler.network.headerbound import HeadersTooLarge
 from crawler.network.resolver import DNSFailure, last_failure, last_refusal
 
 
+class RedirectLoop(IgnoreRequest):
+    """A redirect to a URL the same fetch was already at: followed, it would go round
+    until REDIRECT_MAX_TIMES, asking the same pages again."""
+
+
+class TooManyRedirects(IgnoreRequest):
+    """More redirects in a row than REDIRECT_MAX_TIMES, none of them a repeat."""
+
+
+class RobotsUnreachable(IgnoreRequest):
+    """The host's robots.txt was unreachable (RFC 9309 2.3.1.4): complete disallow."""
+
+
+# What the TLS library says of a certificate it would not read (OpenSSL's reason strings):
+# a chain past its max_cert_list, or one it cannot parse.
+CERTIFICATE_REASONS = ("excessive message size", "certificate")
+
+# The outcome of each ending of a fetch named by an exception of its own.
+ENDINGS = (
+    (RedirectLoop, HTTP_REDIRECT_LOOP),
+    (TooManyRedirects, HTTP_TOO_MANY_REDIRECTS),
+    (RobotsUnreachable, HTTP_ROBOTS_UNREACHABLE),
+    # A status Scrapy passes to no spider (HttpErrorMiddleware): 99999, a 3xx unfollowed.
+    (HttpError, HTTP_BAD_STATUS),
+)
+
+
 def classify(exc: BaseException, hostname: str) -> str:
     """The outcome type of a failed request to `hostname`."""
     cause = exc.__cause__ or exc
+    for ending, outcome in ENDINGS:
+        if isinstance(exc, ending):
+            return outcome
     if isinstance(exc, IgnoreRequest):
         # A body that inflates past DOWNLOAD_MAXSIZE (a decompression bomb): the host
         # answered, too much, as a body too large to download is.
@@ -85,6 +121,15 @@ def _connection_failure(cause: BaseException) -> str:
         return HTTP_ERROR
     if any(isinstance(r, TLSHandshakeTimeout) for r in reasons):
         return TLS_TIMEOUT
-    if any(isinstance(r, SSL.Error) for r in reasons):
+    errors = [r for r in reasons if isinstance(r, SSL.Error)]
+    if any(_about_the_certificate(e) for e in errors):
+        return TLS_CERTIFICATE
+    if errors:
         return TLS_HANDSHAKE
     return TCP_RESET
+
+
+def _about_the_certificate(error: SSL.Error) -> bool:
+    """The handshake failed on the server's certificate (OpenSSL names it in its reason)."""
+    text = str(error).lower()
+    return any(reason in text for reason in CERTIFICATE_REASONS)

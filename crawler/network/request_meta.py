@@ -16,6 +16,9 @@ OUTCOME_BY_ITEM = "hostcrawl_outcome_by_item"
 # The URL whose failure a request failed with, when it is not the request's own (its
 # host's robots.txt, carried to the page).
 FAILED_AT = "hostcrawl_failed_at"
+# A host's robots.txt fetch: its server error is not retried (RFC 9309 2.3.1.4 says what
+# it means: complete disallow until the host is tried again).
+ROBOTS_FETCH = "hostcrawl_robots_fetch"
 
 
 def request_hostname(request: Request) -> str | None:

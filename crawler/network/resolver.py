@@ -38,6 +38,11 @@ from crawler.core.outcomes import (
 log = logging.getLogger(__name__)
 
 MAX_CNAME_HOPS = 8
+# Bytes of a UDP answer read: all a datagram can hold. twisted.names reads 8 KB, and an
+# answer cut there (a CNAME chain past it) parsed as a shorter one whose last CNAME, a
+# hop in the chain's middle, was asked for next: the outcome named what that name got
+# (NXDOMAIN, a timeout), not what the server answered.
+UDP_READ_BYTES = 65535
 NEGATIVE_TTL_CAP = 3600
 # Kinds a lookup may be retried for; NXDOMAIN and NOANSWER are answers.
 TRANSIENT = frozenset({DNS_SERVFAIL, DNS_TIMEOUT, DNS_REFUSED})
@@ -179,6 +184,16 @@ def parse_nameservers(value: str | list | None) -> list[tuple[str, int]]:
     return servers
 
 
+class WholeAnswerResolver(client.Resolver):
+    """twisted.names' resolver, reading each UDP answer whole (UDP_READ_BYTES)."""
+
+    def _connectedProtocol(self, interface: str = ""):  # noqa: N802 (Twisted's name)
+        protocol = super()._connectedProtocol(interface)
+        # The port reads each datagram into maxPacketSize bytes (twisted udp.Port.doRead).
+        protocol.transport.maxPacketSize = UDP_READ_BYTES
+        return protocol
+
+
 @implementer(IResolverSimple)
 class OutcomeResolver:
     """TWISTED_DNS_RESOLVER: IPv4 lookups through twisted.names, failures with their kind."""
@@ -199,9 +214,9 @@ class OutcomeResolver:
         self.attempts = (timeout, timeout)
         self._cache = _Cache(cache_size)
         if nameservers:
-            self._client = client.Resolver(servers=nameservers, reactor=reactor)
+            self._client = WholeAnswerResolver(servers=nameservers, reactor=reactor)
         else:
-            self._client = client.Resolver(resolv="/etc/resolv.conf", reactor=reactor)
+            self._client = WholeAnswerResolver(resolv="/etc/resolv.conf", reactor=reactor)
 
     @classmethod
     def from_crawler(cls, crawler, reactor):

@@ -37,8 +37,11 @@ from crawler.core.outcomes import (
     TCP_REFUSED,
     TCP_RESET,
     TCP_TIMEOUT,
+    TLS_CERTIFICATE,
     TLS_HANDSHAKE,
     TLS_TIMEOUT,
+    is_network_failure,
+    layer_of,
 )
 from crawler.core.sources import parse_groups
 from crawler.db.crawl import claims, unfinished
@@ -61,7 +64,14 @@ log = logging.getLogger(__name__)
 
 # Failures below HTTP on the host's own address: plain HTTP may still answer.
 # A DNS failure is the same for both schemes, so it never falls back.
-FALLS_BACK = frozenset({TCP_REFUSED, TCP_RESET, TCP_TIMEOUT, TLS_HANDSHAKE, TLS_TIMEOUT})
+FALLS_BACK = frozenset(
+    {TCP_REFUSED, TCP_RESET, TCP_TIMEOUT, TLS_HANDSHAKE, TLS_TIMEOUT, TLS_CERTIFICATE}
+)
+# The outcome of the https try a fallback request follows.
+HTTPS_OUTCOME = "hostcrawl_https_outcome"
+# The largest status the hosts table keeps (a SMALLINT): a status past it (99999) is
+# named by the outcome, HTTP_BAD_STATUS, and not stored.
+MAX_STORED_STATUS = 32767
 # Most hosts one claim takes, in CLAIM_BATCHes: a bigger claim locks more roots at once.
 MAX_CLAIM_BATCHES = 8
 # The close reason of a crawl whose claim failed other than by an outage.
@@ -234,8 +244,10 @@ class HostsSpider(scrapy.Spider):
             if poll:
                 return
 
-    def host_request(self, hostname: str, fallback: bool = False) -> scrapy.Request:
-        """The request for a host's front page (by HTTP_FALLBACK_TEMPLATE if `fallback`)."""
+    def host_request(self, hostname: str, https_outcome: str | None = None) -> scrapy.Request:
+        """The request for a host's front page (by HTTP_FALLBACK_TEMPLATE after an
+        https try that failed with `https_outcome`)."""
+        fallback = https_outcome is not None
         template = self.fallback_template if fallback else self.url_template
         # An IPv6 literal goes in brackets in a URL.
         host = f"[{hostname}]" if ":" in hostname else hostname
@@ -249,6 +261,7 @@ class HostsSpider(scrapy.Spider):
                 "hostcrawl_hostname": hostname,
                 "hostcrawl_scheme": url.partition(":")[0].lower(),
                 "hostcrawl_fallback": fallback,
+                HTTPS_OUTCOME: https_outcome,
                 OUTCOME_BY_ITEM: True,
                 # One Scrapy download slot per root: CONCURRENT_REQUESTS_PER_DOMAIN
                 # then applies per root (Downloader.DOWNLOAD_SLOT).
@@ -296,9 +309,11 @@ class HostsSpider(scrapy.Spider):
         outcome = classify(failure.value, request_hostname(request) or hostname)
         if self._falls_back(request, outcome):
             self.crawler.stats.inc_value("hostcrawl/fallback/tried")
-            yield self.host_request(hostname, fallback=True)
+            yield self.host_request(hostname, https_outcome=outcome)
             return
-        yield HostItem(hostname, outcome, final_url=request.meta.get(FAILED_AT, request.url))
+        outcome = told_over_the_fallback(request.meta.get(HTTPS_OUTCOME), outcome)
+        final_url = request.meta.get(FAILED_AT, request.url)
+        yield HostItem(hostname, outcome, status_of(failure.value), final_url=final_url)
 
     def _falls_back(self, request: scrapy.Request, outcome: str) -> bool:
         """Try plain HTTP once when https failed below HTTP at the host itself."""
@@ -321,6 +336,22 @@ class HostsSpider(scrapy.Spider):
         if isinstance(item, HostItem):
             self.in_flight.pop(item.hostname, None)
             self._room.set()
+
+
+def told_over_the_fallback(https_outcome: str | None, outcome: str) -> str:
+    """The outcome of a host whose plain-HTTP fallback failed with `outcome`: the https
+    try's when it failed at TLS and the fallback below HTTP. The host listens for TLS, and
+    TLS is what failed (a certificate the TLS library would not read); the fallback's
+    refused or reset connection would name what was never the host's way in."""
+    tls_failed = https_outcome is not None and layer_of(https_outcome) == "TLS"
+    return https_outcome if tls_failed and is_network_failure(outcome) else outcome
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The status of the response a failure came with (HttpError), when it fits."""
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status", None)
+    return status if isinstance(status, int) and 0 < status <= MAX_STORED_STATUS else None
 
 
 def denied_item(request: scrapy.Request, denial: Denial) -> HostItem:

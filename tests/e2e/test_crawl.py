@@ -204,7 +204,7 @@ def test_tcp_and_tls_failures_on_both_schemes_count_towards_a_trap(db, fakeweb_f
     [entry] = deny_entries.list_entries(db, "blocked")
     assert entry["hostname"] == "mixed.test"
     # Each failed on https (refused, reset, broken TLS), then on plain HTTP: the final
-    # outcome (the fallback's) is what the window holds.
+    # outcome is what the window holds (the fallback's, or the https try's when TLS failed).
     for kind in ("TCP_REFUSED", "TCP_RESET"):
         assert kind in entry["blocked_reason"]
     tried = int(re.search(r"'hostcrawl/fallback/tried': (\d+)", worker.log()).group(1))

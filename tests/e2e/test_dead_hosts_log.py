@@ -23,7 +23,8 @@ DEAD = {
     "refused.test": ("refused", "TCP_REFUSED"),
     "reset.test": ("reset", "TCP_RESET"),
     "gone.test": ("nxdomain", "DNS_NXDOMAIN"),
-    "hole.test": ("blackhole", "HTTP_TIMEOUT"),
+    # Connected, then silence: its robots.txt, asked first, timed out (RFC 9309: unreachable).
+    "hole.test": ("blackhole", "HTTP_ROBOTS_UNREACHABLE"),
 }
 
 
@@ -78,6 +79,7 @@ def test_dead_hosts_are_counted_at_info_and_never_an_error(db, fakeweb_factory, 
     # The dead hosts' connections: a reset is a glitch as far as one try can tell, so its
     # robots.txt is tried again once (RETRY_TIMES) over each scheme, and the page fails as
     # its robots.txt did, without a connection of its own; the host that never answers
-    # waited out its timeout once (HTTP_TIMEOUT has no retry nor fallback).
+    # waited out its timeout once, on robots.txt (HTTP_TIMEOUT has no retry, and
+    # HTTP_ROBOTS_UNREACHABLE no fallback).
     connections = Counter((c["behaviour"], c["scheme"]) for c in web.connections())
     assert connections == {("reset", "https"): 2, ("reset", "http"): 2, ("blackhole", "https"): 1}

@@ -30,9 +30,9 @@ HOSTILE = {
     # 8 MiB of zeros gzipped to 8 KB, past the production DOWNLOAD_MAXSIZE (2 MiB): it
     # answered, too much (not IGNORED, the deny list's outcome).
     "bomb.test": "HTTP_TOO_LARGE",
-    # robots.txt never answers: the page is not asked (a host that hangs costs one
-    # download timeout), and the host's final URL says whose timeout it was.
-    "robotshang.test": "HTTP_TIMEOUT",
+    # robots.txt never answers: unreachable, so complete disallow (RFC 9309); the page
+    # is not asked, and the host's final URL says whose robots.txt it was.
+    "robotshang.test": "HTTP_ROBOTS_UNREACHABLE",
     "longurl.test": "OK",
 }
 
@@ -87,7 +87,7 @@ def test_the_crawl_stays_within_its_bounds(crawled):
     assert peak_rss_mb(log) <= HOSTILE_PEAK_RSS_MB
 
 
-def test_a_hanging_robots_txt_is_named_as_what_timed_out(crawled):
+def test_a_hanging_robots_txt_is_named_as_what_was_unreachable(crawled):
     web, facts, _, _ = crawled
     assert facts["robotshang.test"].final_url.endswith("/robots.txt")
     assert web.fetch_counts(path="/")["robotshang.test"] == 0

@@ -22,7 +22,11 @@ HTTP_CASES = {
     "mute.test": ("silent", "DNS_TIMEOUT", None),
     "closed.test": ("refused", "TCP_REFUSED", None),
     "hangup.test": ("reset", "TCP_RESET", None),
-    "stall.test": ("blackhole", "HTTP_TIMEOUT", None),
+    # Connected, then silence: its robots.txt, asked first, is unreachable (RFC 9309:
+    # complete disallow, the page not asked for).
+    "stall.test": ("blackhole", "HTTP_ROBOTS_UNREACHABLE", None),
+    # Its robots.txt answers (404), its page never does.
+    "stallpage.test": ("hang", "HTTP_TIMEOUT", None),
 }
 HTTPS_CASES = {
     "secure.test": ("page", "OK", 200),
@@ -43,8 +47,8 @@ def build_world(cases: dict) -> World:
             world.site(host)
         elif isinstance(how, int):
             world.site(host, status=how)
-        elif how == "hang":
-            world.hang(host)
+        elif how == "hang":  # the page only: its robots.txt answers
+            world.hang(host, "/")
         elif how == "trickle":
             world.trickle(world.site(host, title="x" * 400), chunk=16, every=0.2)
         else:

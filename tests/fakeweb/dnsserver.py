@@ -89,10 +89,13 @@ class DnsResponder:
         return response
 
     def _cname(self, response: dns.message.Message, name, rule: dict) -> None:
-        """The CNAME, then the target's A record when it has one (no chains of chains)."""
+        """The CNAME (or the chain of them: World.cname_chain), then the target's A record
+        when it has one (no chains of chains). Whole, whatever its size, over UDP too."""
         ttl = rule["ttl"] if rule["ttl"] is not None else self.world.ttl
         target = rule["target"] + "."
-        response.answer.append(dns.rrset.from_text(name, ttl, "IN", "CNAME", target))
+        for hop in [*(f"{via}." for via in rule.get("via", ())), target]:
+            response.answer.append(dns.rrset.from_text(name, ttl, "IN", "CNAME", hop))
+            name = hop
         address = self.world.address_of(rule["target"])
         if address is not None:
             response.answer.append(dns.rrset.from_text(target, ttl, "IN", "A", address))

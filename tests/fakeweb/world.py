@@ -222,6 +222,13 @@ class World:
         self.names[name].update(address=None, ttl=ttl)
         return name
 
+    def cname_chain(self, name: str, via: list[str], target: str) -> str:
+        """Make `name` a chain of CNAMEs through `via` to `target`, answered whole in one
+        message as a recursive server answers it (CNAMEs, then the target's A record)."""
+        name = self.cname(name, target)
+        self.names[name]["via"] = [normalize_host(hop) for hop in via]
+        return name
+
     def certify(self, *names: str) -> None:
         """Name `names` in the TLS certificate too (it always names *.test)."""
         self.certificate_names.extend(names)

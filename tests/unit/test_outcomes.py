@@ -17,13 +17,20 @@ from scrapy.exceptions import (
     DownloadTimeoutError,
     IgnoreRequest,
 )
+from scrapy.http import HtmlResponse
+from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet import error as tx
 from twisted.python.failure import Failure
 from twisted.web._newclient import ParseError, ResponseFailed, ResponseNeverReceived
 
 from crawler.core.outcomes import is_network_failure
 from crawler.network.download import TLSHandshakeTimeout
-from crawler.network.failures import classify
+from crawler.network.failures import (
+    RedirectLoop,
+    RobotsUnreachable,
+    TooManyRedirects,
+    classify,
+)
 from crawler.network.resolver import DNSFailure, Resolution
 
 
@@ -60,6 +67,15 @@ CASES = [
     (DownloadCancelledError(MAX_SIZE), "HTTP_TOO_LARGE"),
     (never_received(SSL.Error([("SSL routines", "", "wrong version number")])), "TLS_HANDSHAKE"),
     (never_received(TLSHandshakeTimeout("took longer than 5 s")), "TLS_TIMEOUT"),
+    # A certificate chain past OpenSSL's max_cert_list (100 KB): the certificate failed.
+    (
+        never_received(SSL.Error([("SSL routines", "", "excessive message size")])),
+        "TLS_CERTIFICATE",
+    ),
+    (RedirectLoop("a -> a"), "HTTP_REDIRECT_LOOP"),
+    (TooManyRedirects("max redirections reached"), "HTTP_TOO_MANY_REDIRECTS"),
+    (RobotsUnreachable("robots.txt answered 503"), "HTTP_ROBOTS_UNREACHABLE"),
+    (HttpError(HtmlResponse("http://odd.test/", status=99999), "unhandled"), "HTTP_BAD_STATUS"),
     (never_received(tx.ConnectionLost()), "TCP_RESET"),
     (wrapped(DownloadFailedError("lost"), tx.ConnectionLost()), "TCP_RESET"),
     # A status line that is none, or a line past 16 KB: the server answered, broken.
@@ -86,4 +102,13 @@ def test_classify(exc, outcome):
 def test_a_host_that_answered_never_feeds_a_trap():
     """A slow, huge or broken page proves the name leads somewhere: not a trap failure."""
     answered = {o for _, o in CASES if not is_network_failure(o)}
-    assert answered == {"IGNORED", "HTTP_TIMEOUT", "HTTP_TOO_LARGE", "HTTP_ERROR"}
+    assert answered == {
+        "IGNORED",
+        "HTTP_TIMEOUT",
+        "HTTP_TOO_LARGE",
+        "HTTP_ERROR",
+        "HTTP_REDIRECT_LOOP",
+        "HTTP_TOO_MANY_REDIRECTS",
+        "HTTP_ROBOTS_UNREACHABLE",
+        "HTTP_BAD_STATUS",
+    }
