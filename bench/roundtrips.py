@@ -101,7 +101,7 @@ def count_pages(url: str, mode: str) -> dict:
     engine = get_engine(with_remote_commands(counted) if mode == "cluster" else counted)
     counter = RoundTripCounter(engine)
     name = f"trips-{mode.replace(' ', '-')}"
-    worker = work.Worker(engine, name, work.Pages(LOADED_ROOTS, mode))
+    worker = work.Worker(engine, name, work.Pages(LOADED_ROOTS, "counted"))
     done = 0
     while done < WARMUP_PAGES:
         crawled = worker.crawl(HEADLINE_BATCH)
@@ -150,6 +150,7 @@ def report_trips(mode: str, found: dict) -> None:
         trips, pages = found[batch], found["pages"][batch]
         client, remote, serial = per_page(trips, pages)
         kinds = ", ".join(f"{k} {trips[k].client / pages:.2f}" for k in KINDS if k in trips)
+        paths = ", ".join(f"{k} {trips[k].remote_serial / pages:.2f}" for k in KINDS if k in trips)
         total = sum(trips.values(), Trips())
         wire = ", ".join(f"{k} {n:,}" for k, n in sorted(total.kinds.items()))
         line = (
@@ -158,7 +159,9 @@ def report_trips(mode: str, found: dict) -> None:
             f" statements, {total.checkouts:,} checkouts)"
         )
         if mode == "cluster":
-            line += f"; coordinator -> worker {remote:.2f} a page, critical path {serial:.2f}"
+            line += (
+                f"; coordinator -> worker {remote:.2f} a page, critical path {serial:.2f} ({paths})"
+            )
         print(line)
     print(
         f"# {mode}: a heartbeat {beat.client / HEARTBEATS:.1f} client round trips"
