@@ -338,7 +338,13 @@ def main() -> None:
         took = load(engines[mode], (0, LOADED_ROOTS), (0, LOADED_ROOTS // 2), entries=False)
         vacuum_everywhere(engines[mode], nodes[mode])
         print(f"# {mode}: loaded {hosts:,} hosts over {LOADED_ROOTS:,} roots: {took}")
-    print(f"# {time.perf_counter() - started:.0f} s: both deployments up and loaded")
+    shards = cluster.coordinator.execute(
+        "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'hosts'::regclass"
+    )[0][0]
+    print(
+        f"# {time.perf_counter() - started:.0f} s: both deployments up and loaded;"
+        f" the cluster's tables in {shards} shards each"
+    )
     judge_sizes(engines, nodes)
 
     found = {}
