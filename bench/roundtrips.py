@@ -48,6 +48,7 @@ import os
 import sys
 import time
 from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -124,17 +125,11 @@ def count_pages(url: str, mode: str) -> dict:
                 raise RuntimeError(f"{mode}: nothing due after {done} pages")
             done += crawled
         found[batch], found["pages"][batch] = dict(trips), done
-    beat = heartbeats.Beat(name, "bench", os.getpid(), time_now(), 0, 0.0)
+    beat = heartbeats.Beat(name, "bench", os.getpid(), datetime.now(UTC), 0, 0.0)
     beats = [counter.measure(lambda: heartbeats.beat(engine, beat))[0] for _ in range(HEARTBEATS)]
     found["beat"] = sum(beats, Trips())
     engine.dispose()
     return found
-
-
-def time_now():
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC)
 
 
 def per_page(trips: dict[str, Trips], pages: int) -> tuple[float, float, float]:
