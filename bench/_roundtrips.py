@@ -20,8 +20,10 @@ any one connection (the critical path), `remote` all of them.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -76,6 +78,7 @@ class RoundTripCounter:
 
     def __init__(self, engine) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="hostcrawl-trips-"))
+        atexit.register(shutil.rmtree, self.folder, True)
         self.connections: list = []  # the DBAPI connections the pool made
         self.counting = False
         self.traced: list = []
