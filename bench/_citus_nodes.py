@@ -64,14 +64,17 @@ def start_one_server(nodes: int):
     return server
 
 
-def start_cluster():
-    """A started, migrated and distributed cluster (stopped and deleted at exit)."""
+def start_cluster(shards: int | None = None):
+    """A started, migrated and distributed cluster (stopped and deleted at exit); its
+    tables in `shards` shards each (None: tests/citus_cluster.py's 8)."""
     from tests.citus_cluster import CitusCluster
 
     cluster = CitusCluster().start()
     atexit.register(cluster.stop)
     for node in cluster.nodes:
         node.execute(f"ALTER SYSTEM SET shared_buffers = '{NODE_BUFFERS_MB}MB'")
+    if shards is not None:
+        cluster.coordinator.execute(f"ALTER SYSTEM SET citus.shard_count = {int(shards)}")
     # shared_buffers needs a restart: the coordinator goes first and comes back last, so
     # it never holds connections to a worker that is down.
     cluster.coordinator.stop()
