@@ -73,7 +73,7 @@ class Host(Base):
         Index("ix_hosts_root", "root"),
         Index("ix_hosts_discovered_at", "discovered_at"),
         Index("ix_hosts_outcome", "outcome"),
-        Index("ix_hosts_reversed", reversed_name("hostname")),
+        # No index over reversed names: the queue's serves every walk of a name tree (0028).
         # The banner's count of hosts held back in an outage: only hosts ever held back.
         Index("ix_hosts_held_at", "held_at", postgresql_where=text("held_at IS NOT NULL")),
     )
