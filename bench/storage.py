@@ -27,8 +27,10 @@ keeping the names at all costs. Target: each variant's total <= 350 B/host (issu
 100M hosts: bytes per host hardly move with the count, what moves is the B-trees' depth).
 
 `--hosts N` (N names over N/5 roots) or `--quick` (100,000): a try, NO VERDICT.
-`--layout`: also build the merged layout of docs/scaling.md (bench/_storage_layout.py)
-from the same rows and print its bytes per host beside the schema's.
+`--readers`: the indexes the panel's, the export's and the claim's statements take on
+the loaded rows (bench/_storage_readers.py). `--layout`: also build the candidate
+layouts of docs/scaling.md (bench/_storage_layout.py) from the same rows and print their
+bytes per host beside the schema's.
 """
 
 from __future__ import annotations
@@ -280,6 +282,10 @@ def main() -> None:
             f" (target <= {TARGET} B/host) {word_}; x{per_host / alone:.2f} the names alone"
             f" ({alone:.1f} B/host)"
         )
+        if "--readers" in sys.argv:
+            from _storage_readers import print_readers
+
+            print_readers(engine)
         if "--layout" in sys.argv:
             from _storage_layout import measure_layout
 
