@@ -233,6 +233,23 @@ def report(engine, label: str, hosts: int, tables=TABLES, left_out=("names_alone
     return float(total) / hosts
 
 
+COLUMNS = (
+    "SELECT attname FROM pg_attribute WHERE attrelid = CAST(:t AS regclass)"
+    " AND attnum > 0 AND NOT attisdropped ORDER BY attnum"
+)
+
+
+def column_bytes(engine, hosts: int, table: str = "hosts") -> None:
+    """Each column's bytes per host in `table`'s heap (pg_column_size; NULL: none), the
+    facts the plan to 350 B/host weighs (docs/scaling.md)."""
+    with engine.connect() as conn:
+        names = conn.execute(text(COLUMNS), {"t": table}).scalars().all()
+        sums = ", ".join(f'sum(coalesce(pg_column_size("{c}"), 0))' for c in names)
+        sizes = conn.execute(text(f"SELECT {sums} FROM {table}")).one()
+    line = ", ".join(f"{n} {int(b) / hosts:.1f}" for n, b in zip(names, sizes, strict=True))
+    print(f"# {table} columns, B/host (values only): {line}")
+
+
 def baseline(engine, rows: list[tuple[str, str, int]]) -> float:
     """Bytes per host of the names alone: (hostname, root) and its primary key."""
     with engine.begin() as conn:
@@ -274,6 +291,7 @@ def main() -> None:
         vacuum_analyze(engine)
         print(f"# {variant}: loaded in {took:.0f} s")
         per_host = report(engine, variant, len(rows))
+        column_bytes(engine, len(rows))
         ok = per_host <= TARGET if judged else None
         value = f"{per_host:.0f} B/host (x{per_host / alone:.2f} the names alone)"
         word_ = verdict(ok, f"bytes per host, {variant} (1M)", value, f"<= {TARGET} B/host")
