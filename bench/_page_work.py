@@ -39,8 +39,9 @@ from crawler.core import config
 from crawler.core.hostnames import root
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import DNS_NXDOMAIN, OK, is_network_failure
-from crawler.db import claims, queue, trap_windows, unfinished
-from crawler.db.queue import Crawled, CrawlResult
+from crawler.db.crawl import claims, queue, unfinished
+from crawler.db.crawl.queue import Crawled, CrawlResult
+from crawler.db.rules import trap_windows
 
 CLAIM_BATCH = config.setting("CLAIM_BATCH").default
 MOST_CLAIMED = 8 * CLAIM_BATCH  # crawler/spiders/hosts.py MAX_CLAIM_BATCHES

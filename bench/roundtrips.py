@@ -94,8 +94,8 @@ def judged(ok: bool) -> bool | None:
 
 def count_pages(url: str, mode: str) -> dict:
     """{finish batch: {kind: Trips}, "pages": {batch: pages}, "beat": Trips a heartbeat}."""
-    from crawler.db import heartbeats
-    from crawler.db.engine import get_engine
+    from crawler.db.crawl import heartbeats
+    from crawler.db.server.engine import get_engine
 
     # The crawler's engine, a URL of its own: Citus tells each command it sends a worker.
     counted = f"{url}?application_name=roundtrips"
@@ -232,7 +232,7 @@ def settled_counters(nodes) -> dict[str, tuple[int, int]]:
 
 def sustain_worker(url: str, tag: str, seconds: float, barrier, results) -> None:
     sys.path.insert(0, str(PROJECT_ROOT))
-    from crawler.db.engine import get_engine
+    from crawler.db.server.engine import get_engine
 
     engine = get_engine(url)
     worker = work.Worker(engine, f"sustain-{tag}", work.Pages(LOADED_ROOTS, tag))

@@ -10,7 +10,7 @@ import sys
 import pytest
 from sqlalchemy import create_engine, text
 
-from crawler.db.engine import PROJECT_ROOT
+from crawler.db.server.engine import PROJECT_ROOT
 
 sys.path.insert(0, str(PROJECT_ROOT / "bench"))
 

@@ -52,8 +52,8 @@ def trap_of_many(db):
     found(db, ["trap.test"] + [f"t{i}.trap.test" for i in range(1000)], "links")
     deny_entries.upsert_blocked(db, "trap.test", "subdomain generator")
     # The statistics autovacuum keeps on a live database. Left with an earlier test's (many
-    # small roots), the planner probes by ix_hosts_root and reads the trap's 1,001 rows a
-    # probe: 41,939 read in one run of the suite.
+    # small roots), the planner probed by an index by root (ix_hosts_root, gone in 0028)
+    # and read the trap's 1,001 rows a probe: 41,939 read in one run of the suite.
     with db.begin() as conn:
         conn.execute(text("ANALYZE hosts, queue"))
     return db

@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Text, and_, cast, exists, func, select, text
+from sqlalchemy import Select, Text, and_, cast, exists, func, select, text
 from sqlalchemy.engine import Row
 
 from crawler.core.hostnames import normalize, parents
 from crawler.core.outcomes import ALIVE
 from crawler.core.traps import Observation
-from crawler.db.models import Host, RootRow, WildcardProbe
-from crawler.db.operators.host_filter import PREFIX, search_condition
+from crawler.db.models import Host, QueueRow, RootRow, WildcardProbe
+from crawler.db.operators.host_filter import PREFIX, QUEUE_REVERSED, SAME_HOST, search_condition
 from crawler.db.server.sql_pieces import names_param, suffix_range
 from webpanel.queries.paging import DEFAULT_LIMIT, Order, Page, paginate
 
@@ -28,7 +28,6 @@ DUE_CAP = 1000
 # Columns, not the ORM entity: the same rows from a Connection or the panel's Session.
 ROOT_COLUMNS = tuple(RootRow.__table__.c)
 ROOTS_REVERSED = func.reverse(cast(RootRow.root, Text))
-HOSTS_REVERSED = func.reverse(cast(Host.hostname, Text))
 
 ROOT_SORTS: dict[str, Order] = {
     "name": Order((RootRow.root,), ("str",)),
@@ -169,7 +168,7 @@ def root_line(conn, domain: str) -> RootLine | None:
     return lines(conn, [row])[0] if row else None
 
 
-SUBDOMAIN_ORDER = Order((HOSTS_REVERSED,), ("str",))
+SUBDOMAIN_ORDER = Order((QUEUE_REVERSED,), ("str",))
 
 
 def subdomain_page(
@@ -179,27 +178,38 @@ def subdomain_page(
     before: str | None = None,
     limit: int = DEFAULT_LIMIT,
 ) -> Page:
-    """The root's hosts, grouped by name tree (reversed-name order, the ix_hosts_reversed
-    range), one keyset page.
+    """The root's hosts, grouped by name tree (reversed-name order), one keyset page."""
+    return paginate(conn, subdomain_statement(domain), SUBDOMAIN_ORDER, after, before, limit)
 
-    The root test is written so that no index serves it (root is never NULL): on a root
-    with 100,000 hosts, ix_hosts_root would fetch them all and sort them for 50 rows.
+
+def subdomain_statement(domain: str) -> Select:
+    """The root's hosts, walked over the ix_queue_reversed range, each row's facts looked
+    up in hosts by its whole key.
+
+    The walk is over the queue, which has a row for every host (its writers make both in
+    one transaction), so hosts needs no index over reversed names of its own (0028). The
+    root test is written so that no index serves it (root is never NULL): on a root with
+    100,000 hosts, an index by root would fetch them all and sort them for 50 rows.
     """
     domain = normalize(domain)
     # [reverse(root), the end of the names below it): the root itself and every name
-    # under it, as one range of ix_hosts_reversed walked in order (no OR, which would
+    # under it, as one range of ix_queue_reversed walked in order (no OR, which would
     # fetch and sort them all). Names that merely end in "-root" fall in it too; the
     # root test drops them.
     _, hi = suffix_range(domain)
-    reversed_name = HOSTS_REVERSED
-    stmt = select(
-        Host.hostname, Host.outcome, Host.http_status, Host.last_crawled_at, Host.discovered_at
-    ).where(
-        reversed_name >= domain[::-1],
-        reversed_name < hi,
-        func.coalesce(Host.root, Host.hostname) == domain,
+    reversed_name = QUEUE_REVERSED
+    return (
+        select(
+            Host.hostname, Host.outcome, Host.http_status, Host.last_crawled_at, Host.discovered_at
+        )
+        .select_from(QueueRow)
+        .join(Host, SAME_HOST)
+        .where(
+            reversed_name >= domain[::-1],
+            reversed_name < hi,
+            func.coalesce(QueueRow.root, QueueRow.hostname) == domain,
+        )
     )
-    return paginate(conn, stmt, SUBDOMAIN_ORDER, after, before, limit)
 
 
 def window(conn, domain: str, size: int) -> list[Observation]:

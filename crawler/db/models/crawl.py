@@ -70,10 +70,10 @@ class Host(Base):
     held_outcome: Mapped[str | None] = mapped_column(String(32))
 
     __table_args__ = (
-        Index("ix_hosts_root", "root"),
+        # No index by root, none over reversed names: the queue's serve those readers, and
+        # one by root drew the planner away from the key for a host's facts (0028).
         Index("ix_hosts_discovered_at", "discovered_at"),
         Index("ix_hosts_outcome", "outcome"),
-        Index("ix_hosts_reversed", reversed_name("hostname")),
         # The banner's count of hosts held back in an outage: only hosts ever held back.
         Index("ix_hosts_held_at", "held_at", postgresql_where=text("held_at IS NOT NULL")),
     )

@@ -30,6 +30,8 @@ QUEUE_REVERSED = func.reverse(cast(QueueRow.hostname, Text))
 
 # Queue rows that no entry took out of routing (the ix_queue_shown partial index).
 SHOWN = and_(QueueRow.status_reason.is_(None), QueueRow.denied_by.is_(None))
+# Its complement: an entry's own row, or one an entry took (ix_queue_hidden_root).
+HIDDEN = or_(QueueRow.status_reason.is_not(None), QueueRow.denied_by.is_not(None))
 
 # A host's facts and its queue row share the whole key: on a cluster, the same shard.
 SAME_HOST = and_(Host.hostname == QueueRow.hostname, Host.root == QueueRow.root)
@@ -63,10 +65,19 @@ class HostFilter:
         elif self.outcome:
             on_hosts.append(Host.outcome == self.outcome)
         if self.root.strip():
-            on_hosts.append(Host.root == normalize(self.root))
+            on_queue.append(of_root(normalize(self.root), self.include_denied))
         if self.since is not None:
             on_hosts.append(Host.discovered_at >= self.since)
         return on_queue, on_hosts
+
+
+def of_root(name: str, include_denied: bool) -> ColumnElement[bool]:
+    """The queue rows of the root `name`: the shown ones by ix_queue_root_due; with the
+    hidden ones, each half by its own partial index (the other, ix_queue_hidden_root), as
+    no index holds a root's rows all together (0028)."""
+    if not include_denied:
+        return QueueRow.root == name
+    return or_(and_(QueueRow.root == name, SHOWN), and_(QueueRow.root == name, HIDDEN))
 
 
 def prefix_bounds(prefix: str) -> tuple[str, str]:

@@ -1,0 +1,139 @@
+"""Readers keep an index plan when an index goes (docs/scaling.md, "What each index is
+for"). hosts has no index by root and none over reversed names (migration 0028): a root's
+page walks the queue's index over reversed names, in order; the root filter of the list
+and the export takes the queue's partial indexes by root; and every host's facts are
+probed by hosts' key. On one server and on the cluster."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from crawler.db.deployment import ONE_SERVER, deployment_of
+from sqlalchemy import text
+from sqlalchemy.dialects import postgresql
+
+from crawler.db.operators import bulk
+from crawler.db.operators.export import export_statement
+from crawler.db.operators.host_filter import HostFilter
+from webpanel.queries import root_rows
+from webpanel.queries.host_rows import host_statement
+from webpanel.queries.paging import keyset
+
+FARM = "farm.test"
+SMALL = "small.test"  # 30 hosts, 10 of them out of routing
+
+
+def worker_nodes(db, statement) -> list[dict]:
+    """The nodes of the plan that reads the rows: on a cluster, those of its tasks (on
+    the workers), the coordinator's merge of their pages left out."""
+    sql = statement.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True})
+    with db.connect() as conn:
+        plan = conn.execute(text(f"EXPLAIN (FORMAT JSON) {sql}")).scalar_one()[0]["Plan"]
+    nodes, stack, tasks = [], [plan], []
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        stack.extend(node.get("Plans", []))
+        for task in node.get("Distributed Query", {}).get("Job", {}).get("Tasks", []):
+            tasks.extend(step["Plan"] for steps in task["Remote Plan"] for step in steps)
+    if not tasks:
+        return nodes
+    nodes, stack = [], tasks
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        stack.extend(node.get("Plans", []))
+    return nodes
+
+
+def reads_of(nodes: list[dict], table: str) -> list[dict]:
+    """The nodes that read `table` (on a cluster, its shard: the table's name and a number)."""
+    return [n for n in nodes if re.fullmatch(rf"{table}(_\d+)?", n.get("Relation Name", ""))]
+
+
+@pytest.fixture
+def farm(either):
+    """A root of 20,000 hosts among 2,000 small roots (20,000 hosts), and one of 30 with a
+    subtree of 10 out of routing (as a no_follow entry's sweep leaves it); analyzed."""
+    names = [f"h{i}.s{i % 7}.{FARM}" for i in range(20_000)]
+    names += [f"w{i}.r{i % 2_000}.test" for i in range(20_000)]
+    names += [f"x{i}.s.{SMALL}" if i < 10 else f"y{i}.{SMALL}" for i in range(30)]
+    bulk.collect(bulk.seed(either, names))
+    with either.begin() as conn:
+        conn.execute(
+            text(
+                f"UPDATE queue SET denied_by = 's.{SMALL}'"
+                f" WHERE root = '{SMALL}' AND hostname LIKE '%.s.{SMALL}'"
+            )
+        )
+    with either.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("ANALYZE hosts; ANALYZE queue"))
+    return either
+
+
+def test_a_roots_page_walks_the_reversed_names_of_the_queue_in_order(farm):
+    page, *_ = keyset(
+        root_rows.subdomain_statement(FARM), root_rows.SUBDOMAIN_ORDER, None, None, 50
+    )
+    nodes = worker_nodes(farm, page)
+    walks = reads_of(nodes, "queue")
+    assert [n["Node Type"] for n in walks] == ["Index Scan"], nodes
+    assert walks[0]["Index Name"].startswith("ix_queue_reversed"), nodes
+    assert all(n["Node Type"] != "Sort" for n in nodes), nodes  # the page is the walk's order
+    # Each row's facts by hosts' whole key: no index of hosts' own over the names' tree.
+    probes = reads_of(nodes, "hosts")
+    assert probes and all(n.get("Index Name", "").startswith("pk_hosts") for n in probes), nodes
+
+
+def test_a_roots_page_shows_every_host_of_the_root_in_name_tree_order(farm):
+    with farm.connect() as conn:
+        first = root_rows.subdomain_page(conn, FARM, limit=500)
+        second = root_rows.subdomain_page(conn, FARM, after=first.next, limit=500)
+    shown = [r.hostname for r in first.rows + second.rows]
+    tree = sorted((f"h{i}.s{i % 7}.{FARM}" for i in range(20_000)), key=lambda n: n[::-1])
+    assert shown == tree[:1000]
+
+
+def statement_on(db, make):
+    with db.connect() as conn:
+        return make(deployment_of(conn))
+
+
+@pytest.mark.parametrize(
+    ("make", "queue_indexes"),
+    [
+        (lambda found: export_statement(HostFilter(), found), None),
+        (lambda found: host_statement(HostFilter(outcome="none"), deployment=found), None),
+        (
+            lambda found: host_statement(HostFilter(root=SMALL), deployment=found),
+            {"ix_queue_root_due"},
+        ),
+        (
+            lambda found: export_statement(HostFilter(root=SMALL), found),
+            {"ix_queue_root_due"},
+        ),
+        (
+            lambda found: export_statement(HostFilter(root=SMALL, include_denied=True), found),
+            {"ix_queue_root_due", "ix_queue_hidden_root"},
+        ),
+    ],
+    ids=["export", "list never crawled", "list of a root", "export of a root", "with denied"],
+)
+def test_a_hosts_facts_are_probed_by_its_key_and_a_root_by_the_queue(farm, make, queue_indexes):
+    nodes = worker_nodes(farm, statement_on(farm, make))
+    probes = reads_of(nodes, "hosts")
+    assert probes and all(n.get("Index Name", "pk_hosts").startswith("pk_hosts") for n in probes)
+    # A shard here holds about 1,300 hosts: its planner may read it whole for a hash join.
+    # On one server, and on any shard of a real size, the facts are probed by the key.
+    if deployment_of(farm) == ONE_SERVER:
+        assert all(n["Node Type"] == "Index Scan" for n in probes), nodes
+    if queue_indexes:  # the root's rows, by its partial indexes: never the whole queue
+        used = {n.get("Index Name", "").rsplit("_1", 1)[0] for n in reads_of_indexes(nodes)}
+        assert queue_indexes <= used, nodes
+        assert all(n["Node Type"] != "Seq Scan" for n in reads_of(nodes, "queue")), nodes
+
+
+def reads_of_indexes(nodes: list[dict]) -> list[dict]:
+    """The nodes that read an index of the queue."""
+    return [n for n in nodes if n.get("Index Name", "").startswith("ix_queue_")]
