@@ -4,7 +4,7 @@ the claim's statements on the loaded rows (one server), the indexes each plan na
 
 from __future__ import annotations
 
-from crawler.db.deployment import deployment_of
+from crawler.db.deployments import deployment_of
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 

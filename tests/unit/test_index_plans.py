@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from crawler.db.deployment import ONE_SERVER, deployment_of
+from crawler.db.deployments import ONE_SERVER, deployment_of
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 
