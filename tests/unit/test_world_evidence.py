@@ -49,7 +49,7 @@ def test_another_root_answering_after_a_failure_began_proves_the_world_without_a
     async def crawl() -> str:
         began = time.monotonic()
         world.heard("www.other.test")  # a page of another root answered since
-        return await world.holds_back("n1.trap.test", edge=0, began=began)
+        return await world.holds_back("n1.trap.test", began=began)
 
     assert run(crawl()) == ""
     assert world.asked == []
@@ -85,7 +85,7 @@ def test_twenty_failures_in_a_row_ask_each_canary_once():
         whys = []
         for i in range(20):
             began = time.monotonic()  # each began after the last verdict
-            failure = world.holds_back(f"n{i}.trap.test", 0, began, NETWORK)
+            failure = world.holds_back(f"n{i}.trap.test", began, NETWORK)
             waiting = asyncio.ensure_future(failure)
             for _ in range(3):
                 await asyncio.sleep(0)
@@ -102,7 +102,7 @@ def test_failures_waiting_together_share_one_check():
 
     async def together() -> list[str]:
         began = time.monotonic()
-        waits = [world.holds_back(f"n{i}.trap.test", 0, began, DNS) for i in range(30)]
+        waits = [world.holds_back(f"n{i}.trap.test", began, DNS) for i in range(30)]
         return await asyncio.gather(*waits)
 
     assert run(together()) == [""] * 30
@@ -117,7 +117,7 @@ def test_a_canary_contacted_within_the_interval_waits_for_news_instead():
         world.evidence.contacted(canary, NETWORK)
 
     async def wait_for_news() -> str:
-        pending = asyncio.ensure_future(world.holds_back("n1.trap.test", 0))
+        pending = asyncio.ensure_future(world.holds_back("n1.trap.test"))
         await asyncio.sleep(0)
         assert not pending.done()
         world.heard("www.late.test")
