@@ -256,12 +256,17 @@ class CrawlShared:
             self.world.sum_up_if_due()
 
     async def _watch_outages(self) -> None:
-        """While the world is silent, it is asked again now and then: the hosts held back
-        wait for its answer, and nothing else may ask (the crawl may have nothing left)."""
+        """While the world is silent, it is asked again every OUTAGE_RETRY_AFTER: the
+        hosts held back wait for its answer, and nothing else may ask (the crawl may have
+        nothing left); meanwhile their claims are renewed."""
+        held, asked = self.held, time.monotonic()
         while True:
-            await asyncio.sleep(self.outage_check_every)
-            if self.world.unproven_since is not None:
-                await self.world.recheck(self.held.hosts())
+            await asyncio.sleep(min(self.outage_check_every, held.renew_every()))
+            await held.renew_if_due()
+            if time.monotonic() - asked >= self.outage_check_every:
+                asked = time.monotonic()
+                if self.world.unproven_since is not None:
+                    await self.world.recheck(held.hosts())
 
     def _in_background(self, coroutine) -> None:
         task = asyncio.ensure_future(coroutine)

@@ -244,6 +244,15 @@ RELEASE_HELD = text(
 ).bindparams(*names_param("names", "roots"))
 
 
+# Its lease renewed while the outage lasts: a lease shorter than the outage would hand it
+# to a claim (a try on a timer). A later date needs no root's date lowered.
+RENEW_HELD = text(
+    "UPDATE queue SET next_claim_at = now() + :after"
+    " WHERE root = ANY(:roots) AND hostname = ANY(:names) AND claimed_by = :worker"
+    " AND status_reason IS NULL"
+).bindparams(*names_param("names", "roots"))
+
+
 @retry_conflicts
 def retry_soon(
     engine: Engine, hostnames: Sequence[str], after: timedelta, outcome: str | None = None
@@ -271,6 +280,15 @@ def release_held(engine: Engine, hostnames: Sequence[str], worker: str) -> None:
             params = {"names": names, "roots": roots, "worker": worker}
             pending.lower_next_due(conn.execute(RELEASE_HELD, params).all())
         pending.write(conn)
+
+
+@retry_conflicts
+def renew_held(engine: Engine, hostnames: Sequence[str], worker: str, after: timedelta) -> None:
+    """`worker`'s held-back hosts stay claimed: due again `after` from now."""
+    with engine.begin() as conn:
+        for roots, names in by_shard_group(conn, {h: root(h) for h in hostnames}):
+            params = {"names": names, "roots": roots, "worker": worker, "after": after}
+            conn.execute(RENEW_HELD, params)
 
 
 @retry_conflicts

@@ -12,6 +12,7 @@ killed leaves it to the lease, as any claim.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
 from sqlalchemy import Engine
@@ -32,6 +33,11 @@ class HeldBack:
         self.lease = lease
         self.world = world
         self._hosts: set[str] = set()
+        self._renewed = time.monotonic()
+
+    def renew_every(self) -> float:
+        """Seconds between renewals of the leases held: a third of a lease."""
+        return self.lease.total_seconds() / 3
 
     def hosts(self) -> set[str]:
         return set(self._hosts)
@@ -48,6 +54,16 @@ class HeldBack:
             self._hosts.add(hostname)
             return
         await self._release([hostname])
+
+    async def renew_if_due(self) -> None:
+        """The hosts held keep their claim however long the outage lasts (a lease that ran
+        out would hand them to a claim: tried again on a timer, not at the end)."""
+        if not self._hosts or time.monotonic() - self._renewed < self.renew_every():
+            return
+        self._renewed = time.monotonic()
+        renew, hosts = queue.renew_held, sorted(self._hosts)
+        args = (self.engine, hosts, self.worker, self.lease)
+        await in_thread_until_up("renewing the claims of hosts held back", renew, *args)
 
     async def release_all(self) -> None:
         """The world answers again (or the worker stops): every host held is due now."""
