@@ -317,8 +317,8 @@ class WorldCheck:
             return
         if held:
             asked = min(sorted(held), key=lambda h: self.evidence.last_contact(h, layer))
-            if await self.ask(asked, layer) == OK:
-                self._note(True, "", layer)
+            answered = await self.ask(asked, layer) == OK
+            self._note(True if answered else None, "" if answered else self._why, layer)
 
     async def ask(self, hostname: str, layer: str = NETWORK) -> str:
         """The host asked directly now (OK when it answers): at DNS a fresh lookup, OK

@@ -5,8 +5,6 @@ canary to ask are an outage. Pure rules, and the evidence they are fed
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from crawler.core import outcomes
@@ -94,4 +92,4 @@ def test_the_failing_roots_own_answers_are_no_proof_for_it():
     evidence = Evidence()
     evidence.heard("www.trap.test", NETWORK)
     assert evidence.heard_at(NETWORK, "n1.trap.test").last_answer == NEVER
-    assert evidence.heard_at(NETWORK, "n1.else.test").last_answer <= time.monotonic()
+    assert evidence.heard_at(NETWORK, "n1.else.test").last_answer > NEVER
