@@ -93,15 +93,6 @@ class Evidence:
         """We asked `hostname` at `layer` now (or `at`), whatever it answered."""
         self._contacted[layer].note(hostname, time.monotonic() if at is None else at)
 
-    def answered_since(self, layer: str, since: float, other_than: str = "") -> bool:
-        """Whether a root other than `other_than` answered at `layer` at `since` or later."""
-        for answered_root, at in reversed(self._answered[layer].items()):
-            if at < since:
-                return False
-            if answered_root != other_than:
-                return True
-        return False
-
     def last_contact(self, hostname: str, layer: str) -> float:
         """When `hostname` was last asked at `layer` (monotonic; -inf if not lately)."""
         return self._contacted[layer].get(hostname, float("-inf"))

@@ -3,16 +3,7 @@
 Our own resolver or network going away makes every host fail. `WorldCheck` keeps that
 from settling a live host as dead, and `crawler.rules.self_check` from blocking an
 innocent root (docs/design.md, rule 5). Only a failure that may be the world's silence
-(`crawler.core.outages.SILENCES`: nothing answered at DNS, TCP or TLS) is judged here;
-a refusal by our own rules never is.
-
-The crawl's own answers first (another root answered us after the failure began, or a
-moment before with nothing failing since: `crawler.rules.evidence`), and only when the
-crawl has said nothing, a few canary hosts (CANARY_HOSTS, or by default hosts that have
-ever answered OK in this database, newest first) asked directly, each at most once a
-CANARY_INTERVAL: a fresh DNS lookup for a DNS failure, else an HTTP status line. With
-no canary at all (no host has answered yet in this database) one failure is not an
-outage: failures on several roots with nothing answering are.
+(`crawler.core.outages.SILENCES`) is judged here; a refusal by our own rules never is.
 """
 
 from __future__ import annotations
@@ -59,15 +50,15 @@ class WorldCheck:
     A failure is the host's own when another root answered us at its layer after the
     failure began, or within the last `recent` seconds with no failure since
     (`crawler.core.outages.crawl_says_it_answers`): a crawl proves itself without a
-    probe. Only when the crawl has said nothing is a canary asked, and never a host
-    contacted (by the crawl or a check) in the last `interval` seconds: one check
-    answers every failure waiting for it, and a canary hears from us at most once an
-    interval, with our User-Agent. A canary that does not answer (NXDOMAIN included: our
-    resolver lies) starts an outage; with no canary to ask, failures on several roots
-    with nothing answering do. Each change is logged once, with the hosts held back
-    meanwhile, and an outage is summed up every `summary_every` seconds: the log of an
-    outage is a few lines. `on_change(unproven since or None, no canary at all, hosts
-    held back)` hears every unproven check and the return (stats, the panel's banner).
+    probe. Only when the crawl has said nothing is a canary asked (CANARY_HOSTS, or
+    hosts that ever answered OK in this database, newest first: a fresh DNS lookup for
+    a DNS failure, else an HTTP status line with our User-Agent), and never a host
+    contacted in the last `interval` seconds: one check answers every failure waiting
+    for it. A canary that does not answer (NXDOMAIN included: our resolver lies) starts
+    an outage; with no canary to ask, failures on several roots with nothing answering
+    do. Each change is logged once, and an outage is summed up every `summary_every`
+    seconds. `on_change(unproven since or None, no canary at all, hosts held back)`
+    hears every unproven check and the return (stats, the panel's banner).
     """
 
     def __init__(
@@ -192,9 +183,6 @@ class WorldCheck:
         for key, running in list(self._running.items()):
             if running is done:
                 del self._running[key]
-
-    async def proven(self) -> bool:
-        return (await self.answers())[0] is True
 
     async def judge(
         self, hostname: str, began: float = NEVER, layer: str = NETWORK, outcome: str = ""

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from crawler.core.outages import crawl_says_it_answers
 from crawler.network.probes import handshake
 from crawler.rules.evidence import DNS, NETWORK, Evidence, failure_layer
 from crawler.rules.world_check import WorldCheck
@@ -59,22 +60,23 @@ def test_an_answer_from_before_the_failure_began_is_no_proof():
     evidence = Evidence()
     evidence.heard("www.other.test", NETWORK)
     heard_at = evidence.last_contact("www.other.test", NETWORK)
-    assert not evidence.answered_since(NETWORK, heard_at + 1)
-    assert evidence.answered_since(NETWORK, heard_at)
+    heard = evidence.heard_at(NETWORK, "n1.trap.test")
+    assert not crawl_says_it_answers(heard, heard_at + 1, heard_at + 1, recent=0)
+    assert crawl_says_it_answers(heard, heard_at, heard_at, recent=0)
 
 
 def test_an_answer_of_the_same_root_is_no_proof_for_that_root():
     evidence = Evidence()
     evidence.heard("a.trap.test", NETWORK)
-    assert not evidence.answered_since(NETWORK, float("-inf"), other_than="trap.test")
-    assert evidence.answered_since(NETWORK, float("-inf"), other_than="else.test")
+    assert evidence.heard_at(NETWORK, "trap.test").last_answer == float("-inf")
+    assert evidence.heard_at(NETWORK, "else.test").last_answer > float("-inf")
 
 
 def test_a_resolved_name_proves_the_resolver_not_the_network():
     evidence = Evidence()
     evidence.heard("www.other.test", DNS)
-    assert evidence.answered_since(DNS, float("-inf"))
-    assert not evidence.answered_since(NETWORK, float("-inf"))
+    assert evidence.heard_at(DNS, "").last_answer > float("-inf")
+    assert evidence.heard_at(NETWORK, "").last_answer == float("-inf")
 
 
 def test_twenty_failures_in_a_row_ask_each_canary_once():
