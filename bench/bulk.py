@@ -54,6 +54,7 @@ from crawler.cli.bulkrun import run_file
 from crawler.core.blocklists import read_lines
 from crawler.core.hostnames import HostnameError, normalize, root
 from crawler.db import bulk, deny_entries
+from crawler.db.deployments import deployment_of
 from crawler.db.export import export_statement
 from crawler.db.host_filter import HostFilter
 
@@ -208,7 +209,8 @@ def vm_hwm(pid: int) -> int:
 
 def panel_count(engine, flt: HostFilter) -> int:
     with engine.connect() as conn:
-        counted = select(func.count()).select_from(export_statement(flt).subquery())
+        listed = export_statement(flt, deployment_of(conn)).subquery()
+        counted = select(func.count()).select_from(listed)
         return conn.execute(counted).scalar_one()
 
 

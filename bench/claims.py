@@ -52,7 +52,7 @@ from crawler.core.denylist import DenyList
 from crawler.core.hostnames import root
 from crawler.db import claims, deny_entries, queue
 from crawler.db.claims import LOCK_SPACE, WALK_PER_ROOT, RootLimits
-from crawler.db.claims_one_server import WALK_AND_LOCK
+from crawler.db.deployments.claims_one_server import WALK_AND_LOCK
 
 BATCH = 100
 CALLS = 25  # claim calls per process per round

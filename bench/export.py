@@ -47,7 +47,7 @@ from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.dialects import postgresql  # noqa: E402
 
 from crawler.db import bulk, deny_entries, export  # noqa: E402
-from crawler.db.deployment import deployment_of  # noqa: E402
+from crawler.db.deployments import deployment_of  # noqa: E402
 from crawler.db.host_filter import NEVER_CRAWLED, HostFilter  # noqa: E402
 from webpanel.queries import host_rows, paging  # noqa: E402
 

@@ -66,6 +66,7 @@ from sqlalchemy.engine import make_url
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.core.traps import Observation, describe
 from crawler.db import accounts
+from crawler.db.deployments import Deployment, deployment_of
 from crawler.db.host_filter import HostFilter
 from crawler.db.models import Host, QueueRow
 from webpanel.queries import deny_lists, host_rows, paging
@@ -266,8 +267,8 @@ def pick(rng: random.Random, weighted):
 # -- the report ---------------------------------------------------------------------------
 
 
-def page_statements(deep: str) -> dict[str, object]:
-    """The SQL each page runs, for EXPLAIN."""
+def page_statements(deep: str, deployment: Deployment) -> dict[str, object]:
+    """The SQL each page runs on `deployment`, for EXPLAIN."""
 
     def entries(rule: str):
         return paging.keyset(
@@ -276,10 +277,12 @@ def page_statements(deep: str) -> dict[str, object]:
 
     blocked, no_follow = entries(BLOCKED), entries(NO_FOLLOW)
     return {
-        "/ first page": host_rows.host_statement(HostFilter()),
-        "/ deep keyset page": host_rows.host_statement(HostFilter(), after=deep),
-        "/ prefix search": host_rows.host_statement(HostFilter(q="shop")),
-        "/ domain search": host_rows.host_statement(HostFilter(q="co.uk", match="domain")),
+        "/ first page": host_rows.host_statement(HostFilter(), deployment),
+        "/ deep keyset page": host_rows.host_statement(HostFilter(), deployment, after=deep),
+        "/ prefix search": host_rows.host_statement(HostFilter(q="shop"), deployment),
+        "/ domain search": host_rows.host_statement(
+            HostFilter(q="co.uk", match="domain"), deployment
+        ),
         "/blocked": blocked,
         "/no_follow": no_follow,
     }
@@ -340,7 +343,7 @@ def main() -> None:
         f"/healthz (baseline): median {statistics.median(base) * 1000:.1f} ms,"
         f" p95 {base_p95 * 1000:.1f} ms"
     )
-    statements = page_statements(deep)
+    statements = page_statements(deep, deployment_of(engine))
     slow = []
     for label, _, _ in pages[1:]:
         values = times[label]

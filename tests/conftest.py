@@ -21,6 +21,11 @@ os.environ["LOCAL_SUFFIXES"] = "test"
 # fakeweb serves on loopback addresses, which the crawler refuses unless told: its web's
 # are let through, its internal service's (127.0.0.9) is not.
 os.environ["ALLOWED_PRIVATE_NETWORKS"] = ALLOWED_NETWORKS
+# The embedded servers the tests start (one per xdist worker, and the few a test starts
+# itself) are sized for 512 MB, not for this machine less its workers: several run at
+# once beside the Citus nodes, and 512 MB gives Postgres's own 128 MB of shared_buffers,
+# which needs no restart on start.
+os.environ["EMBEDDED_DATABASE_MEMORY_MB"] = "512"
 
 # Every table of the schema: a test starts from nothing, whatever the last one left.
 TABLE_NAMES = [table.name for table in Base.metadata.sorted_tables]

@@ -19,7 +19,7 @@ from crawler.core.hostnames import HostnameError, normalize
 from crawler.core.outcomes import ALL as OUTCOMES
 from crawler.db import export as host_export
 from crawler.db.deny_entries import current_denial
-from crawler.db.deployment import deployment_of
+from crawler.db.deployments import deployment_of
 from crawler.db.host_filter import MATCHES, HostFilter
 from crawler.db.retention import MINUTES_KEPT
 from webpanel.dashboard_cache import cached_dashboard

@@ -1,8 +1,10 @@
 """`hostcrawl seed`: queue hosts for crawling, a few or a million.
 
 Seeds are crawlable hosts (crawler.core.hostnames.seed_refusal): no bare public suffix
-unless --force, no localhost nor loopback/private/link-local address unless
---allow-private or ALLOW_PRIVATE_HOSTS=1 (a test network on loopback).
+unless --force, no localhost nor loopback/private/link-local address outside
+ALLOWED_PRIVATE_NETWORKS, the one setting of the private networks a crawl may reach, for
+seeding and crawling alike. The old --allow-private (ALLOW_PRIVATE_HOSTS=1) still lets
+such seeds in, with a deprecation line: the crawl then refused them (ADDRESS_REFUSED).
 """
 
 from __future__ import annotations
@@ -12,6 +14,12 @@ import click
 from crawler.cli.bulkrun import finish, run_file
 from crawler.cli.common import engine, friendly_errors, report
 from crawler.db import bulk
+
+ALLOW_PRIVATE_DEPRECATED = (
+    "warning: --allow-private (ALLOW_PRIVATE_HOSTS=1) is deprecated: it lets in seeds that the"
+    " crawl then refuses (ADDRESS_REFUSED). List their networks in ALLOWED_PRIVATE_NETWORKS"
+    " (e.g. 10.20.0.0/16) instead: one setting for seeding and crawling alike."
+)
 
 
 @click.command()
@@ -28,7 +36,7 @@ from crawler.db import bulk
     "--allow-private",
     is_flag=True,
     envvar="ALLOW_PRIVATE_HOSTS",
-    help="Seed localhost and loopback/private/link-local addresses (env ALLOW_PRIVATE_HOSTS=1).",
+    help="Deprecated: list the networks in ALLOWED_PRIVATE_NETWORKS (seeds and crawl alike).",
 )
 @click.option(
     "--report", "report_path", type=click.Path(dir_okay=False), help="Every line's result as CSV."
@@ -42,6 +50,8 @@ def seed(hosts: tuple[str, ...], path, force: bool, allow_private: bool, report_
     """
     if not hosts and path is None:
         raise click.UsageError("give hostnames or -f FILE")
+    if allow_private:
+        click.echo(ALLOW_PRIVATE_DEPRECATED, err=True)
 
     def change(items):
         return bulk.seed(engine(), items, allow_private=allow_private, force=force)

@@ -9,6 +9,8 @@ import click
 from crawler.cli.common import friendly_errors
 from crawler.core import config
 from crawler.core.worker_count import WorkerCount
+from crawler.db import machine
+from crawler.db.server_settings import embedded_memory
 
 
 @click.command("settings")
@@ -38,9 +40,12 @@ def show_settings(env_example: bool, markdown: bool) -> None:
 
 
 def shown(declared: config.Setting, value) -> str:
-    """The value as the operator reads it; CRAWL_WORKERS with the number it means here."""
+    """The value as the operator reads it; CRAWL_WORKERS and EMBEDDED_DATABASE_MEMORY_MB
+    with what they come to on this machine."""
     if isinstance(value, WorkerCount):
-        return f"{value} (= {value.effective(len(os.sched_getaffinity(0)))})"
+        return f"{value} (= {value.effective(machine.cores())})"
+    if declared.name == "EMBEDDED_DATABASE_MEMORY_MB" and not value:
+        return f"0 (= {embedded_memory().mb} MB)"
     return declared.shown(value)
 
 

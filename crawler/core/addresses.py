@@ -64,6 +64,16 @@ def address_refusal(address: str | Address, allowed: tuple[Network, ...] = ()) -
     return _kind(reached)
 
 
+# The one setting that lets private addresses through, for seeding and crawling alike.
+ALLOWED_SETTING = "ALLOWED_PRIVATE_NETWORKS"
+
+
+def refused_words(address: str | Address, kind: str) -> str:
+    """Why an address was refused, naming it and the setting that would let it through:
+    '10.20.0.5 is a private address, not in ALLOWED_PRIVATE_NETWORKS'."""
+    return f"{address} is {kind}, not in {ALLOWED_SETTING}"
+
+
 def carried_ipv4(address: Address) -> ipaddress.IPv4Address | None:
     """The IPv4 address an IPv6 one reaches (::ffff:a.b.c.d, ::a.b.c.d, NAT64, 6to4)."""
     if address.version == 4:

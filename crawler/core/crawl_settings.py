@@ -149,7 +149,8 @@ CRAWL_SETTINGS: tuple[Setting, ...] = (
         "",
         str,
         "comma list of CIDRs of a private or test network (127.0.0.1/32) the crawl may"
-        " connect to and save; every other non-public address is refused (ADDRESS_REFUSED)",
+        " connect to and save, and seed; every other non-public address is refused"
+        " (ADDRESS_REFUSED)",
         readers=(CRAWL, PANEL, CLI),
     ),
     Setting(
@@ -198,7 +199,8 @@ CRAWL_SETTINGS: tuple[Setting, ...] = (
         "ALLOW_PRIVATE_HOSTS",
         False,
         bool,
-        "1 = seeds may be localhost or loopback/private/link-local addresses",
+        "deprecated (ALLOWED_PRIVATE_NETWORKS names the networks seeds and crawl may reach):"
+        " 1 = seeds may be localhost or loopback/private/link-local addresses",
         readers=(CLI,),
     ),
     # --- the DNS/TLS audit (`scrapy audit`) ---

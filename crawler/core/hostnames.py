@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import can_ada
 import idna
 
-from crawler.core.addresses import Network, address_refusal, parse_networks
+from crawler.core.addresses import ALLOWED_SETTING, Network, address_refusal, parse_networks
 from crawler.core.config import SettingError, from_environment
 
 # Re-exported: most callers take a name and its root from this one door.
@@ -236,8 +236,14 @@ def normalize_entry(value: str, *, force: bool = False) -> str:
     return hostname
 
 
-# How an operator seeds such a host anyway (a test network on loopback).
-PRIVATE_SEEDS = "seed it with hostcrawl seed --allow-private, or ALLOW_PRIVATE_HOSTS=1"
+# How an operator seeds such a host, and crawls it: the one setting of both.
+LOCALHOST_SEEDS = (
+    f"to crawl this machine, seed its address, 127.0.0.1, with {ALLOWED_SETTING}=127.0.0.1/32"
+)
+
+
+# The same words for every address of a kind: a seed file's summary groups refusals by them.
+PRIVATE_SEEDS = "list its network there, a CIDR such as 10.20.0.0/16, to seed and crawl it"
 
 
 def seed_refusal(
@@ -251,16 +257,17 @@ def seed_refusal(
 
     A bare public suffix has no site of its own (seeded only when forced, as a deny
     entry is). localhost, names under .localhost and IP literals that are not on the
-    public web (loopback, private, link-local...) are refused unless `allow_private`
-    (a crawl of a test network on loopback needs them). `local`: as for name_refusal().
+    public web (loopback, private, link-local...) are refused unless ALLOWED_PRIVATE_NETWORKS
+    holds the address (the crawl would refuse it too), or `allow_private` (the deprecated
+    --allow-private). `local`: as for name_refusal().
     """
     if hostname == "localhost" or hostname.endswith(".localhost"):
         if allow_private:
             return None
-        return f"localhost: this machine, not a host on the web ({PRIVATE_SEEDS})"
+        return f"localhost: this machine, not a host on the web ({LOCALHOST_SEEDS})"
     if is_ip(hostname):
         kind = None if allow_private else address_refusal(hostname, allowed_private_networks())
-        return f"{kind}, not a host on the web ({PRIVATE_SEEDS})" if kind else None
+        return f"{kind}, not in {ALLOWED_SETTING} ({PRIVATE_SEEDS})" if kind else None
     if not force and is_public_suffix(hostname):
         if "." not in hostname and not public_suffix(hostname):
             # `intranet`, `corp`: a suffix only by the list's default rule (an unknown last

@@ -48,6 +48,9 @@ NETWORK_FAILURES = frozenset(
         ADDRESS_REFUSED,
     }
 )
+# Refused by our own rules before anything was sent: says nothing of whether the world
+# answers us (never held back as our outage; settled at once).
+REFUSED_BY_US = frozenset({ADDRESS_REFUSED})
 ALIVE = frozenset({OK, DNS_ALIVE})
 ALL = (
     NETWORK_FAILURES | ALIVE | {HTTP_TIMEOUT, HTTP_ERROR, HTTP_TOO_LARGE, HTTP_UNFINISHED, IGNORED}

@@ -123,6 +123,17 @@ SERVICE_SETTINGS: tuple[Setting, ...] = (
         readers=(CRAWL, PANEL, CLI),
         group="database",
     ),
+    Setting(
+        "EMBEDDED_DATABASE_MEMORY_MB",
+        0,
+        int,
+        "MB of memory the embedded server is sized for (shared_buffers a quarter,"
+        " effective_cache_size three quarters); 0 = this machine's memory less"
+        " CRAWL_WORKERS × MEMORY_BUDGET_MB, at least 512",
+        readers=(CRAWL, PANEL, CLI),
+        minimum=0,
+        group="database",
+    ),
     # --- retention: each worker prunes on a schedule; `hostcrawl prune` by hand ---
     Setting(
         "PRUNE_INTERVAL",

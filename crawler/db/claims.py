@@ -10,9 +10,9 @@ claimed per rolling hour, and a batch spread over roots. The roots table
 100,000 due hosts costs a claim what a root with one does. The bare `claim`
 (no per-root limits) is what the DNS audit uses: it fetches no page.
 
-The claim that locks and writes is the deployment's (crawler.db.deployment's
-`ClaimStrategy`): one server's (crawler.db.claims_one_server) or the cluster's
-(crawler.db.claims_cluster), each with its statements written out, picked once per
+The claim that locks and writes is the deployment's (crawler.db.deployments'
+`ClaimStrategy`): one server's (crawler.db.deployments.claims_one_server) or the cluster's
+(crawler.db.deployments.claims_cluster), each with its statements written out, picked once per
 engine. What is here reads without a lock and runs as it is on both: what is due,
 whether the crawl is pending.
 """
@@ -25,7 +25,7 @@ from datetime import timedelta
 from sqlalchemy import Connection, Engine, text
 
 from crawler.db import rollups
-from crawler.db.deployment import deployment_of
+from crawler.db.deployments import deployment_of
 from crawler.db.retry import retry_conflicts
 from crawler.db.sql_pieces import DUE, UNDER_ROOT, filled, under_params
 

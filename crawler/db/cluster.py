@@ -10,7 +10,7 @@ per-root tables. On a plain Postgres nothing changes. Distributing is idempotent
 already distributed is left as it is.
 
 Here: what the database is (`topology`), where a root's shard is, and the distributing.
-What the code does differently on each is crawler.db.deployment's.
+What the code does differently on each is crawler.db.deployments'.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def distribute(engine: Engine) -> Topology:
 
 
 # Functions Citus delegates to the worker holding the shard of their distribution
-# argument (migrations 0023, 0024), co-located with `roots`. force_delegation: the claim calls
+# argument (crawler/db/functions), co-located with `roots`. force_delegation: the claim calls
 # them inside its transaction, where Citus would otherwise run them on the coordinator.
 SHARD_FUNCTIONS = {"claim_in_shard(varchar,int,int,int,int,int,int,interval,varchar)": "anchor"}
 FUNCTION_DISTRIBUTED = text(

@@ -18,7 +18,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, Engine, text
 
 from crawler.core.hostnames import is_public_suffix, parents, root
-from crawler.db import deployment, rollups
+from crawler.db import deployments, rollups
 from crawler.db.retry import retry_conflicts
 from crawler.db.sql_pieces import names_below, names_param, suffix_range
 
@@ -126,7 +126,9 @@ def take_out_denied(engine: Engine, hostname: str, entry: str) -> None:
         rollups.lower_next_due(conn, dated.all())
 
 
-def take_out_under(conn: Connection, groups: list[deployment.ShardGroup], added: list[str]) -> None:
+def take_out_under(
+    conn: Connection, groups: list[deployments.ShardGroup], added: list[str]
+) -> None:
     """The routed rows under the new entries leave routing: those of each entry's root
     within its shard group, then those under an entry above a root, in every root."""
     new = set(added)
@@ -151,7 +153,7 @@ def put_back(conn: Connection, entries: list[str]) -> list:
     over = sorted({p for r in roots_of for p in parents(r)[1:]})  # the suffixes of the roots
     standing = list(conn.execute(STANDING, {"names": over}).scalars()) if over else []
     back = []
-    for roots, _ in deployment.by_shard_group(conn, roots_of):
+    for roots, _ in deployments.by_shard_group(conn, roots_of):
         params = {"entries": entries, "roots": roots, "above": standing}
         back += conn.execute(PUT_BACK, params).all()
     return back

@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Engine, text
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, Denial, DenyList
 from crawler.core.hostnames import normalize, normalize_entry, root
-from crawler.db import denied_rows, deployment, rollups
+from crawler.db import denied_rows, deployments, rollups
 from crawler.db.bulk import (
     BATCH,
     UNSTAGE,
@@ -100,7 +100,7 @@ SET_ENTRY = {
     ),
 }
 # Each statement that locks rows runs once per shard group of the names' roots
-# (crawler.db.deployment.by_shard_group; one group on one server), narrowed to its :roots,
+# (crawler.db.deployments.by_shard_group; one group on one server), narrowed to its :roots,
 # with the group's :names as an array: Citus loses columns of a join to the stage (a
 # table of the coordinator's) inside a locking CTE.
 LOCK_NAMED = text(
@@ -262,7 +262,7 @@ def _write_entries(engine: Engine, batch: Batch, rule: str, actor: str, note: st
         pending = rollups.Rollups()
         new = insert_staged_hosts(conn, pending=pending)
         fresh = set(conn.execute(INSERT_ENTRY[rule]).scalars())
-        groups = deployment.by_shard_group(conn, {h: root(h) for h in batch.first})
+        groups = deployments.by_shard_group(conn, {h: root(h) for h in batch.first})
         previous: dict[str, str | None] = {}
         for roots, names in groups:
             locked = conn.execute(LOCK_NAMED, {"roots": roots, "names": names})
@@ -299,7 +299,7 @@ def _remove_batches(
 def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: str | None) -> None:
     action, status = REMOVAL[rule]
     with engine.begin() as conn:
-        groups = deployment.by_shard_group(conn, {h: root(h) for h in batch.first})
+        groups = deployments.by_shard_group(conn, {h: root(h) for h in batch.first})
         lifted = []
         for roots, names in groups:
             params = {"rule": rule, "roots": roots, "names": names}

@@ -20,7 +20,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import BigInteger
 
 from crawler.core.hostnames import root
-from crawler.db.deployment import by_shard_group
+from crawler.db.deployments import by_shard_group
 from crawler.db.sql_pieces import names_param
 
 # In (root, hostname) order: one lock order for every writer of these rows.

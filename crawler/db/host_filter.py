@@ -16,7 +16,7 @@ from sqlalchemy import Text, and_, cast, func, or_
 from sqlalchemy.sql.elements import ColumnElement
 
 from crawler.core.hostnames import normalize
-from crawler.db.deployment import Deployment
+from crawler.db.deployments import Deployment
 from crawler.db.models import Host, QueueRow
 from crawler.db.sql_pieces import suffix_range
 

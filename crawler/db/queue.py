@@ -23,8 +23,7 @@ from crawler.core.outcomes import is_network_failure
 from crawler.core.sources import PLACE_CHARS
 from crawler.db import bulk, dropped_links, rollups
 from crawler.db.bulk import EntryChange
-from crawler.db.deployment import by_shard_group, deployment_of, shard_groups
-from crawler.db.deployment_params import DATED
+from crawler.db.deployments import DATED, by_shard_group, deployment_of, shard_groups
 from crawler.db.retry import retry_conflicts
 from crawler.db.sql_pieces import names_param
 

@@ -18,7 +18,7 @@ cluster alike.
   shard, with the time of the last answer (the dashboard's health row): with
   `count_hours`, in the same write.
 
-Each statement runs once per shard group of its roots (crawler.db.deployment's
+Each statement runs once per shard group of its roots (crawler.db.deployments'
 `root_groups`: one group on one server), so that Citus routes every run to one worker.
 A writer of several statements gathers their rows in one `Rollups` and writes it once,
 before it commits: the rollups of the crawl's finish were six statements of its ten,
@@ -41,14 +41,13 @@ from crawler.core.outcomes import (
     layer_of,
     outcome_group,
 )
-from crawler.db.deployment import deployment_of, root_groups
-from crawler.db.deployment_params import DUES
+from crawler.db.deployments import DUES, deployment_of, root_groups
 from crawler.db.sql_pieces import INTS, names_param
 
 # Rows in root order: the order every writer locks roots rows in. A root whose counters
 # move takes its rows' earliest date in the same row version (`dues`; NULL: none).
 # Lowering the dates alone and recounting the windows are each deployment's
-# (crawler.db.deployment).
+# (crawler.db.deployments).
 ADD_TO_ROOTS = text(
     """
     INSERT INTO roots AS r (root, hosts, crawled_ok, failed, next_due_at)

@@ -5,7 +5,7 @@ while it is off).
 A plan chosen from statistics taken before a 100,000-line block list believed the
 entries few; every query planned before the next ANALYZE paid for it. The queries
 the export and the main list run do not depend on fresh statistics (their deny test
-can only probe by index: each deployment's `visible`, crawler.db.deployment); the rest
+can only probe by index: each deployment's `visible`, crawler.db.deployments); the rest
 of the database's queries get statistics that describe the tables again.
 """
 

@@ -19,7 +19,7 @@ from crawler.core.hostnames import root
 from crawler.core.outcomes import ALIVE, is_network_failure
 from crawler.core.traps import Observation, trap_reason
 from crawler.db import rollups
-from crawler.db.deployment import deployment_of, root_groups, shard_groups
+from crawler.db.deployments import deployment_of, root_groups, shard_groups
 from crawler.db.retry import commit_statement, retry_conflicts
 from crawler.db.sql_pieces import names_param
 

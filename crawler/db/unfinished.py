@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from sqlalchemy import Engine, text
 
 from crawler.core.hostnames import root
-from crawler.db import deployment
+from crawler.db import deployments
 from crawler.db.retry import retry_conflicts
 from crawler.db.sql_pieces import names_param
 
@@ -46,7 +46,7 @@ def count_claims(engine: Engine, hostnames: Sequence[str]) -> list[str]:
         return []
     poisoned = []
     with engine.begin() as conn:
-        for roots, names in deployment.by_shard_group(conn, {h: root(h) for h in hostnames}):
+        for roots, names in deployments.by_shard_group(conn, {h: root(h) for h in hostnames}):
             rows = conn.execute(COUNT_CLAIMS, {"names": names, "roots": roots}).all()
             poisoned += [name for name, count in rows if count > MAX_UNFINISHED_LEASES]
     return sorted(poisoned)
@@ -65,5 +65,5 @@ FORGIVE = text(
 def forgive(engine: Engine, hostnames: Sequence[str], worker: str) -> None:
     """Take back the count of `worker`'s claims of `hostnames` (it stops, not frozen)."""
     with engine.begin() as conn:
-        for roots, names in deployment.by_shard_group(conn, {h: root(h) for h in hostnames}):
+        for roots, names in deployments.by_shard_group(conn, {h: root(h) for h in hostnames}):
             conn.execute(FORGIVE, {"names": names, "roots": roots, "worker": worker})

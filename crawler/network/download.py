@@ -7,9 +7,11 @@ take longer. Here the TCP connect and the TLS handshake are each bounded by
 CONNECT_TIMEOUT (a TCP_TIMEOUT or a TLS_TIMEOUT); DOWNLOAD_TIMEOUT still
 bounds the whole download, a trickling body included (an HTTP_TIMEOUT).
 
-An answer that is no HTTP (a malformed status line, a line past 16 KB) fails at once
-with a ParseError (HTTP_ERROR) and its connection is aborted; a status line or header
-that never ends is bounded by DOWNLOAD_TIMEOUT like a trickling body.
+An answer that is no HTTP (a malformed status line) fails at once with a ParseError
+(HTTP_ERROR), and one whose status or header line runs past 16 KB (a header, or a
+redirect's Location, of a megabyte) with HeadersTooLarge (HTTP_TOO_LARGE, as a head past
+MAX_HEADER_BYTES); either way its connection is aborted. A status line or header that
+never ends is bounded by DOWNLOAD_TIMEOUT like a trickling body.
 
 An idle connection is closed after IDLE_CONNECTION_TIMEOUT, not Twisted's 240 s:
 a host gets robots.txt and its front page, then nothing for days, and each idle
@@ -28,11 +30,11 @@ from scrapy.http import Request, Response
 from scrapy.utils._download_handlers import wrap_twisted_exceptions
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.interfaces import IHandshakeListener, ISSLTransport
+from twisted.protocols.basic import LineReceiver
 from twisted.python.failure import Failure
-from twisted.web._newclient import ParseError
 from zope.interface import implementer
 
-from crawler.network.headerbound import HeaderBoundProtocol
+from crawler.network.headerbound import HeaderBoundProtocol, HeadersTooLarge
 
 
 class TLSHandshakeTimeout(Exception):
@@ -95,10 +97,10 @@ class HandshakeBoundProtocol(HeaderBoundProtocol):
 
 
 def _line_too_long(line: bytes) -> None:
-    """A status or header line past Twisted's limit (16 KB) is a broken answer, at once:
-    Twisted's own way (loseConnection) waited out the whole download timeout over TLS,
-    then said HTTP_TIMEOUT of a server that had answered."""
-    raise ParseError("status or header line too long", line[:80])
+    """A status or header line past Twisted's limit (16 KB) is an answer too large, at
+    once: Twisted's own way (loseConnection) waited out the whole download timeout over
+    TLS, then said HTTP_TIMEOUT of a server that had answered."""
+    raise HeadersTooLarge(f"a status or header line past {LineReceiver.MAX_LENGTH} bytes")
 
 
 class HandshakeBoundFactory(_LenientHTTP11ClientFactory):

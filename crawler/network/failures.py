@@ -34,7 +34,7 @@ from crawler.core.outcomes import (
 )
 from crawler.network.download import TLSHandshakeTimeout
 from crawler.network.headerbound import HeadersTooLarge
-from crawler.network.resolver import DNSFailure, last_failure
+from crawler.network.resolver import DNSFailure, last_failure, last_refusal
 
 
 def classify(exc: BaseException, hostname: str) -> str:
@@ -63,6 +63,15 @@ def classify(exc: BaseException, hostname: str) -> str:
     ):
         return _connection_failure(cause)
     return HTTP_ERROR
+
+
+def refusal(exc: BaseException, hostname: str) -> str:
+    """Why the crawl refused the address a failed request to `hostname` led to ('' when
+    it did not): '10.20.0.5 is a private address, not in ALLOWED_PRIVATE_NETWORKS'."""
+    cause = exc.__cause__ or exc
+    if isinstance(cause, DNSFailure):
+        return cause.resolution.refused
+    return last_refusal(hostname)
 
 
 def _connection_failure(cause: BaseException) -> str:

@@ -23,7 +23,7 @@ from twisted.names import client, dns
 from twisted.names import error as dns_error
 from zope.interface import implementer
 
-from crawler.core.addresses import Network, address_refusal, parse_networks
+from crawler.core.addresses import Network, address_refusal, parse_networks, refused_words
 from crawler.core.outcomes import (
     ADDRESS_REFUSED,
     DNS_ALIVE,
@@ -53,13 +53,17 @@ class Resolution:
     ttl: int = 0
     # The canonical names the lookup went through (CNAME targets), in order.
     cnames: tuple[str, ...] = ()
+    # ADDRESS_REFUSED: the address refused and why ('10.20.0.5 is a private address, not
+    # in ALLOWED_PRIVATE_NETWORKS'), for the log.
+    refused: str = ""
 
 
 class DNSFailure(DNSLookupError):
     """A failed lookup that keeps its kind (a DNSLookupError, as Twisted expects)."""
 
     def __init__(self, resolution: Resolution) -> None:
-        super().__init__(f"{resolution.hostname}: {resolution.outcome}")
+        why = f" ({resolution.refused})" if resolution.refused else ""
+        super().__init__(f"{resolution.hostname}: {resolution.outcome}{why}")
         self.resolution = resolution
 
 
@@ -123,6 +127,16 @@ def last_failure(hostname: str) -> str | None:
     return _failures.get(hostname)
 
 
+# Why the last address of each name refused lately was refused, bounded alike.
+_refusals: OrderedDict[str, str] = OrderedDict()
+
+
+def last_refusal(hostname: str) -> str:
+    """Why the last address `hostname` resolved to in this process was refused ('' if
+    it was not): the address and the setting."""
+    return _refusals.get(hostname, "")
+
+
 # Who hears of each name a server resolved: the crawl's world check (crawler.rules.evidence),
 # which needs no canary while our resolver is seen answering.
 answered_listeners: list[Callable[[str], None]] = []
@@ -131,6 +145,7 @@ answered_listeners: list[Callable[[str], None]] = []
 def _remember(resolution: Resolution) -> None:
     if resolution.outcome == DNS_ALIVE:
         _failures.pop(resolution.hostname, None)
+        _refusals.pop(resolution.hostname, None)
         for listener in answered_listeners:
             listener(resolution.hostname)
         return
@@ -138,6 +153,13 @@ def _remember(resolution: Resolution) -> None:
     _failures.move_to_end(resolution.hostname)
     if len(_failures) > _FAILURES_KEPT:
         _failures.popitem(last=False)
+    if not resolution.refused:
+        _refusals.pop(resolution.hostname, None)
+        return
+    _refusals[resolution.hostname] = resolution.refused
+    _refusals.move_to_end(resolution.hostname)
+    if len(_refusals) > _FAILURES_KEPT:
+        _refusals.popitem(last=False)
 
 
 def parse_nameservers(value: str | list | None) -> list[tuple[str, int]]:
@@ -221,9 +243,13 @@ class OutcomeResolver:
 
     def public(self, resolution: Resolution) -> Resolution:
         """`resolution`, or ADDRESS_REFUSED when its address is not a public one."""
-        if resolution.address is None or not address_refusal(resolution.address, self.allowed):
+        if resolution.address is None:
             return resolution
-        refused = replace(resolution, outcome=ADDRESS_REFUSED, address=None)
+        kind = address_refusal(resolution.address, self.allowed)
+        if not kind:
+            return resolution
+        words = refused_words(resolution.address, kind)
+        refused = replace(resolution, outcome=ADDRESS_REFUSED, address=None, refused=words)
         _remember(refused)
         return refused
 

@@ -1,13 +1,13 @@
 """`make run`: the main job on one machine, embedded database by default.
 
-Holds the database (starting the embedded one under var/ if DATABASE_URL is
-unset), migrates, queues the seeds, then runs CRAWL_WORKERS crawler workers —
-and the panel under gunicorn when it is installed — as child processes sharing
-that database, a dead worker restarted (crawler/runner/supervisor.py). Ctrl-C — or
-SIGTERM, which supervisors and `docker stop` send — stops the children
-gracefully, then the database. The console shows only what matters (crawler/runner/console.py):
-where the logs are (var/log/, a file per child), the panel's address once it is ready,
-and a progress line per interval.
+Holds the database (starting the embedded one under var/ if DATABASE_URL is unset,
+sized for this machine and said in one line), migrates, queues the seeds, then runs
+CRAWL_WORKERS crawler workers — and the panel under gunicorn when it is installed — as
+child processes sharing that database, a dead worker restarted
+(crawler/runner/supervisor.py). Ctrl-C — or SIGTERM, which supervisors and `docker stop`
+send — stops the children gracefully, then the database. The console shows only what
+matters (crawler/runner/console.py): where the logs are (var/log/, a file per child), the
+panel's address once it is ready, and a progress line per interval.
 """
 
 from __future__ import annotations
@@ -24,9 +24,16 @@ from pathlib import Path
 
 from crawler.core import config
 from crawler.core.setting_declaration import SettingError
-from crawler.db.engine import PROJECT_ROOT, DatabaseUrlError, database_url, var_dir
+from crawler.db.engine import (
+    PROJECT_ROOT,
+    DatabaseUrlError,
+    database_url,
+    embedded_tuning,
+    var_dir,
+)
+from crawler.db.machine import worker_count
 from crawler.runner.console import Console
-from crawler.runner.supervisor import Child, Supervisor, log_to, worker_count, workers
+from crawler.runner.supervisor import Child, Supervisor, log_to, workers
 
 
 def children(bind: str, count: int) -> list[Child]:
@@ -83,7 +90,11 @@ def run(args: argparse.Namespace) -> int:
     if busy:
         print(f"error: {busy}", file=sys.stderr)
         return 1
-    os.environ["DATABASE_URL"] = database_url()  # children share this server
+    url = database_url()
+    tuning = embedded_tuning()  # None: DATABASE_URL's server is its owner's
+    if tuning is not None:
+        print(tuning.describe(), flush=True)
+    os.environ["DATABASE_URL"] = url  # children share this server
     if hostcrawl("db", "upgrade") != 0:
         return 1  # the CLI has said why
     if hostcrawl("seed", "-f", str(args.seeds)) != 0:

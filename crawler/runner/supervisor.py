@@ -114,13 +114,6 @@ def workers(count: int, environ: dict[str, str] | None = None) -> list[Child]:
     return made
 
 
-def worker_count(environ: dict[str, str] | None = None) -> int:
-    """CRAWL_WORKERS as a number on this machine (`auto`: by its cores)."""
-    environ = os.environ if environ is None else environ
-    wanted = config.from_environment("CRAWL_WORKERS", environ)
-    return wanted.effective(len(os.sched_getaffinity(0)))
-
-
 def log_to(children: list[Child], folder: Path) -> list[Path]:
     """Send each child's output to its own file in `folder` (worker-1.log, panel.log)."""
     for child in children:

@@ -10,27 +10,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-# Every name at and above a hostname: the claim query's "under a deny entry" test.
-# plpgsql with a high COST, so the planner computes it once per candidate row
-# and probes the queue's primary key, instead of once per (row, entry) pair.
-HOST_PARENTS = """
-CREATE FUNCTION host_parents(name text) RETURNS text[]
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE COST 10000 AS $$
-DECLARE
-    names text[] := ARRAY[name];
-    rest text := name;
-    dot int := strpos(rest, '.');
-BEGIN
-    WHILE dot > 0 LOOP
-        rest := substr(rest, dot + 1);
-        names := names || rest;
-        dot := strpos(rest, '.');
-    END LOOP;
-    RETURN names;
-END
-$$
-"""
-
+from crawler.db.functions import drop_function, install_function
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -39,7 +19,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.execute(HOST_PARENTS)
+    install_function(op, "host_parents", version=1)
     op.create_table(
         "audit_log",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -186,4 +166,4 @@ def downgrade() -> None:
     op.drop_index("ix_audit_log_hostname", table_name="audit_log")
     op.drop_index("ix_audit_log_at", table_name="audit_log")
     op.drop_table("audit_log")
-    op.execute("DROP FUNCTION host_parents(text)")
+    drop_function(op, "host_parents")

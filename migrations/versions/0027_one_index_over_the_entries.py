@@ -5,7 +5,7 @@ Revises: 0026
 Create Date: 2026-12-05 02:00:00
 
 The deny test probes ix_queue_entries for each parent of a listed name
-(crawler.db.deployment_one_server.visible). With statistics that predate a big block
+(crawler.db.deployments.one_server.visible). With statistics that predate a big block
 list, the planner believes both partial indexes over the entries empty and costs a probe
 of either the same; it took ix_queue_entry_rule (0018), keyed by the rule, and read every
 entry on each probe: the export ran at a minute a fetch (bench/_stale_statistics.py).

@@ -114,14 +114,15 @@ def fakeweb_factory(fakeweb_factory, request):
 class CrawlerProcess:
     """One crawler worker: `python -m scrapy crawl hosts` with its log in a file."""
 
-    def __init__(self, settings: dict, log_path: Path) -> None:
+    def __init__(self, settings: dict, log_path: Path, env: dict | None = None) -> None:
         args = [sys.executable, "-m", "scrapy", "crawl", "hosts"]
         for name, value in settings.items():
             args += ["-s", f"{name}={value}"]
         self.log_path = log_path
         self._log = open(log_path, "w")  # noqa: SIM115 (closed in wait/kill)
+        env = os.environ if env is None else {**os.environ, **env}
         self.proc = subprocess.Popen(
-            args, cwd=PROJECT_ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=os.environ
+            args, cwd=PROJECT_ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env
         )
 
     def wait(self, timeout: float = CRAWL_TIMEOUT) -> int:

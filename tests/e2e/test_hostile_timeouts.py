@@ -40,7 +40,7 @@ def outcomes(db) -> dict[str, str | None]:
         ("http", "bad_status", "HTTP_ERROR"),
         # A line past the client's limit is as broken, at once: no wait for the server's
         # TLS close_notify until the download timeout (HTTP_TIMEOUT of a server that spoke).
-        ("https", "long_line", "HTTP_ERROR"),
+        ("https", "long_line", "HTTP_TOO_LARGE"),
         # A status line that never ends counts against the download timeout.
         ("https", "endless_status", "HTTP_TIMEOUT"),
     ],

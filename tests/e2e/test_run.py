@@ -108,6 +108,9 @@ def assert_a_quiet_console(output: str, logs, port: int) -> None:
     """Where the logs are, the panel's address once it answers, how to create the first
     operator with a command that works, progress lines; Scrapy's logs only in the files."""
     assert f"every log in {logs}/ (worker-1.log" in output
+    # The embedded server's sizes, in one line (the tests size it for 512 MB: conftest).
+    sized = "embedded Postgres sized for 512 MB (EMBEDDED_DATABASE_MEMORY_MB): shared_buffers"
+    assert output.count(sized) == 1
     assert output.count(f"panel: http://127.0.0.1:{port}/ is ready") == 1
     assert output.index("is ready") < output.index("progress: ")
     command = output.split("no operator yet: create one with ")[1].split(" user create NAME")[0]

@@ -249,6 +249,14 @@ class World:
         self.zones[name] = {**self._rule(behaviour, ttl), "apex": apex}
         return name
 
+    def elsewhere(self, name: str, address: str) -> str:
+        """Make `name` and every name under it resolve to `address`, outside fakeweb's
+        loopback (an intranet's 10.20.0.5): an answer the crawl must refuse before it
+        connects. Nothing of fakeweb's listens there, and a test never connects to it."""
+        name = normalize_host(name)
+        self.zones[name] = {"kind": "a", "address": address, "ttl": None, "apex": True}
+        return name
+
     def farm(self, name: str, links: int = 30) -> str:
         """A live wildcard farm: every name under `name` resolves, and each request for a
         front page there gets a page linking `links` fresh random subdomains."""

@@ -1,6 +1,6 @@
 """The polite claim on a Citus cluster is one call per shard group it visits, to that
 group's worker (a function Citus delegates there, which walks, locks and claims in that
-group: crawler.db.claims_cluster), the groups served in turn, and a group whose shards
+group: crawler.db.deployments.claims_cluster), the groups served in turn, and a group whose shards
 are locked is passed over, never waited on. Skips without `make citus`."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from crawler.core.hostnames import root
-from crawler.db import claims, claims_cluster, queue
+from crawler.db import claims, queue
 from crawler.db.claims import RootLimits
+from crawler.db.deployments import claims_cluster
 
 COUNTERS = text(
     "SELECT query_execution_single_shard, query_execution_multi_shard"

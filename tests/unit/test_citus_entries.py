@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from crawler.core.hostnames import root
-from crawler.db import deny_entries, deployment, queue, trap_windows
+from crawler.db import deny_entries, deployments, queue, trap_windows
 from crawler.db.listener import EntryListener
 from tests.unit.test_panel_support import give_api_token, panel_config
 from tests.waiting import wait_until
@@ -41,7 +41,7 @@ def statuses(changes) -> list[tuple[str, str, str]]:
 
 def test_the_roots_spread_over_several_shard_groups_on_the_cluster(cluster_db):
     with cluster_db.connect() as conn:
-        groups = deployment.by_shard_group(conn, {h: root(h) for h in HOSTS})
+        groups = deployments.by_shard_group(conn, {h: root(h) for h in HOSTS})
     assert len(groups) > 2  # else the tests below would not lock across shards
     assert sorted(n for _, names in groups for n in names) == sorted(HOSTS)
 

@@ -1,5 +1,5 @@
 """The crawl's writes on a Citus cluster run on one shard each: a batch over the roots of
-every shard group is written a statement per group (crawler.db.deployment.root_groups), so
+every shard group is written a statement per group (crawler.db.deployments.root_groups), so
 Citus routes each to one worker. Counted by Citus itself (citus_stat_counters). Skips
 without `make citus`."""
 
@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.core.links import FilteredLinks
-from crawler.db import deployment, queue, trap_windows
+from crawler.db import deployments, queue, trap_windows
 from crawler.db.queue import Crawled, CrawlResult
 from tests.unit.test_citus_claim_routing import counting, roots_by_shard
 
@@ -87,7 +87,7 @@ def test_the_groups_come_in_shard_order_not_their_roots_order(cluster_db):
     by_shard = [sorted(roots) for roots in roots_by_shard(cluster_db, 2).values()]
     assert by_shard != sorted(by_shard)  # else this test could not tell the two apart
     with cluster_db.connect() as conn:
-        groups = deployment.root_groups(conn, [r for roots in by_shard for r in roots])
-        named = deployment.by_shard_group(conn, {f"a.{r}": r for roots in by_shard for r in roots})
+        groups = deployments.root_groups(conn, [r for roots in by_shard for r in roots])
+        named = deployments.by_shard_group(conn, {f"a.{r}": r for roots in by_shard for r in roots})
     assert groups == by_shard
     assert [roots for roots, _ in named] == by_shard

@@ -1,20 +1,19 @@
 """The claim written out twice, once per deployment: one server's
-(crawler.db.claims_one_server.CLAIM_FROM_ROOTS) and the cluster's, in claim_in_shard
-(migration 0024). The two texts must state the same rules: read back in one server's
+(crawler.db.deployments.claims_one_server.CLAIM_FROM_ROOTS) and the cluster's, in
+claim_in_shard (its one statement: crawler/db/functions/claim_in_shard.sql, what the
+migrations install). The two texts must state the same rules: read back in one server's
 names, the cluster's claim is one server's, word for word. And the one piece of SQL the
 cluster's claim still builds, the anchor of its call, is refused when it is no anchor."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-from pathlib import Path
 
 import pytest
 
-from crawler.db import claims_cluster, claims_one_server
+from crawler.db.deployments import claims_cluster, claims_one_server
+from crawler.db.functions import sql_function
 
-MIGRATION = Path(__file__).parents[2] / "migrations/versions/0024_claim_keeps_a_lowered_date.py"
 # In the function: format()'s arguments for the group's shards, and the prepared
 # statement's parameters in the order it passes them.
 SHARDS = {"%1$s": "roots", "%2$s": "queue", "%3$s": "root_claims"}
@@ -22,10 +21,8 @@ PARAMETERS = (":locked", ":concurrency", ":budget", ":n", ":lease", ":worker")
 
 
 def function_statement(name: str) -> str:
-    spec = importlib.util.spec_from_file_location("revision_0024", MIGRATION)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    found = re.search(rf"{name} := format\(\$sql\$(.*?)\$sql\$", module.CLAIM_IN_SHARD, re.S)
+    claim_in_shard = sql_function("claim_in_shard").statement
+    found = re.search(rf"{name} := format\(\$sql\$(.*?)\$sql\$", claim_in_shard, re.S)
     assert found, f"no {name} in claim_in_shard"
     return found[1]
 

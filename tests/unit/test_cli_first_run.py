@@ -56,8 +56,10 @@ def test_export_refuses_an_outcome_that_does_not_exist(db):
     assert hostcrawl("hosts", "export", "--outcome", "none").returncode == 0
 
 
-def test_seeding_localhost_names_the_option_that_allows_it(db):
-    assert_refused(hostcrawl("seed", "localhost"), "--allow-private", "ALLOW_PRIVATE_HOSTS=1")
+def test_seeding_localhost_names_the_one_setting_of_seeds_and_crawl(db):
+    run = hostcrawl("seed", "localhost")
+    assert_refused(run, "seed its address, 127.0.0.1, with ALLOWED_PRIVATE_NETWORKS=127.0.0.1/32")
+    assert "ALLOW_PRIVATE_HOSTS" not in run.stderr and "--allow-private" not in run.stderr
 
 
 def test_an_unwritable_output_is_refused_in_our_words(db, tmp_path):

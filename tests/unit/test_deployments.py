@@ -1,13 +1,15 @@
-"""The deployment (crawler.db.deployment): picked once per engine, the same answers on one
+"""The deployment (crawler.db.deployments): picked once per engine, the same answers on one
 server and on a Citus cluster, each deployment's statements written out (the cluster's
 are one server's with their routing pins, nothing else), and the one way statements are
 still built from pieces refuses a piece it has no place for."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -15,7 +17,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from crawler.core.hostnames import root
-from crawler.db import claims, cluster, deny_entries, deployment, export, queue, trap_windows
+from crawler.db import claims, cluster, deny_entries, deployments, export, queue, trap_windows
+from crawler.db.engine import PROJECT_ROOT
 from crawler.db.host_filter import HostFilter
 from crawler.db.queue import Crawled, CrawlResult
 from crawler.db.sql_pieces import DUE, filled
@@ -39,17 +42,49 @@ def binds(statement) -> dict:
 
 @pytest.mark.parametrize("name", STATEMENTS)
 def test_the_clusters_statement_is_one_servers_with_its_pins_and_nothing_else(name):
-    plain = " ".join(words(getattr(deployment.ONE_SERVER, name).text))
-    pinned = " ".join(words(getattr(deployment.CLUSTER, name).text)) + " "
+    plain = " ".join(words(getattr(deployments.ONE_SERVER, name).text))
+    pinned = " ".join(words(getattr(deployments.CLUSTER, name).text)) + " "
     unpinned, pins = PINS.subn("", pinned)
     assert pins and unpinned.split() == plain.split()
 
 
 @pytest.mark.parametrize("name", STATEMENTS)
 def test_each_form_has_its_parameters_typed(name):
-    plain = binds(getattr(deployment.ONE_SERVER, name))
-    pinned = binds(getattr(deployment.CLUSTER, name))
+    plain = binds(getattr(deployments.ONE_SERVER, name))
+    pinned = binds(getattr(deployments.CLUSTER, name))
     assert plain.items() <= pinned.items() and pinned["roots"] == "ARRAY"
+
+
+def defaulted_deployments(root: Path) -> list[str]:
+    """Every function of crawler/, webpanel/ and bench/ below `root` whose deployment
+    argument has a default, as file:line name."""
+    found = []
+    for path in sorted(
+        p for top in ("crawler", "webpanel", "bench") for p in root.glob(f"{top}/**/*.py")
+    ):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            given = node.args.posonlyargs + node.args.args
+            defaulted = [
+                *given[len(given) - len(node.args.defaults) :],
+                *(
+                    a
+                    for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)
+                    if d is not None
+                ),
+            ]
+            for arg in defaulted:
+                said = f"{arg.arg} {ast.unparse(arg.annotation) if arg.annotation else ''}"
+                if "deployment" in said.lower():
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.name}")
+    return found
+
+
+def test_no_statement_builder_defaults_to_a_deployment():
+    """A caller names the deployment (deployment_of its connection): with a default, one
+    that forgot got one server's statement on a cluster, without a word."""
+    assert defaulted_deployments(PROJECT_ROOT) == []
 
 
 def test_a_part_goes_in_its_place():
@@ -72,7 +107,7 @@ def test_a_place_with_no_part_is_refused():
 @pytest.fixture(params=["clean_db", "cluster_db"])
 def either(request):
     """The engine of one deployment's empty database, and the deployment it must be."""
-    expected = deployment.CLUSTER if request.param == "cluster_db" else deployment.ONE_SERVER
+    expected = deployments.CLUSTER if request.param == "cluster_db" else deployments.ONE_SERVER
     return request.getfixturevalue(request.param), expected
 
 
@@ -83,15 +118,15 @@ def test_the_deployment_is_picked_once_per_engine(either, monkeypatch):
     monkeypatch.setattr(cluster, "topology", lambda conn: asked.append(1) or real(conn))
     fresh = create_engine(engine.url)
     try:
-        picked = [deployment.deployment_of(fresh)]
+        picked = [deployments.deployment_of(fresh)]
         for _ in range(2):
             with fresh.connect() as conn:
-                picked.append(deployment.deployment_of(conn))
+                picked.append(deployments.deployment_of(conn))
         with Session(fresh) as session:
-            picked.append(deployment.deployment_of(session))
+            picked.append(deployments.deployment_of(session))
         assert all(p is expected for p in picked) and len(asked) == 1
         other = create_engine(engine.url)
-        assert deployment.deployment_of(other) is expected and len(asked) == 2
+        assert deployments.deployment_of(other) is expected and len(asked) == 2
         other.dispose()
     finally:
         fresh.dispose()

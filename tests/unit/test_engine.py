@@ -91,15 +91,16 @@ def test_a_dead_pid_in_the_handle_list_does_not_keep_postgres_running(tmp_path):
             leftover.kill()
 
 
-def test_the_embedded_server_vacuums_as_docs_scaling_says(embedded_pgdata, engine):
-    """autovacuum_naptime and maintenance_work_mem, which no migration can set, are the
-    embedded server's (ALTER SYSTEM on start): churn's dead rows depend on the first."""
+def test_the_embedded_server_runs_with_the_advised_settings(embedded_pgdata, engine):
+    """autovacuum_naptime, checkpoint_timeout, max_wal_size… which no migration can set,
+    are the embedded server's (ALTER SYSTEM on start), sized for the tests' 512 MB."""
     if embedded_pgdata is None:
         pytest.skip("a server behind TEST_DATABASE_URL is its owner's to tune")
-    from sqlalchemy import text
-
-    from crawler.db.engine import EMBEDDED_SETTINGS
+    from crawler.core.server_advice import embedded_settings
+    from crawler.db.server_settings import current_settings
 
     with engine.connect() as conn:
-        found = {name: conn.execute(text(f"SHOW {name}")).scalar() for name in EMBEDDED_SETTINGS}
-    assert found == {"autovacuum_naptime": "10s", "maintenance_work_mem": "256MB"}
+        current = current_settings(conn)
+    advised = embedded_settings(512, current)
+    assert {name: current[name].value for name in advised} == advised
+    assert advised["autovacuum_naptime"] == 10  # churn's dead rows depend on it

@@ -144,3 +144,19 @@ def test_the_layer_table_knows_every_core_module():
         "crawler.core.traps",
     } <= core
     assert "crawler.core.outcomes" in core
+
+
+DEPLOYMENTS = "crawler.db.deployments"
+
+
+def test_the_deployments_statements_are_theirs():
+    """crawler/db/deployments holds each deployment's statements (its own room of the db
+    layer); the code outside it asks the deployment (`deployment_of`) and imports none of
+    one deployment's modules."""
+    inside = {name_of(p) for p in modules() if name_of(p).startswith(f"{DEPLOYMENTS}.")}
+    assert {f"{DEPLOYMENTS}.one_server", f"{DEPLOYMENTS}.cluster"} <= inside
+    assert {layer(name) for name in inside} == {"db"}
+    for path in modules():
+        if not name_of(path).startswith(DEPLOYMENTS):
+            wrong = sorted(imported(path) & inside)
+            assert not wrong, f"{name_of(path)} imports {wrong}: ask {DEPLOYMENTS}"

@@ -12,16 +12,18 @@ from crawler.db.models import Base
 
 @pytest.fixture
 def empty_database_url(engine, monkeypatch):
-    """A fresh database on the test server, dropped afterwards."""
-    name = "hostcrawl_migrations"
+    """A fresh database on the test server, dropped afterwards; named after this test
+    process's own (under TEST_DATABASE_URL the server is shared, and test_functions
+    uses this fixture too)."""
+    name = f"{engine.url.database}_migrations"
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
-        conn.execute(text(f"CREATE DATABASE {name}"))
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(str(engine.url.render_as_string(hide_password=False))).set(database=name)
     monkeypatch.setenv("DATABASE_URL", url.render_as_string(hide_password=False))
     yield url
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def tables(url) -> set[str]:

@@ -44,6 +44,7 @@ def test_nothing_answering_at_dns_tcp_or_tls_may_be_the_worlds_silence(outcome):
 
 def test_every_silence_is_a_kind_of_outcome_and_a_new_kind_is_outside_until_named():
     assert SILENCES.issubset(outcomes.ALL)
+    assert not SILENCES & outcomes.REFUSED_BY_US
     assert not is_silence("SOME_NEW_OUTCOME") and not is_silence(None)
 
 

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 
 from crawler.db import bulk, deny_entries, statistics
-from crawler.db.deployment import ONE_SERVER, deployment_of
+from crawler.db.deployments import ONE_SERVER, deployment_of
 from crawler.db.export import export_statement
 from crawler.db.host_filter import HostFilter
 from webpanel.queries.host_rows import host_statement

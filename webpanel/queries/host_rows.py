@@ -14,7 +14,7 @@ from sqlalchemy import (
     true,
 )
 
-from crawler.db.deployment import ONE_SERVER, Deployment, deployment_of
+from crawler.db.deployments import Deployment, deployment_of
 from crawler.db.host_filter import SAME_HOST, HostFilter
 from crawler.db.models import Host, QueueRow
 from webpanel.queries.paging import DEFAULT_LIMIT, Order, Page, keyset, paginate
@@ -62,12 +62,13 @@ def _hosts(flt: HostFilter, deployment: Deployment) -> Select:
 
 def host_statement(
     flt: HostFilter,
+    deployment: Deployment,
     after: str | None = None,
     before: str | None = None,
     limit: int = DEFAULT_LIMIT,
-    deployment: Deployment = ONE_SERVER,
 ) -> Select:
-    """The SQL of one page of `/` on `deployment` (for EXPLAIN in the benchmarks)."""
+    """The SQL of one page of `/` on `deployment` (`deployment_of` the connection), for
+    EXPLAIN in the benchmarks."""
     return keyset(_hosts(flt, deployment), HOST_SORTS[flt.sort], after, before, limit)[0]
 
 

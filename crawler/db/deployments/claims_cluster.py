@@ -1,16 +1,16 @@
 """The claim on a Citus cluster (docs/design.md, rule 6; docs/scaling.md): shard group
 after shard group, each group's part one call that Citus delegates to the group's worker,
-until the batch is full. One server's claim is crawler.db.claims_one_server;
+until the batch is full. One server's claim is crawler.db.deployments.claims_one_server;
 crawler.db.claims picks one per database and holds what both share.
 
 Citus runs a statement that locks rows within one shard group, and routes it by a value
 of `root`, so a claim "in one group" needs a value that hashes into the group's shard:
 an anchor. `anchors` finds one per shard of `roots` (a made-up name, never a real root),
-and the polite claim calls `claim_in_shard` (migration 0023), a distributed function
+and the polite claim calls `claim_in_shard` (crawler/db/functions), a distributed function
 co-located with `roots` by its anchor: Citus delegates the call to the worker holding
 the anchor's shard, whose body walks the group's due roots, locks them and claims there
 on the group's shards, as plain Postgres, in one round trip. Its statements are written
-out in that migration, with the rules of one server's.
+out in its file, with the rules of one server's (tests/unit/test_claim_in_shard_text.py).
 
 Filling: most due roots have a host or two, spread over every group, so one group's due
 roots rarely fill a batch (with 32 groups, a thirty-second of the due roots). A claim
@@ -19,7 +19,7 @@ claim, until the batch is full or it has been round every group. Claims never wa
 each other (rows with SKIP LOCKED, roots with try-locks, a group whose shards are locked
 passed over); the roots rows a claim settles can wait on a finish's rollups, and a claim
 that wraps round the ring takes groups out of shard order, the one lock order of every
-writer (crawler.db.deployment.shard_groups): a deadlock with a finish is then possible,
+writer (crawler.db.deployments.shard_groups): a deadlock with a finish is then possible,
 broken by Postgres or Citus (deadlock detected, either way) and the claim run again
 (retry_conflicts). Stopping at the ring's end instead would leave a claim short once a
 turn, and a short claim makes the spider wait for a poll.
@@ -146,7 +146,7 @@ def claim_in_shard(anchor: str):
 
 
 class Cluster:
-    """The claim strategy of a Citus cluster (crawler.db.deployment.ClaimStrategy)."""
+    """The claim strategy of a Citus cluster (crawler.db.deployments.ClaimStrategy)."""
 
     def polite(self, conn: Connection, params: dict) -> list:
         """The groups in this worker's turn, each asked for what the batch still lacks,

@@ -1,7 +1,7 @@
 """The claim on one Postgres server (docs/design.md, rule 6): every due root in one table,
 so a claim walks them oldest due first and locks and claims in one transaction's few
-statements. The cluster's claim is crawler.db.claims_cluster; crawler.db.claims picks one
-per database and holds what both share.
+statements. The cluster's claim is crawler.db.deployments.claims_cluster; crawler.db.claims
+picks one per database and holds what both share.
 
 The polite claim: a walk that locks the roots to claim from (oldest due first, skipping
 roots another claim holds: two workers never take from one root at once), then the
@@ -167,7 +167,7 @@ CLAIM_UNDER = text(filled(BARE_CLAIM, under=UNDER_ROOT))
 
 
 class OneServer:
-    """The claim strategy of one Postgres server (crawler.db.deployment.ClaimStrategy)."""
+    """The claim strategy of one Postgres server (crawler.db.deployments.ClaimStrategy)."""
 
     def polite(self, conn: Connection, params: dict) -> list:
         """The due roots walked and locked a page a statement, then the claim from them."""

@@ -1,6 +1,6 @@
 """What the statements each deployment writes out its own way have in common: their typed
-parameters and the rows a queue write returns (crawler.db.deployment_one_server,
-crawler.db.deployment_cluster)."""
+parameters and the rows a queue write returns (crawler.db.deployments.one_server,
+crawler.db.deployments.cluster)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
 """The deployment: one Postgres server, or a Citus cluster sharded by root, picked once per
 engine (`deployment_of`). Wherever the two differ, a caller asks the deployment, never
 which one it is: its claim, its crawl writes, the deny test of a listed host, and how it
-groups roots. Each deployment's statements are written out in its own module,
-crawler.db.deployment_one_server and crawler.db.deployment_cluster; nothing rewrites one
-into the other.
+groups roots. Each deployment's statements are written out in its own modules, here:
+one_server and claims_one_server, cluster and claims_cluster (params: the typed parameters
+they share); nothing rewrites one into the other. Code outside this package asks the
+deployment (`deployment_of`) and imports none of those modules
+(tests/unit/test_layers.py).
 
 Every writer of rows of many roots runs a statement per shard group of the roots, in
 shard id order (`shard_groups`, one group on one server): Citus runs a statement that
@@ -21,9 +23,12 @@ from sqlalchemy import Connection, Engine, TextClause
 from sqlalchemy.orm import Session, scoped_session
 from sqlalchemy.sql.elements import ColumnElement
 
-from crawler.db import cluster
-from crawler.db.deployment_cluster import Cluster
-from crawler.db.deployment_one_server import OneServer
+# Aliased: crawler.db.deployments.cluster, imported below, is the cluster's statements.
+from crawler.db import cluster as citus
+from crawler.db.deployments.cluster import Cluster
+from crawler.db.deployments.one_server import OneServer
+from crawler.db.deployments.params import DATED as DATED  # what a queue write returns
+from crawler.db.deployments.params import DUES as DUES  # each root's earliest new date
 
 
 class ClaimStrategy(Protocol):
@@ -78,16 +83,16 @@ def deployment_of(bound: Engine | Connection | Session | scoped_session) -> Depl
     return _PICKED[engine]
 
 
-def pick(found: cluster.Topology) -> Deployment:
+def pick(found: citus.Topology) -> Deployment:
     """The deployment of a database that is `found`."""
     return CLUSTER if found.is_cluster else ONE_SERVER
 
 
-def _topology(conn: Engine | Connection) -> cluster.Topology:
+def _topology(conn: Engine | Connection) -> citus.Topology:
     if isinstance(conn, Engine):
         with conn.connect() as fresh:
-            return cluster.topology(fresh)
-    return cluster.topology(conn)
+            return citus.topology(fresh)
+    return citus.topology(conn)
 
 
 def shard_groups(conn: Connection, roots: Iterable[str]) -> list[set[str]]:

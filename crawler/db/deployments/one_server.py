@@ -1,25 +1,26 @@
-"""A Citus cluster's statements (crawler.db.deployment): one server's
-(crawler.db.deployment_one_server), each with the filters that route it.
+"""One Postgres server's statements (crawler.db.deployments): the crawl's writes, the deny
+test of a listed host, and its one group of roots. The cluster's are
+crawler.db.deployments.cluster, the same statements with the filters that route them.
 
-Citus runs a statement that locks rows only within one shard group, and routes a
-statement to one worker by a filter on `root`: each runs once per shard group of its
-roots (`shard_groups`), with `root = ANY(:roots)` (the roots of that group) on every
-distributed table it names, its pins. A test checks that each statement is one server's
-with its pins and nothing else (tests/unit/test_deployments.py).
+Here every equality on root is enough: a filter `root = ANY(:roots)` beside one would only
+mislead the planner, which takes such an ANY for an index condition and probes every
+listed root for every row (the finish's costliest statement at 1M hosts,
+bench/README.md).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, Text, exists, func, literal, select, text
+from sqlalchemy import Connection, Text, exists, func, literal, select, text, true
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
-from crawler.db import cluster
-from crawler.db.claims_cluster import Cluster as ClusterClaims
-from crawler.db.deployment_params import DATED, DUES, RESULT_PARAMS, SCHEDULE_PARAMS
+from crawler.db.deployments.claims_one_server import OneServer as OneServerClaims
+from crawler.db.deployments.params import DATED, DUES, RESULT_PARAMS, SCHEDULE_PARAMS
 from crawler.db.models import QueueRow
 from crawler.db.sql_pieces import names_param
 
+# The outcome before is read with the row locked (FOR UPDATE: no writer changes it
+# before the update), each row by its key.
 WRITE_RESULTS = text(
     """
     UPDATE hosts h SET last_crawled_at = now(), outcome = t.outcome, http_status = t.status,
@@ -34,14 +35,14 @@ WRITE_RESULTS = text(
                 AS u(hostname, root, outcome, status, url, title, scheme, found, saved,
                      filtered, over_cap, stopped, failed)
               JOIN hosts o USING (hostname, root)
-             WHERE o.root = ANY(:roots)
              ORDER BY hostname FOR UPDATE OF o) AS t
-     WHERE h.root = ANY(:roots) AND h.hostname = t.hostname AND h.root = t.root
+     WHERE h.hostname = t.hostname AND h.root = t.root
     RETURNING h.root, h.hostname, t.before, h.outcome
     """
 ).bindparams(*RESULT_PARAMS)
-# The dates are taken before the update, in a materialized CTE: Citus allows no
-# non-immutable function (now()) in a CASE of an UPDATE of a distributed table.
+# The dates are taken before the update, in a materialized CTE (as on the cluster, where
+# Citus allows no now() in a CASE of an UPDATE). A claimed row that became an entry gets
+# its date too, kept for when the entry is lifted: the one it had was its lease's end.
 SCHEDULE = text(
     f"""
     WITH t AS MATERIALIZED (
@@ -51,25 +52,30 @@ SCHEDULE = text(
            next_claim_at = CASE WHEN q.status_reason IS NULL OR q.claimed_by IS NOT NULL
                                 THEN t.at ELSE q.next_claim_at END
       FROM t
-     WHERE q.root = ANY(:roots) AND q.hostname = t.hostname AND q.root = t.host_root
+     WHERE q.hostname = t.hostname AND q.root = t.host_root
     RETURNING {DATED}
     """
-).bindparams(*SCHEDULE_PARAMS, *names_param("roots"))
+).bindparams(*SCHEDULE_PARAMS)
 TRIM_WINDOWS = text(
     """
     DELETE FROM trap_window w USING (
         SELECT root, hostname,
                row_number() OVER (PARTITION BY root ORDER BY seen_at DESC) AS rank
           FROM trap_window WHERE root = ANY(:roots)) AS r
-     WHERE w.root = ANY(:roots) AND w.root = r.root AND w.hostname = r.hostname
+     WHERE w.root = r.root AND w.hostname = r.hostname
        AND r.rank > :size
     """
 ).bindparams(*names_param("roots"))
+# Roots whose bound moves are written, and roots given rows due now even when it does
+# not: a claim running beside this sets the root's date from a snapshot without those
+# rows, and it keeps the lower date only when it finds the row written since
+# (crawler.db.deployments.claims_one_server). A later date whose bound stays is not written: an
+# UPDATE whose WHERE fails locks nothing.
 LOWER_NEXT_DUE = text(
     """
     UPDATE roots r SET next_due_at = least(r.next_due_at, d.due)
       FROM (SELECT * FROM unnest(:roots, :dues) AS t(root, due) ORDER BY root) d
-     WHERE r.root = ANY(:roots) AND r.root = d.root
+     WHERE r.root = d.root
        AND (r.next_due_at IS NULL OR r.next_due_at > d.due OR d.due <= now())
     """
 ).bindparams(*names_param("roots"), DUES)
@@ -79,9 +85,9 @@ RECOUNT_WINDOWS = text(
       FROM (SELECT t.root, count(w.hostname) AS size,
                    count(w.hostname) FILTER (WHERE w.outcome = ANY(:failures)) AS failed
               FROM unnest(:roots) AS t(root)
-              LEFT JOIN trap_window w ON w.root = ANY(:roots) AND w.root = t.root
+              LEFT JOIN trap_window w ON w.root = t.root
              GROUP BY t.root) w
-     WHERE r.root = ANY(:roots) AND r.root = w.root
+     WHERE r.root = w.root
        AND (r.window_size, r.window_failed) IS DISTINCT FROM (w.size, w.failed)
     """
 ).bindparams(*names_param("roots", "failures"))
@@ -90,35 +96,31 @@ ENTRY = QueueRow.__table__.alias("d")
 
 
 def visible(hostname: ColumnElement, root: ColumnElement) -> ColumnElement[bool]:
-    """No parent of the name at or under its root is a deny entry (docs/design.md, rule
-    2): one EXISTS on the name's own shard that Citus pushes down to it (it runs no
-    LATERAL into a shard). An entry above a root (a forced bare suffix) lives in another
-    shard: the hosts it took out of routing carry denied_by, as the claim's rule says
-    (crawler.db.sql_pieces.under_an_entry).
+    """No parent of the name, at any level, is a deny entry (docs/design.md, rule 2).
 
-    OFFSET 0 keeps the EXISTS a probe per name (a subplan: Postgres makes no anti-join of
-    an EXISTS with an OFFSET): as an anti-join, with statistics that predate a block list,
-    a shard's planner read all its entries once into memory and compared every name of the
-    page with each (the main list x4.6 at 100,000 entries, bench/_stale_statistics.py).
+    Each parent is looked up on its own (a LATERAL ... LIMIT 1 per element of the
+    parents array), so the only plans are a few index probes per name, whatever the
+    planner believes of the entries' number: as an anti-join it once compared every
+    host with every entry when statistics predating a big block list said they were
+    few. `root` is not needed: every entry is in the one table.
     """
-    in_root = (
+    parents = func.unnest(func.host_parents(hostname, type_=ARRAY(Text))).table_valued("name")
+    parent = parents.render_derived(name="p")
+    entry = (
         select(literal(1))
         .select_from(ENTRY)
-        .where(
-            ENTRY.c.root == root,
-            ENTRY.c.hostname == func.any(func.host_parents(hostname, type_=ARRAY(Text))),
-            ENTRY.c.status_reason.is_not(None),
-        )
-        .offset(0)
+        .where(ENTRY.c.hostname == parent.c.name, ENTRY.c.status_reason.is_not(None))
+        .limit(1)
+        .lateral("e")
     )
-    return ~exists(in_root)
+    return ~exists(select(literal(1)).select_from(parent).join(entry, true()))
 
 
-class Cluster:
-    """A Citus cluster sharded by root (crawler.db.deployment.Deployment)."""
+class OneServer:
+    """One Postgres server (crawler.db.deployments.Deployment)."""
 
-    name = "cluster"
-    claims = ClusterClaims()
+    name = "one server"
+    claims = OneServerClaims()
     write_results = WRITE_RESULTS
     schedule = SCHEDULE
     trim_windows = TRIM_WINDOWS
@@ -126,11 +128,8 @@ class Cluster:
     recount_windows = RECOUNT_WINDOWS
 
     def shard_groups(self, conn: Connection, roots: set[str]) -> list[set[str]]:
-        """The roots by shard group, in shard id order."""
-        groups: dict[int, set[str]] = {}
-        for root, shard in cluster.shard_ids(conn, roots).items():
-            groups.setdefault(shard, set()).add(root)
-        return [groups[shard] for shard in sorted(groups)]
+        """One group, and no question asked."""
+        return [roots] if roots else []
 
     def visible(self, hostname: ColumnElement, root: ColumnElement) -> ColumnElement[bool]:
         return visible(hostname, root)
