@@ -203,9 +203,10 @@ class WorldCheck:
         return "" if answering is True else why
 
     async def _without_canary(self, hostname: str, began: float, layer: str) -> str:
-        """No canary to ask: the failure waits up to `recent` seconds for news. Another
-        root answering makes it the host's own; several roots failing with nothing
-        answering make it ours (an outage); neither, and one failure is no outage."""
+        """No canary to ask: the failure waits `recent` seconds for news. Another root
+        answering makes it the host's own; several roots failing with nothing answering
+        by then make it ours (an outage: a first crawl's dead hosts fail faster than its
+        live ones answer); else one failure is no outage."""
         deadline = time.monotonic() + self.recent
         while True:
             now = time.monotonic()
@@ -214,12 +215,11 @@ class WorldCheck:
                 return ""
             if self.unproven_since is not None:
                 return self._why  # nothing has answered since the outage began
-            if silence_without_canary(heard):
-                why = no_canary_reason(heard)
-                self._note(None, why, layer)
-                return why
             if now >= deadline:
-                return ""
+                if not silence_without_canary(heard):
+                    return ""
+                self._note(None, no_canary_reason(heard), layer)
+                return self._why
             await self.evidence.news(deadline - now)
 
     async def holds_back(
