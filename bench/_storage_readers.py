@@ -4,12 +4,12 @@ the claim's statements on the loaded rows (one server), the indexes each plan na
 
 from __future__ import annotations
 
-from crawler.db.deployments import deployment_of
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 
 from crawler.db.crawl.claims import OLDEST_DUE
 from crawler.db.crawl.retention import ORPHAN_HOSTS
+from crawler.db.deployments import deployment_of
 from crawler.db.operators.export import export_statement
 from crawler.db.operators.host_filter import DOMAIN, HostFilter
 from webpanel.queries import root_rows

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from crawler.db.deployments import ONE_SERVER, deployment_of
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 
+from crawler.db.deployments import ONE_SERVER, deployment_of
 from crawler.db.operators import bulk
 from crawler.db.operators.export import export_statement
 from crawler.db.operators.host_filter import HostFilter
