@@ -116,7 +116,9 @@ class HostWritePipeline:
         """A failure that may be the world's silence, while the world is not proven to
         answer us, says nothing about the host: it is held back (still claimed, so a
         draining crawl waits) and asked again when the world answers, not settled, and
-        stays out of the trap window."""
+        stays out of the trap window. Once: its answer to that second request settles it."""
+        if self.state.held.asked_again(item.hostname):
+            return
         began = time.monotonic() - self.waited.get(item.outcome, 0.0)
         started = self.state.in_flight.get(item.hostname, began)
         layer = failure_layer(item.outcome)

@@ -33,6 +33,8 @@ class HeldBack:
         self.lease = lease
         self.world = world
         self._hosts: set[str] = set()
+        # Given back at an outage's end, not yet answered since: their next failure settles.
+        self._asked_again: set[str] = set()
         self._renewed = time.monotonic()
 
     def renew_every(self) -> float:
@@ -41,6 +43,15 @@ class HeldBack:
 
     def hosts(self) -> set[str]:
         return set(self._hosts)
+
+    def asked_again(self, hostname: str) -> bool:
+        """Whether `hostname` was held back and given back already: its answer now settles
+        it, whatever the world check says. An outage that flaps (canaries that went away,
+        a world half there) would otherwise hold and give back one host for ever."""
+        if hostname in self._asked_again:
+            self._asked_again.discard(hostname)
+            return True
+        return False
 
     async def hold(self, hostname: str, outcome: str) -> None:
         """Keep `hostname` claimed until the outage ends; given back at once if it has
@@ -73,6 +84,7 @@ class HeldBack:
             log.info("%d hosts held back in the outage are due again now", len(hosts))
 
     async def _release(self, hosts: list[str]) -> None:
+        self._asked_again.update(hosts)
         release = queue.release_held
         await in_thread_until_up(
             "giving back hosts held back", release, self.engine, hosts, self.worker
