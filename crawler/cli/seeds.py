@@ -7,6 +7,8 @@ unless --force, no localhost nor loopback/private/link-local address unless
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from crawler.cli.bulkrun import finish, run_file
@@ -43,12 +45,13 @@ def seed(hosts: tuple[str, ...], path, force: bool, allow_private: bool, report_
     if not hosts and path is None:
         raise click.UsageError("give hostnames or -f FILE")
 
-    def change(items):
-        return bulk.seed(engine(), items, allow_private=allow_private, force=force)
+    def change(items, workers: int = 0):
+        return bulk.seed(engine(), items, allow_private=allow_private, force=force, workers=workers)
 
     if path is None:
         report([c for batch in change(hosts) for c in batch])
         return
     if hosts:
         raise click.UsageError("give hostnames or -f FILE, not both")
-    finish(run_file(path, "seed", change, report_path))
+    # A file's names are checked by a process per core (crawler.db.bulk_pool).
+    finish(run_file(path, "seed", lambda items: change(items, os.cpu_count() or 1), report_path))
