@@ -12,6 +12,7 @@ import random
 from functools import partial
 
 import pytest
+from sqlalchemy import text
 
 from crawler.cli import bulkrun
 from crawler.core.seed_checks import check_seeds
@@ -105,9 +106,9 @@ def test_lines_in_flight_stay_bounded_whatever_the_file_length(
 
     def counted(data):
         nonlocal read
-        for text in text_lines(data):
+        for line in text_lines(data):
             read += 1
-            yield text
+            yield line
 
     def report(path):
         return (lambda row: ahead.append(read - row[0])), (lambda: None)
@@ -141,3 +142,19 @@ def test_the_cli_seeds_with_the_workers_and_gives_every_line_its_result(
     assert len(report_here.read_text().splitlines()) == len(values) + 1  # and the header
     said = capsys.readouterr().out
     assert said.count(f"seed: {len(values):,} lines in ") == 2  # the last line: the rate
+
+
+def test_a_list_seeded_by_the_workers_is_written_whole_on_each_deployment(either):
+    """Checked in worker processes, written by the writers' threads, on one server and on
+    a Citus cluster alike: each line's result, and a rerun says already."""
+    names = [f"w{i}.r{i % 40}.com" for i in range(1_200)] + ["bad..name", "W0.R0.COM"]
+
+    first = bulk.collect(bulk.seed(either, names, size=300, workers=WORKERS))
+    again = bulk.collect(bulk.seed(either, names, size=300, workers=WORKERS))
+
+    assert [c.status for c in first] == ["queued"] * 1_200 + ["refused", "already"]
+    assert [c.hostname for c in first[:-2]] == names[:-2] and first[-1].hostname == "w0.r0.com"
+    assert {c.status for c in again[:-2]} == {"already"} and again[-2].status == "refused"
+    with either.connect() as conn:
+        hosts = conn.execute(text("SELECT sum(hosts) FROM roots WHERE root LIKE 'r%.com'"))
+        assert hosts.scalar_one() == 1_200
