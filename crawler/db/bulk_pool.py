@@ -19,6 +19,10 @@ in the process itself.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -45,7 +49,8 @@ def in_order(
         for chunk in chain(head, chunks):
             yield chunk, work(sent(chunk))
         return
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    spawn = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(workers, mp_context=spawn, initializer=_end_with_parent)
     out: deque[tuple[C, Future[R]]] = deque()
     try:
         for chunk in chain(head, chunks):
@@ -58,3 +63,20 @@ def in_order(
             yield oldest, result.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _end_with_parent() -> None:
+    """In a worker: exit when the process that started it is gone (killed with SIGKILL,
+    it tells no one; the workers, each holding both ends of the pool's queue, would
+    wait for work forever). Ctrl-C is the parent's to handle (it stops the pool): a
+    worker ignores it, rather than print a traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
