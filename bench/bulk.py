@@ -59,7 +59,7 @@ from sqlalchemy import Engine, create_engine, func, select, text
 
 from crawler.cli.bulkrun import run_file
 from crawler.core.blocklists import read_lines
-from crawler.core.hostnames import HostnameError, normalize, root
+from crawler.core.hostnames import HostnameError, is_public_suffix, normalize, root
 from crawler.db import bulk, deny_entries
 from crawler.db.export import export_statement
 from crawler.db.host_filter import HostFilter
@@ -91,7 +91,7 @@ def generate(path: Path, rng: random.Random, size: int = LINES) -> dict[str, int
             counts["refused"] += 1
         else:
             name = subdomain_of(registered_domain(rng), rng, rng.randint(0, 2))
-            if name in seen:
+            if name in seen or is_public_suffix(name):  # `roma.it`: a suffix, refused
                 continue
             seen.add(name)
             accepted.append(name)
