@@ -175,8 +175,10 @@ def run_file(
     report_path: str | None,
 ) -> Summary:
     """Read `path`, apply `change` a batch at a time, show progress; the summary at the end."""
+    started = time.monotonic()
     total = count_lines(path)
     skipped, summary = Skipped(), Summary()
+    read = [0]  # lines read so far, skipped ones too
     # Every line read, in order: (line, None) for an item handed to `change`, whose result
     # comes back in order, or (line, its refusal) for a line the reader refused whole.
     lines: deque[tuple[int, EntryChange | None]] = deque()
@@ -200,9 +202,14 @@ def run_file(
             line, refusal = lines.popleft()
             tell(line, refusal)
 
+    def counted(source: IO[str]) -> Iterator[str]:
+        for text in source:
+            read[0] += 1
+            yield text
+
     try:
         with open_input(path) as data:
-            for results in change(items(read_lines(text_lines(data), skipped))):
+            for results in change(items(read_lines(counted(text_lines(data)), skipped))):
                 for result in results:
                     refused_before_next()
                     line, _ = lines.popleft()
@@ -217,7 +224,14 @@ def run_file(
         close()
     for text in summary.lines(skipped):
         click.echo(text, err=text.startswith("refused"))
+    click.echo(rate_line(what, read[0], time.monotonic() - started))
     return summary
+
+
+def rate_line(what: str, lines: int, seconds: float) -> str:
+    """`seed: 1,000,000 lines in 9.8 s (102,041 lines/s)`: the whole run, file to
+    committed rows (the line count for the ETA included)."""
+    return f"{what}: {lines:,} lines in {seconds:.1f} s ({lines / max(seconds, 1e-9):,.0f} lines/s)"
 
 
 def finish(summary: Summary) -> None:

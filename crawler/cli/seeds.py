@@ -9,6 +9,8 @@ such seeds in, with a deprecation line: the crawl then refused them (ADDRESS_REF
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from crawler.cli.bulkrun import finish, run_file
@@ -53,12 +55,13 @@ def seed(hosts: tuple[str, ...], path, force: bool, allow_private: bool, report_
     if allow_private:
         click.echo(ALLOW_PRIVATE_DEPRECATED, err=True)
 
-    def change(items):
-        return bulk.seed(engine(), items, allow_private=allow_private, force=force)
+    def change(items, workers: int = 0):
+        return bulk.seed(engine(), items, allow_private=allow_private, force=force, workers=workers)
 
     if path is None:
         report([c for batch in change(hosts) for c in batch])
         return
     if hosts:
         raise click.UsageError("give hostnames or -f FILE, not both")
-    finish(run_file(path, "seed", change, report_path))
+    # A file's names are checked by a process per core (crawler.db.operators.bulk_pool).
+    finish(run_file(path, "seed", lambda items: change(items, os.cpu_count() or 1), report_path))

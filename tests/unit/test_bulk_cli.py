@@ -13,6 +13,7 @@ import random
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from sqlalchemy import text
 
@@ -97,8 +98,11 @@ def test_a_kill_leaves_whole_batches_and_a_rerun_finishes(db, tmp_path):
         return count(db, "SELECT count(*) FROM hosts") > 0
 
     wait_until(first_batch_in, 120, "the first batch")
+    workers = children(proc.pid)  # the processes checking names (crawler.db.operators.bulk_pool)
+    assert workers
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
+    wait_until(lambda: not any(alive(pid) for pid in workers), 60, "the workers to end")
 
     stored = count(db, "SELECT count(*) FROM hosts")
     assert stored % bulk.BATCH == 0 and 0 < stored < len(names), stored
@@ -117,6 +121,28 @@ def test_a_kill_leaves_whole_batches_and_a_rerun_finishes(db, tmp_path):
         )
     )
     assert done == {"already": stored, "queued": len(names) - stored}
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started (from /proc: their parent's pid, the 4th field)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running: neither gone nor a zombie waiting for its parent."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 def block_list(kind: str, n: int) -> tuple[str, list[str]]:
