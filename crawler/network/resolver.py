@@ -121,10 +121,15 @@ def _remember_chain(resolution: Resolution) -> None:
     if not resolution.cnames:
         _chains.pop(resolution.hostname, None)
         return
-    _chains[resolution.hostname] = resolution.cnames
-    _chains.move_to_end(resolution.hostname)
-    if len(_chains) > _FAILURES_KEPT:
-        _chains.popitem(last=False)
+    _keep(_chains, resolution.hostname, resolution.cnames)
+
+
+def _keep(kept: OrderedDict, hostname: str, value) -> None:
+    """`value` for `hostname`, the newest last; at most _FAILURES_KEPT names are kept."""
+    kept[hostname] = value
+    kept.move_to_end(hostname)
+    if len(kept) > _FAILURES_KEPT:
+        kept.popitem(last=False)
 
 
 def last_failure(hostname: str) -> str | None:
@@ -154,17 +159,11 @@ def _remember(resolution: Resolution) -> None:
         for listener in answered_listeners:
             listener(resolution.hostname)
         return
-    _failures[resolution.hostname] = resolution.outcome
-    _failures.move_to_end(resolution.hostname)
-    if len(_failures) > _FAILURES_KEPT:
-        _failures.popitem(last=False)
+    _keep(_failures, resolution.hostname, resolution.outcome)
     if not resolution.refused:
         _refusals.pop(resolution.hostname, None)
         return
-    _refusals[resolution.hostname] = resolution.refused
-    _refusals.move_to_end(resolution.hostname)
-    if len(_refusals) > _FAILURES_KEPT:
-        _refusals.popitem(last=False)
+    _keep(_refusals, resolution.hostname, resolution.refused)
 
 
 def parse_nameservers(value: str | list | None) -> list[tuple[str, int]]:
