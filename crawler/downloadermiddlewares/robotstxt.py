@@ -69,6 +69,10 @@ class FrontPageRobotsTxtMiddleware(RobotsTxtMiddleware):
         failure = self._unreachable.pop(robots_key(request), None)
         if failure is not None:
             self._stats.inc_value("hostcrawl/robotstxt/failure_carried")
+            # The allow-all a failed fetch leaves served this request alone: a retry, a
+            # host held back in an outage and asked again, or a new claim asks again.
+            if self._parsers.get(robots_key(request), False) is None:
+                del self._parsers[robots_key(request)]
             # The host's record says whose failure it is: its page was never asked for.
             request.meta[FAILED_AT] = f"{robots_key(request)}/robots.txt"
             raise failure

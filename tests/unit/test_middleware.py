@@ -153,7 +153,8 @@ def test_robots_parsers_are_kept_for_a_bounded_number_of_hosts(db):
 
 def test_a_failed_robots_txt_settles_the_page_request_once(db):
     """robots.txt timed out: the page request fails alike at once, instead of waiting a
-    download timeout again; a later request (a retry, a new claim) goes to the network."""
+    download timeout again; a later request (a retry, a host asked again after an outage, a
+    new claim) asks for robots.txt again, never obeying an allow-all a failure left."""
 
     from scrapy.exceptions import DownloadTimeoutError
 
@@ -167,5 +168,6 @@ def test_a_failed_robots_txt_settles_the_page_request_once(db):
     page = Request("https://hung.test/")
     with pytest.raises(DownloadTimeoutError):
         run_in_loop(middleware.process_request(page))
-    assert run_in_loop(middleware.process_request(page)) is None
+    # No allow-all kept: the next request for the host asks for its robots.txt again.
+    assert "https://hung.test" not in middleware._parsers
     assert crawler.stats.get_value("hostcrawl/robotstxt/failure_carried") == 1
