@@ -73,6 +73,7 @@ CPU_IDLE = 0.6  # share of one core under which a late reactor is not the worker
 SMOOTHING = 0.3  # weight of a tick in the averages of CPU and lag (~2 s of memory)
 BUDGET_HEADROOM = 0.8  # raise only below this share of the memory budget
 REQUESTS_PER_HOST = 2  # robots.txt and the page request it holds back
+LATE_MAX_STAT = "hostcrawl/reactor_late_ms/max"  # the latest timer of the crawl, in ms
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -228,6 +229,9 @@ class InFlightControl:
         cpu = (cpu_now - self._cpu) / max(now - self._wall, 1e-6)
         self._cpu, self._wall = cpu_now, now
         lag, self._lag_max = self._lag_max, 0.0
+        # The latest a timer ever fired, unsmoothed: one response read in the loop for
+        # seconds shows here, not in the averaged lag (bench/hostile_crawl.py reads it).
+        self.crawler.stats.max_value(LATE_MAX_STAT, round(lag * 1000))
         self.lag, self.cpu = averaged(self.lag, lag), averaged(self.cpu, cpu)
         rss = rss_bytes()
         self.stalled = self.count_stalled(now)
