@@ -205,6 +205,8 @@ class InFlightControl:
     def close(self, spider) -> None:
         # The peak by the kernel's count: a tick every TICK s can miss a burst's.
         self.crawler.stats.max_value("hostcrawl/rss_mb/peak", round(peak_rss_bytes() / 2**20))
+        # The lateness since the last tick (a crawl shorter than one has had none).
+        self.crawler.stats.max_value(LATE_MAX_STAT, round(self._lag_max * 1000))
         for call in self._calls:
             if call.active():
                 call.cancel()
