@@ -20,6 +20,7 @@ from crawler.core.outcomes import (
     HTTP_TIMEOUT,
     HTTP_TOO_LARGE,
 )
+from crawler.downloadermiddlewares.robotstxt import SERVER_ERRORS
 from crawler.network.failures import classify, refusal
 from crawler.network.request_meta import FAILED_AT, ROBOTS_FETCH, request_hostname
 
@@ -92,7 +93,7 @@ class AnswerAwareRetryMiddleware(RetryMiddleware):
         request.meta["give_up_log_level"] = logging.DEBUG
         # A robots.txt's server error is an answer (RFC 9309: unreachable, disallow):
         # asked once, its host tried again after ROBOTS_UNREACHABLE_RETRY_AFTER.
-        if request.meta.get(ROBOTS_FETCH) and 500 <= response.status < 600:
+        if request.meta.get(ROBOTS_FETCH) and response.status in SERVER_ERRORS:
             return response
         return super().process_response(request, response)
 

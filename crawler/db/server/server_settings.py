@@ -97,9 +97,16 @@ def changed_settings(conn: Connection, memory: Memory) -> tuple[dict[str, int | 
 def set_system(conn: Connection, settings: Mapping[str, int | str]) -> None:
     """ALTER SYSTEM each setting, then reload the configuration (one that needs a restart
     waits for the next start). `conn` is in autocommit: ALTER SYSTEM refuses a transaction."""
-    for name, value in settings.items():
-        conn.exec_driver_sql(f"ALTER SYSTEM SET {name} = '{server_advice.alter_text(name, value)}'")
-    if settings:
+    write_system(
+        conn, {name: server_advice.alter_text(name, value) for name, value in settings.items()}
+    )
+
+
+def write_system(conn: Connection, texts: Mapping[str, str]) -> None:
+    """ALTER SYSTEM each setting to its text as Postgres takes it, and reload once."""
+    for name, value in texts.items():
+        conn.exec_driver_sql(f"ALTER SYSTEM SET {name} = '{value}'")
+    if texts:
         conn.exec_driver_sql("SELECT pg_reload_conf()")
 
 
@@ -109,15 +116,12 @@ def alter_system(url: str, settings: Mapping[str, str]) -> bool:
     engine = autocommit_engine(url)
     try:
         with engine.connect() as conn:
-            changed = [
-                name
+            changed = {
+                name: value
                 for name, value in settings.items()
                 if conn.exec_driver_sql(f"SHOW {name}").scalar() != value
-            ]
-            for name in changed:
-                conn.exec_driver_sql(f"ALTER SYSTEM SET {name} = '{settings[name]}'")
-            if changed:
-                conn.exec_driver_sql("SELECT pg_reload_conf()")
+            }
+            write_system(conn, changed)
     finally:
         engine.dispose()
     return bool(changed)
