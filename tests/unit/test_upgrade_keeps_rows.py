@@ -107,11 +107,12 @@ def upgraded_in_place(engine) -> None:
 
 @pytest.fixture
 def previous_database(engine, monkeypatch):
-    """A database of its own on the test server, migrated to PREVIOUS (dropped after)."""
-    name = "hostcrawl_upgrade"
+    """A database of its own on the test server, migrated to PREVIOUS (dropped after);
+    named after this test process's own (under TEST_DATABASE_URL the server is shared)."""
+    name = f"{engine.url.database}_upgrade"
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        conn.execute(text(f"CREATE DATABASE {name}"))
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(engine.url.render_as_string(hide_password=False)).set(database=name)
     monkeypatch.setenv("DATABASE_URL", url.render_as_string(hide_password=False))
     command.upgrade(migrate.alembic_config(), PREVIOUS)
@@ -119,7 +120,7 @@ def previous_database(engine, monkeypatch):
     yield previous
     previous.dispose()
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def test_an_upgrade_from_the_previous_head_keeps_every_row(previous_database):
