@@ -38,7 +38,8 @@ ROWS = [
     "INSERT INTO login_failures (username, address, failures, last_failed_at)"
     " VALUES ('alice', '127.0.0.1', 2, now())",
     "INSERT INTO host_minutes (minute, shard, crawled, discovered, dns, address, tcp, tls, http)"
-    " VALUES (date_trunc('minute', now()), 0, 5, 9, 1, 0, 1, 0, 2)",
+    # A minute before the writers' own rows of this minute (the same key otherwise).
+    " VALUES (date_trunc('minute', now()) - interval '5 minutes', 0, 5, 9, 1, 0, 1, 0, 2)",
     "INSERT INTO dropped_links (hostname, root, links) VALUES ('a.seeded.test', 'seeded.test', 3)",
 ]
 
