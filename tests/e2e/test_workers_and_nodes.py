@@ -67,6 +67,11 @@ def slow_graph(db, fakeweb_factory, seed: int, hosts: int, roots=ROOTS):
     return names, web
 
 
+def settled(db, web, names) -> bool:
+    """Every name fetched, and none uncrawled or claimed still."""
+    return crawled_pages(web) == len(names) and left_over(db)[1:3] == (0, 0)
+
+
 def rows_per_worker(db) -> dict[int, int]:
     with db.connect() as conn:
         return dict(conn.execute(ROWS_PER_WORKER).all())
@@ -78,12 +83,17 @@ def test_two_crawlers_share_roots_within_their_concurrency(
     world = World(seed=21, delay=0.05)  # answers overlap: concurrency can be seen
     names = world.graph(80, roots=ROOTS)
     web = fakeweb_factory(world)
-    queue.seed(db, [names[0]])
-
-    settings = {**SMALL_CLAIMS, "ROOT_CONCURRENCY": ROOT_CONCURRENCY}
+    # Both workers are up and polling before the seed, and neither can hold every root's
+    # slots: one started late would find the crawl gone, and one holding all the slots
+    # would claim each freed slot before the other's poll came round.
+    settings = {**SMALL_CLAIMS, "ROOT_CONCURRENCY": ROOT_CONCURRENCY, "MAX_IN_FLIGHT": 4}
+    settings.update(CLAIM_POLL_INTERVAL=0.2, CLOSE_WHEN_DRAINED=0)
     workers = [start_crawler(web, **settings) for _ in range(2)]
+    wait_until(lambda: all("Spider opened" in w.log() for w in workers), 60, "both workers")
+    queue.seed(db, [names[0]])
+    wait_until(lambda: settled(db, web, names), RUN_TIMEOUT, "every host crawled and settled")
     for worker in workers:
-        worker.wait(RUN_TIMEOUT)
+        worker.stop()
 
     assert left_over(db) == (len(names), 0, 0, 0)
     counts = web.fetch_counts(path="/")
