@@ -2,11 +2,17 @@
 
 The same cheap figures as the dashboard strip (`pages.dashboard.totals`:
 counted on a small database, the planner's estimates on a big one; the deny
-entries always counted), plus the blocks of the last hour from the change log
-(an index range). prometheus_client writes the exposition format.
+entries always counted), the crawl's counts now as the health row and the banner
+show them (crawler.db.crawl.counts), plus the blocks of the last hour from the change
+log (an index range). prometheus_client writes the exposition format.
 
     hostcrawl_hosts_known                 hosts the main list shows (none under an entry)
     hostcrawl_queue_due                   hosts due now (the queue depth a worker sees)
+    hostcrawl_held_back                   hosts an outage holds back now (distinct hosts)
+    hostcrawl_in_flight                   hosts claimed and being tried now
+    hostcrawl_failed_recently{layer}      failures in the last 5 minutes, by layer (tries an
+                                          outage held back among them)
+    hostcrawl_tried_recently              hosts tried in those minutes (settled or held back)
     hostcrawl_out_of_routing              hosts under a deny entry
     hostcrawl_entries{rule}               deny entries by rule
     hostcrawl_hosts_by_outcome{outcome}   hosts the main list shows, by last outcome
@@ -21,6 +27,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import text
 
+from crawler.core.outcomes import LAYERS
+from crawler.db.crawl import counts
 from crawler.db.operators.host_filter import NEVER_CRAWLED
 from webpanel.api import authenticate
 from webpanel.queries import dashboard
@@ -37,14 +45,17 @@ BLOCKS_LAST_HOUR = text(
 class Figures:
     """A one-scrape collector over figures read once."""
 
-    def __init__(self, figures: dict, blocks: int) -> None:
-        self.figures, self.blocks = figures, blocks
+    def __init__(self, figures: dict, crawl: counts.Now, blocks: int) -> None:
+        self.figures, self.crawl, self.blocks = figures, crawl, blocks
 
     def collect(self):
-        f = self.figures
+        f, crawl = self.figures, self.crawl
         for name, help_text, value in (
             ("hostcrawl_hosts_known", "Hosts the main list shows.", f["hosts_known"]),
-            ("hostcrawl_queue_due", "Hosts due now.", f["due_now"]),
+            ("hostcrawl_queue_due", "Hosts due now.", crawl.due_now),
+            ("hostcrawl_held_back", "Hosts an outage holds back now.", crawl.held_back),
+            ("hostcrawl_in_flight", "Hosts claimed and being tried.", crawl.in_flight),
+            ("hostcrawl_tried_recently", "Hosts tried, last 5 min.", crawl.failed.tried),
             ("hostcrawl_out_of_routing", "Hosts under a deny entry.", f["out_of_routing"]),
             ("hostcrawl_blocks_last_hour", "Blocks in the last hour.", self.blocks),
             ("hostcrawl_counts_estimated", "1: planner estimates.", int(f["estimated"])),
@@ -54,6 +65,12 @@ class Figures:
         for rule in ("blocked", "no_follow"):
             entries.add_metric([rule], f[rule])
         yield entries
+        failed = GaugeMetricFamily(
+            "hostcrawl_failed_recently", "Failures, last 5 min, by layer.", labels=["layer"]
+        )
+        for layer in LAYERS:
+            failed.add_metric([layer], crawl.failed.by_layer[layer])
+        yield failed
         outcomes = GaugeMetricFamily(
             "hostcrawl_hosts_by_outcome", "Hosts by last outcome.", labels=["outcome"]
         )
@@ -66,7 +83,8 @@ class Figures:
 def metrics() -> Response:
     with engine().connect() as conn:
         figures = dashboard.totals(conn)
+        crawl = counts.now(conn)
         blocks = conn.execute(BLOCKS_LAST_HOUR).scalar_one()
     registry = CollectorRegistry()
-    registry.register(Figures(figures, blocks))
+    registry.register(Figures(figures, crawl, blocks))
     return Response(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

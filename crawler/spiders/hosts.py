@@ -312,7 +312,10 @@ class HostsSpider(scrapy.Spider):
             yield self.host_request(hostname, https_outcome=outcome)
             return
         outcome = told_over_the_fallback(request.meta.get(HTTPS_OUTCOME), outcome)
-        final_url = request.meta.get(FAILED_AT, request.url)
+        # A name that does not resolve failed for the host, not for its robots.txt: its
+        # record shows the page asked for.
+        dns = layer_of(outcome) == "DNS"
+        final_url = request.url if dns else request.meta.get(FAILED_AT, request.url)
         yield HostItem(hostname, outcome, status_of(failure.value), final_url=final_url)
 
     def _falls_back(self, request: scrapy.Request, outcome: str) -> bool:

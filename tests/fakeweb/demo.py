@@ -4,8 +4,9 @@ Run as ``python -m tests.fakeweb.demo``. Everything stays on loopback:
 
 1. a database of its own: an embedded Postgres under var/demo/pg, never the
    default one (var/pg) nor DATABASE_URL's, so the demo's fake DNS never meets
-   an operator's queue; migrated; the previous demo's ``.test`` hosts are
-   forgotten first (``.test`` is reserved, RFC 2606: no real host is under it);
+   an operator's queue; migrated; the previous demo's crawl is forgotten
+   first, its figures with it (its operators stay), so the panel's figures start
+   from zero;
 2. a fakeweb (DNS + HTTP on 127.0.0.1) serving a world of ~60 ordinary sites
    under three roots linking to each other; pages that also link to the giant
    platform ``social.test`` in odd forms (upper case, trailing dot, port,
@@ -47,7 +48,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from crawler.core import config
-from crawler.db.crawl import queue
+from crawler.db.crawl import queue, retention
 from crawler.db.rules import deny_entries
 
 from .demo_operator import create_command, offer_operator
@@ -134,11 +135,9 @@ def platform_links(world: World, pages: set[str]) -> int:
 
 
 def forget_previous_demo(engine) -> int:
-    """Delete the .test rows a previous demo left; returns how many hosts went."""
-    with engine.begin() as conn:
-        conn.execute(text("DELETE FROM trap_window WHERE root LIKE '%.test'"))
-        conn.execute(text("DELETE FROM queue WHERE hostname LIKE '%.test'"))
-        return conn.execute(text("DELETE FROM hosts WHERE hostname LIKE '%.test'")).rowcount
+    """Forget a previous demo's crawl, figures and all (its operators stay): a new demo
+    starts from zero. Returns how many hosts went."""
+    return retention.forget_the_crawl(engine)
 
 
 def crawl(web: FakeWeb, log_path: Path) -> tuple[int, str]:
@@ -314,7 +313,7 @@ def main() -> int:
     )
     forgotten = forget_previous_demo(engine)
     if forgotten:
-        print(f"  forgot the previous demo's {forgotten} .test hosts")
+        print(f"  forgot the previous demo's {forgotten} hosts and its figures")
     db = engine
     operators = offer_operator(engine, url)
 

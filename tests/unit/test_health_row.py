@@ -1,7 +1,7 @@
 """The dashboard's health row on real Postgres: the crawl's finish counts each minute's
-pages, new hostnames and failures by layer (host_minutes), the workers' heartbeats say
-what is in flight and held back, old minutes are pruned, and the row is a fragment of
-its own behind the login."""
+pages, new hostnames and failures by layer (host_minutes), the claims say what is in
+flight (tests/unit/test_crawl_counts.py: and held back), old minutes are pruned, and the
+row is a fragment of its own behind the login."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import ALL, LAYERS, layer_of
-from crawler.db.crawl import heartbeats, queue, retention
+from crawler.db.crawl import claims, heartbeats, queue, retention
 from crawler.db.crawl.heartbeats import Beat
 from crawler.db.crawl.queue import Crawled, CrawlResult
 from tests.unit.test_panel_support import insert_hosts
@@ -71,6 +71,7 @@ def test_the_health_figures_of_the_last_hour(db):
     crawl_once(db)
     heartbeats.beat(db, Beat("w1", "vm", 1, datetime.now(UTC), 8, 0.5, in_flight=7, held_back=2))
     heartbeats.beat(db, Beat("w2", "vm", 2, datetime.now(UTC), 0, 0.0, in_flight=3))
+    assert len(claims.claim(db, 1, "w1")) == 1  # one of the two new hostnames
     with db.connect() as conn:
         figures = health_page.health(conn)
     assert len(figures.minutes) == health_page.MINUTES
@@ -79,9 +80,11 @@ def test_the_health_figures_of_the_last_hour(db):
     recent = 1 if figures.minutes[-1] == began else 2
     assert sum(figures.pages[:-recent]) == 0 and sum(figures.pages[-recent:]) > 0
     assert set(figures.failures) == set(LAYERS) and sum(figures.failures["DNS"][-recent:]) > 0
-    assert figures.failure_share == 6 / 8 and figures.settled_lately == 8
-    assert (figures.workers, figures.in_flight, figures.held_back) == (2, 10, 2)
-    assert figures.due_now == 2  # the two new hostnames; the crawled ones are due in a week
+    assert figures.failure_share == 6 / 8 and figures.tried_lately == 8
+    # In flight and held back are the database's (claims, held hosts), not the workers'
+    # own sums: no world silence, nothing held back.
+    assert (figures.workers, figures.in_flight, figures.held_back) == (2, 1, 0)
+    assert figures.due_now == 1  # the other new hostname; the crawled ones are due in a week
     assert figures.last_answer_at is not None
     assert sum(figures.as_dict()["failures_per_s"]["TCP"][-recent:]) > 0
 

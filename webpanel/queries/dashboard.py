@@ -9,8 +9,9 @@ from sqlalchemy import text
 
 from crawler.core.hostnames import parents
 from crawler.core.hostnames import root as root_of
+from crawler.db.crawl import counts
 from crawler.db.operators.host_filter import NEVER_CRAWLED
-from crawler.db.server.estimates import DUE, EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
+from crawler.db.server.estimates import EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
 from crawler.db.server.sql_pieces import filled, names_param
 from webpanel.queries.hidden import HIDDEN_ROW, Hidden, hidden_figures
 
@@ -205,7 +206,7 @@ def exact_totals(conn, hidden: Hidden) -> dict:
     )
     return {
         "hosts_known": sum(n for _, n in outcomes),
-        "due_now": conn.execute(text(f"SELECT count(*) FROM ({DUE}) AS d")).scalar_one(),
+        "due_now": counts.due_now(conn)[0],
         "crawled_last_hour": sum(r.recent - hidden.recent[r.outcome] for r in counted),
         "blocked": hidden.entries["blocked"],
         "no_follow": hidden.entries["no_follow"],
@@ -224,7 +225,7 @@ def estimated_totals(conn, rows: float, hidden: Hidden) -> dict:
     outcomes = sorted(((o, n) for o, n in outcomes if n > 0), key=lambda r: -r[1])
     return {
         "hosts_known": max(0, round(rows) - hidden.total),
-        "due_now": row_estimate(conn, DUE),
+        "due_now": counts.due_now(conn)[0],
         "crawled_last_hour": max(0, row_estimate(conn, RECENT) - sum(hidden.recent.values())),
         "blocked": hidden.entries["blocked"],
         "no_follow": hidden.entries["no_follow"],

@@ -1,9 +1,9 @@
 """The dashboard's health row: the last hour minute by minute, and the crawl right now.
 
 Read on every refresh of the row (it is not cached with the strip): at most 60 minutes x
-the writer shards rows of host_minutes (crawler.db.crawl.rollups), the workers' rows, and the
-due count (counted while the database is small, the planner's estimate past that, as
-the strip's).
+the writer shards rows of host_minutes (crawler.db.crawl.rollups), the workers' rows, and
+the crawl's counts now (crawler.db.crawl.counts: due now, held back, in flight, the
+failures of the last minutes), which the banner, /roots, /metrics and the console share.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Connection, text
 
 from crawler.core.outcomes import LAYERS
+from crawler.db.crawl import counts
 from crawler.db.crawl.heartbeats import ALIVE_WITHIN
 from crawler.db.crawl.rollups import MINUTE_COUNTS
-from crawler.db.server.estimates import DUE, count_rows
 
 MINUTES = 60
-# The failure share is of the hosts settled in the last few minutes: now, not the hour.
-SHARE_MINUTES = 5
+SHARE_MINUTES = counts.SHARE_MINUTES  # the failure share's minutes
 # The minute under way is a rate over the seconds it has run, at least this many (a
 # rate over its first second would be a spike).
 LEAST_SECONDS = 10
@@ -33,17 +32,14 @@ MINUTE_ROWS = text(
     """
 )
 LAST_ANSWER = text("SELECT max(last_ok_at) FROM host_minutes")
-WORKERS = text(
-    "SELECT count(*) AS n, coalesce(sum(in_flight), 0) AS in_flight,"
-    " coalesce(sum(held_back), 0) AS held_back"
-    " FROM crawl_workers WHERE heartbeat_at >= now() - :alive"
-)
+WORKERS = text("SELECT count(*) FROM crawl_workers WHERE heartbeat_at >= now() - :alive")
 
 
 @dataclass
 class Health:
     """Per minute (oldest first, the one under way last): pages settled, new hostnames and
-    failures by layer, each per second; and the crawl now."""
+    failures by layer (tries an outage held back among them), each per second; and the
+    crawl now."""
 
     minutes: list[datetime] = field(default_factory=list)
     pages: list[float] = field(default_factory=list)
@@ -54,8 +50,8 @@ class Health:
     held_back: int = 0
     in_flight: int = 0
     workers: int = 0
-    failure_share: float | None = None  # of the last SHARE_MINUTES' settled hosts
-    settled_lately: int = 0  # those hosts
+    failure_share: float | None = None  # of the last SHARE_MINUTES' tries
+    tried_lately: int = 0  # those tries: hosts settled, and tries an outage held back
     last_answer_at: datetime | None = None
     taken_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
@@ -89,23 +85,19 @@ def health(conn: Connection, minutes: int = MINUTES) -> Health:
         counts = [int(getattr(by_minute.get(m), column, 0)) for m in slots]
         return [round(n / s, 3) for n, s in zip(counts, seconds, strict=True)]
 
-    lately = [by_minute[m] for m in slots[-SHARE_MINUTES:] if m in by_minute]
-    settled = sum(row.crawled for row in lately)
-    failed = sum(getattr(row, layer.lower()) for row in lately for layer in LAYERS)
-    due, estimated = count_rows(conn, DUE)
-    crawl = conn.execute(WORKERS, {"alive": ALIVE_WITHIN}).one()
+    crawl = counts.now(conn)
     return Health(
         minutes=slots,
         pages=rates("crawled"),
         discovered=rates("discovered"),
         failures={layer: rates(layer.lower()) for layer in LAYERS},
-        due_now=due,
-        due_estimated=estimated,
-        held_back=int(crawl.held_back),
-        in_flight=int(crawl.in_flight),
-        workers=crawl.n,
-        failure_share=failed / settled if settled else None,
-        settled_lately=int(settled),
+        due_now=crawl.due_now,
+        due_estimated=crawl.due_estimated,
+        held_back=crawl.held_back,
+        in_flight=crawl.in_flight,
+        workers=conn.execute(WORKERS, {"alive": ALIVE_WITHIN}).scalar_one(),
+        failure_share=crawl.failed.share,
+        tried_lately=crawl.failed.tried,
         last_answer_at=conn.execute(LAST_ANSWER).scalar(),
         taken_at=now,
     )

@@ -14,7 +14,8 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, text
 
-from crawler.db.server.estimates import DUE, count_rows
+from crawler.db.crawl import counts
+from crawler.db.server.estimates import count_rows
 
 #: Seconds between a worker's heartbeats.
 HEARTBEAT = 5.0
@@ -61,7 +62,7 @@ def due_now(engine: Engine) -> int:
     """Hosts due now, as the dashboard counts them: counted on a small database, the
     planner's estimate on a big one (crawler.db.server.estimates)."""
     with engine.connect() as conn:
-        return count_rows(conn, DUE)[0]
+        return counts.due_now(conn)[0]
 
 
 ALIVE = text(
@@ -73,27 +74,39 @@ ALIVE = text(
 @dataclass(frozen=True)
 class Progress:
     """The crawl at a glance, for `make run`'s console: workers alive, their pages and
-    pages/s, the hosts known and due now."""
+    pages/s, the hosts known, and due now, in flight and held back as the panel counts
+    them (crawler.db.crawl.counts)."""
 
     workers: int
     pages: int
     pages_per_s: float
     hosts: int
     due: int
+    in_flight: int = 0
+    held_back: int = 0
 
     def describe(self) -> str:
+        held = f", {self.held_back:,} held back by an outage" if self.held_back else ""
         return (
             f"{self.workers} worker{'s' if self.workers != 1 else ''} alive,"
             f" {self.pages:,} pages ({self.pages_per_s:.1f}/s), {self.hosts:,} hosts known,"
-            f" {self.due:,} due now"
+            f" {self.due:,} due now, {self.in_flight:,} in flight{held}"
         )
 
 
 def progress(conn) -> Progress:
     alive = conn.execute(ALIVE, {"alive": ALIVE_WITHIN}).one()
     hosts = count_rows(conn, "SELECT 1 FROM hosts")[0]
-    due = count_rows(conn, DUE)[0]
-    return Progress(alive.workers, int(alive.pages), float(alive.rate), hosts, due)
+    crawl = counts.now(conn)
+    return Progress(
+        alive.workers,
+        int(alive.pages),
+        float(alive.rate),
+        hosts,
+        crawl.due_now,
+        crawl.in_flight,
+        crawl.held_back,
+    )
 
 
 def leave(engine: Engine, name: str) -> None:

@@ -235,19 +235,34 @@ HELD_BACK = text(
 ).bindparams(*names_param("names", "roots"))
 
 
+# The claim that led to a try held back is given back to its root's hourly budget (it
+# was counted in the minute it was made: claimed_at's): an outage's tries are ours, not
+# the root's, and one host tried every OUTAGE_RETRY_AFTER would spend 240 an hour.
+UNCHARGE = text(
+    "UPDATE root_claims c SET claimed = greatest(c.claimed - t.n, 0)"
+    " FROM (SELECT root, date_trunc('minute', claimed_at) AS minute, count(*) AS n FROM queue"
+    "        WHERE root = ANY(:roots) AND hostname = ANY(:names) AND claimed_at IS NOT NULL"
+    "        GROUP BY 1, 2) AS t"
+    " WHERE c.root = ANY(:roots) AND c.root = t.root AND c.minute = t.minute"
+).bindparams(*names_param("names", "roots"))
+
+
 @retry_conflicts
 def retry_soon(
     engine: Engine, hostnames: Sequence[str], after: timedelta, outcome: str | None = None
 ) -> None:
     """Claimed hosts whose try said nothing about them (our own outage): due again
     `after` from now, still claimed by their worker, so a draining crawl waits. The try
-    is counted on the host (held_tries, and its `outcome` as the last one held back)."""
+    is counted on the host (held_tries, and its `outcome` as the last one held back) and
+    in this minute's failures of its layer (host_minutes), and not in its root's budget."""
     with engine.begin() as conn:
         pending = rollups.Rollups()
         for roots, names in by_shard_group(conn, {h: root(h) for h in hostnames}):
             params = {"names": names, "roots": roots}
             conn.execute(HELD_BACK, {**params, "outcome": outcome})
+            conn.execute(UNCHARGE, params)
             pending.lower_next_due(conn.execute(RETRY_SOON, {**params, "after": after}).all())
+        pending.count_held([outcome] * len(hostnames))
         pending.write(conn)
 
 

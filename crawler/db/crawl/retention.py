@@ -12,6 +12,7 @@
     crawl_workers                     a day after a worker's last heartbeat (it was killed)
     host_minutes                      MINUTES_KEPT (3 hours): the health row reads one
     hosts without a queue row         `hostcrawl prune` only (a scan of hosts)
+    the whole crawl, figures and all  `forget_the_crawl`: a new demo in the demo's database
 
 Each worker runs `scheduled` every PRUNE_INTERVAL seconds (crawler/extensions/pruning.py);
 `hostcrawl prune` runs `prune` by hand. Deletes go BATCH rows at a time, each
@@ -30,6 +31,7 @@ from sqlalchemy import Connection, Engine, text
 
 from crawler.core import config
 from crawler.db.crawl import rollups
+from crawler.db.models import Base
 
 BATCH = 1_000
 # pg_advisory locks are one bigint space per database: ours is "hostcrawl retention".
@@ -220,3 +222,19 @@ def take_lock(conn: Connection, wait: bool) -> None:
         text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": LOCK_KEY}
     ).scalar_one():
         raise Busy
+
+
+# What a fresh start keeps: the operators (their accounts) and the schema's version.
+KEPT_ON_A_FRESH_START = frozenset({"users", "login_failures"})
+
+
+def forget_the_crawl(engine: Engine) -> int:
+    """Empty every table of the crawl: its hosts and queue, its deny entries and change
+    log, and every figure kept beside them (roots, claims, host_hours, source_hours,
+    host_minutes, workers, silences), so that a new crawl in this database (a second demo)
+    starts its figures from zero; the operators stay. Returns how many hosts went."""
+    tables = [t for t in Base.metadata.tables if t not in KEPT_ON_A_FRESH_START]
+    with engine.begin() as conn:
+        hosts = conn.execute(text("SELECT count(*) FROM hosts")).scalar_one()
+        conn.execute(text(f"TRUNCATE {', '.join(tables)}"))
+    return hosts

@@ -16,7 +16,7 @@ cluster alike.
   "found in the last 24 hours, by source"): `count_sources`;
 - host_minutes, hosts crawled (failures by layer) and discovered per minute and writer
   shard, with the time of the last answer (the dashboard's health row): with
-  `count_hours`, in the same write.
+  `count_hours`, in the same write; and the tries an outage held back (`count_held`).
 
 Each statement runs once per shard group of its roots (crawler.db.deployments'
 `root_groups`: one group on one server), so that Citus routes every run to one worker.
@@ -81,8 +81,9 @@ ADD_TO_HOUR = text(
 ).bindparams(*names_param("last_ok"))
 
 
-# The health row's minute: crawled and discovered, failures by layer (one column each).
-MINUTE_COUNTS = ("crawled", "discovered", *(layer.lower() for layer in LAYERS))
+# The health row's minute: crawled and discovered, failures by layer (one column each), and
+# the tries an outage held back among those failures (not settled: not in crawled).
+MINUTE_COUNTS = ("crawled", "discovered", *(layer.lower() for layer in LAYERS), "held")
 ADD_TO_MINUTE = text(
     f"""
     INSERT INTO host_minutes AS t (minute, shard, {", ".join(MINUTE_COUNTS)}, last_ok_at)
@@ -147,6 +148,15 @@ class Rollups:
             if outcome == "OK" and len(self.answered) < LAST_OK:
                 self.answered.append(hostname)
 
+    def count_held(self, outcomes: Iterable[str | None]) -> None:
+        """This minute's tries an outage held back (not settled): each a failure of its
+        layer, as the banner counts them, and one held try."""
+        for outcome in outcomes:
+            layer = layer_of(outcome)
+            if layer is not None:
+                self.minute[layer.lower()] += 1
+                self.minute["held"] += 1
+
     def write(self, conn: Connection) -> int:
         """Write what was gathered, and start again empty. Returns how many roots the
         dates alone wrote: moved, or given rows due now (a root whose counters move takes
@@ -167,6 +177,7 @@ class Rollups:
         if any(self.hours.values()):
             params = {column: self.hours[column] for column in HOUR_COUNTS}
             conn.execute(ADD_TO_HOUR, {**params, "last_ok": self.answered or None})
+        if any(self.minute.values()):
             minute = {column: self.minute[column] for column in MINUTE_COUNTS}
             conn.execute(ADD_TO_MINUTE, {**minute, "answered": self.minute["answered"] > 0})
         self.__init__()

@@ -67,9 +67,10 @@ class SourceHour(Base):
 
 
 class HostMinute(Base):
-    """Hosts crawled (failures by layer) and discovered in one minute, kept by the writers
-    of hosts beside host_hours (crawler.db.crawl.rollups.count_hours): the dashboard's health
-    row. One row per minute and writer shard; pruned after MINUTES_KEPT (retention)."""
+    """Hosts crawled (failures by layer, tries an outage held back among them) and
+    discovered in one minute, kept by the writers of hosts beside host_hours
+    (crawler.db.crawl.rollups.count_hours, count_held): the dashboard's health row. One row
+    per minute and writer shard; pruned after MINUTES_KEPT (retention)."""
 
     __tablename__ = "host_minutes"
 
@@ -82,6 +83,8 @@ class HostMinute(Base):
     tcp: Mapped[int] = mapped_column(Integer, server_default="0")
     tls: Mapped[int] = mapped_column(Integer, server_default="0")
     http: Mapped[int] = mapped_column(Integer, server_default="0")
+    # Of the failures above, the tries an outage held back (not settled: not in crawled).
+    held: Mapped[int] = mapped_column(Integer, server_default="0")
     # When a host last answered in this minute and shard (the writer's transaction time).
     last_ok_at: Mapped[datetime | None] = mapped_column(Timestamp)
 

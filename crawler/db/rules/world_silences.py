@@ -6,7 +6,7 @@ refreshed for STALE is a worker gone (killed mid-outage): the banner ignores
 it, and the next write anywhere deletes it after a day. Each row carries the
 worker's reason (crawler.core.outages): the layer failing there, its tries and
 failures, the commonest error and the settings to check. The hosts held back are
-counted once each, from hosts.held_at, however many workers tried them.
+counted once each, however many workers tried them (crawler.db.crawl.counts).
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, Engine, text
 
 from crawler.core.outages import LayerFailures
+from crawler.db.crawl import counts
 from crawler.db.server.retry import commit_statement, retry_conflicts
 
-# A silent worker checks at least every OUTAGE_RETRY_AFTER while it holds hosts back;
-# ten minutes without a word is a worker that is gone.
-STALE = timedelta(minutes=10)
+STALE = counts.STALE_SILENCE  # a row older than this is a worker gone
 FORGOTTEN = timedelta(days=1)
 
 REASON = ("layer", "tries", "failures", "top_error", "top_count", "span_s", "settings_to_check")
@@ -88,7 +87,7 @@ def clear(engine: Engine, worker: str) -> None:
 @dataclass(frozen=True)
 class Silence:
     """The banner's words: since when, whether any host ever answered, the distinct hosts
-    held back since, and why (the failing layer summed over the workers, or None)."""
+    held back now, and why (the failing layer summed over the workers, or None)."""
 
     workers: int
     since: datetime
@@ -117,7 +116,6 @@ LAYER = text(
     " max(span_s) AS span_s, min(settings_to_check) AS settings_to_check"
     f" {FRESH} AND layer IS NOT NULL GROUP BY layer ORDER BY sum(failures) DESC, layer LIMIT 1"
 )
-HELD_SINCE = text("SELECT count(*) FROM hosts WHERE held_at >= :since")
 
 
 def current(conn: Connection) -> Silence | None:
@@ -126,7 +124,7 @@ def current(conn: Connection) -> Silence | None:
     spell = conn.execute(SPELL, {"stale": STALE}).one()
     if not spell.workers:
         return None
-    held = conn.execute(HELD_SINCE, {"since": spell.since}).scalar_one()
+    held = counts.held_back_since(conn, spell.since)  # the one count of hosts held back
     layer = conn.execute(LAYER, {"stale": STALE}).first()
     if layer is None:
         return Silence(spell.workers, spell.since, spell.never, held)
