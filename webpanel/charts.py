@@ -147,7 +147,9 @@ def health_chart(health: Health) -> Markup:
                 label = f"{minute:%H:%M} UTC: {rates[i]:g}/s failed at {layer}"
                 parts.append(
                     f'<rect x="{x(i):.1f}" y="{y(base + rates[i]):.1f}" width="{slot:.1f}"'
-                    f' height="{y(base) - y(base + rates[i]):.1f}" fill="{LAYER_COLOURS[layer]}">'
+                    f' height="{y(base) - y(base + rates[i]):.1f}" fill="{LAYER_COLOURS[layer]}"'
+                    # The bar's data, for a reader that is no eye (the browser tests).
+                    f' data-layer="{layer}" data-minute="{minute:%H:%M}">'
                     f"<title>{escape(label)}</title></rect>"
                 )
                 base += rates[i]
