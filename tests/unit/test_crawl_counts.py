@@ -12,10 +12,11 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import text
 
 from crawler.db.crawl import claims, counts, heartbeats, queue
-from crawler.db.rules import world_silences
+from crawler.db.rules import deny_entries, world_silences
 from tests.fakeweb.demo import forget_previous_demo
 from tests.unit.test_metrics import samples
 from tests.unit.test_panel_support import give_api_token, insert_hosts
+from webpanel.queries import dashboard
 from webpanel.queries import health as health_page
 
 pytest_plugins = ["tests.unit.test_panel_support"]
@@ -112,3 +113,18 @@ def test_a_new_demo_starts_its_figures_from_zero(db, operators):
     assert row.failure_share is None and sum(row.pages) == sum(row.failures["DNS"]) == 0
     assert set(left.values()) == {0}, left
     assert kept == len(operators)  # the demo's operators stay
+
+
+def test_the_console_and_the_strip_know_the_same_hosts(db, client):
+    """Hosts known: the hosts the list shows, not the entries' own rows nor those under
+    them, in the strip, /metrics and the console alike."""
+    insert_hosts(db, ["a.test", "b.test", "www.c.test", "ok.test"])
+    deny_entries.add_no_follow(db, ["c.test", "nf.test"])
+    with db.connect() as conn:
+        progress = heartbeats.progress(conn)
+        strip = dashboard.totals(conn)
+        known = counts.hosts_known(conn)
+    metrics = client.get("/metrics", headers=give_api_token(db, "alice", "t0k3n"))
+    found = samples(metrics.get_data(as_text=True))
+    assert known == (3, False)
+    assert progress.hosts == strip["hosts_known"] == found[("hostcrawl_hosts_known", ())] == 3

@@ -12,9 +12,10 @@ from sqlalchemy import text
 from crawler.core.hostnames import root
 from crawler.core.links import FoundName
 from crawler.db.crawl import queue, retention
+from crawler.db.operators import hidden
 from crawler.db.rules import deny_entries
 from tests.unit.test_counts import hosts_rows_read
-from webpanel.queries import dashboard, hidden
+from webpanel.queries import dashboard
 
 
 def found(engine, names: list[str], source: str | None) -> None:

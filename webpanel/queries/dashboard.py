@@ -10,10 +10,10 @@ from sqlalchemy import text
 from crawler.core.hostnames import parents
 from crawler.core.hostnames import root as root_of
 from crawler.db.crawl import counts
+from crawler.db.operators.hidden import HIDDEN_ROW, Hidden, hidden_figures
 from crawler.db.operators.host_filter import NEVER_CRAWLED
 from crawler.db.server.estimates import EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
 from crawler.db.server.sql_pieces import filled, names_param
-from webpanel.queries.hidden import HIDDEN_ROW, Hidden, hidden_figures
 
 # -- the dashboard strip ---------------------------------------------------------------
 
@@ -166,7 +166,7 @@ def entries_generation(conn) -> tuple[int, int]:
 # -- the totals: counted while small, estimated by the planner when big ----------------------
 #
 # Past EXACT_BELOW rows the strip shows the planner's estimates (crawler.db.server.estimates),
-# marked "≈", less the hosts the list hides (counted: webpanel.queries.hidden).
+# marked "≈", less the hosts the list hides (counted: crawler.db.operators.hidden).
 
 RECENT = "SELECT 1 FROM hosts WHERE last_crawled_at > now() - interval '1 hour'"
 OUT_OF_ROUTING = "SELECT 1 FROM queue WHERE denied_by IS NOT NULL"
@@ -180,7 +180,7 @@ OUTCOME_SHARES = (
 
 def totals(conn, hidden: Hidden | None = None) -> dict:
     """The strip's totals (everything but the chart), with `estimated` saying which kind
-    (the planner's estimates, or hidden hosts' share sampled: webpanel.queries.hidden)."""
+    (the planner's estimates, or hidden hosts' share sampled: crawler.db.operators.hidden)."""
     if hidden is None:
         hidden = hidden_figures(conn, window_start())
     rows = conn.execute(text(HOSTS_ESTIMATE)).scalar()
@@ -204,8 +204,9 @@ def exact_totals(conn, hidden: Hidden) -> dict:
         ((r.outcome, r.n - hidden.hosts[r.outcome]) for r in counted),
         key=lambda r: (-r[1], r[0] is None, r[0] or ""),
     )
+    rows = sum(r.n for r in counted)
     return {
-        "hosts_known": sum(n for _, n in outcomes),
+        "hosts_known": counts.hosts_known(conn, rows, (hidden.total, hidden.sampled))[0],
         "due_now": counts.due_now(conn)[0],
         "crawled_last_hour": sum(r.recent - hidden.recent[r.outcome] for r in counted),
         "blocked": hidden.entries["blocked"],
@@ -220,11 +221,11 @@ def exact_totals(conn, hidden: Hidden) -> dict:
 
 def estimated_totals(conn, rows: float, hidden: Hidden) -> dict:
     """From the planner's statistics, less the hidden hosts (counted); the deny entries
-    are counted too (with the hidden rows: webpanel.queries.hidden)."""
+    are counted too (with the hidden rows: crawler.db.operators.hidden)."""
     outcomes = [(o, n - hidden.hosts[o]) for o, n in outcome_estimates(conn, rows)]
     outcomes = sorted(((o, n) for o, n in outcomes if n > 0), key=lambda r: -r[1])
     return {
-        "hosts_known": max(0, round(rows) - hidden.total),
+        "hosts_known": counts.hosts_known(conn, round(rows), (hidden.total, hidden.sampled))[0],
         "due_now": counts.due_now(conn)[0],
         "crawled_last_hour": max(0, row_estimate(conn, RECENT) - sum(hidden.recent.values())),
         "blocked": hidden.entries["blocked"],

@@ -1,8 +1,11 @@
-"""The crawl's counts, each counted here once, from the database: hosts held back by an
-outage, due now, in flight, and the failures by layer of the last minutes. The panel's
+"""The crawl's counts, each counted here once, from the database: hosts known, hosts held
+back by an outage, due now, in flight, and the failures by layer of the last minutes. The panel's
 banner, its health row and strip, /roots, /metrics and `make run`'s console all read
 these, so that no two of them disagree.
 
+- hosts known: the hosts the main list shows, every host but the deny entries and the
+  rows they took out of routing (crawler.db.operators.hidden): counted on a small
+  database, the planner's estimate less the hidden rows on a big one.
 - held back: distinct hosts an outage holds back now: held (hosts.held_at, written by
   crawler.db.crawl.queue.retry_soon) since the oldest fresh silence began
   (world_silences), and not settled since. A host two workers both tried counts once.
@@ -23,6 +26,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, text
 
 from crawler.core.outcomes import LAYERS
+from crawler.db.operators.hidden import hidden_rows
 from crawler.db.server.estimates import DUE, count_rows
 
 # A silent worker checks at least every OUTAGE_RETRY_AFTER while it holds hosts back; ten
@@ -48,6 +52,18 @@ FAILED_LATELY = text(
     " FROM host_minutes"
     " WHERE minute > date_trunc('minute', now(), 'UTC') - make_interval(mins => :minutes)"
 )
+
+
+def hosts_known(
+    conn: Connection, hosts: int | None = None, hidden: tuple[int, bool] | None = None
+) -> tuple[int, bool]:
+    """(hosts the list shows, estimated?). `hosts` (rows in hosts) and `hidden` (hidden
+    rows, sampled?) when the caller has them already (the dashboard's strip)."""
+    estimated = False
+    if hosts is None:
+        hosts, estimated = count_rows(conn, "SELECT 1 FROM hosts")
+    rows, sampled = hidden_rows(conn) if hidden is None else hidden
+    return max(0, hosts - rows), estimated or sampled
 
 
 def spell_since(conn: Connection) -> datetime | None:

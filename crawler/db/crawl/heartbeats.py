@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine, text
 
 from crawler.db.crawl import counts
-from crawler.db.server.estimates import count_rows
 
 #: Seconds between a worker's heartbeats.
 HEARTBEAT = 5.0
@@ -96,7 +95,7 @@ class Progress:
 
 def progress(conn) -> Progress:
     alive = conn.execute(ALIVE, {"alive": ALIVE_WITHIN}).one()
-    hosts = count_rows(conn, "SELECT 1 FROM hosts")[0]
+    hosts = counts.hosts_known(conn)[0]  # as the panel's strip counts them
     crawl = counts.now(conn)
     return Progress(
         alive.workers,

@@ -148,7 +148,7 @@ class QueueRow(Base):
             postgresql_where=text("status_reason IS NOT NULL OR denied_by IS NOT NULL"),
         ),
         # The same rows in the order of a hash of the name: counted index-only, and a
-        # sample of them read by the dashboard (webpanel.queries.hidden, 0018).
+        # sample of them read by the dashboard (crawler.db.operators.hidden, 0018).
         Index(
             "ix_queue_hidden_sample",
             text("(hashtext(hostname::text) & 65535)"),

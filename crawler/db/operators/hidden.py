@@ -102,6 +102,14 @@ def sample_cut(conn) -> int:
     return max(1, math.ceil(HASH_BUCKETS * HIDDEN_SAMPLE / rows))
 
 
+def hidden_rows(conn, cut: int | None = None) -> tuple[int, bool]:
+    """(hidden rows, sampled?): counted, or past about 2 x HIDDEN_SAMPLE rows scaled from
+    the rows below the sample's cut. Two counts of a partial index."""
+    cut = sample_cut(conn) if cut is None else cut
+    below = conn.execute(HIDDEN_BELOW_CUT, {"cut": cut}).scalar_one()
+    return round(below * HASH_BUCKETS / cut), cut < HASH_BUCKETS
+
+
 def hidden_figures(conn, start: datetime) -> Hidden:
     """The hidden rows' number, their outcomes, discoveries (with sources) and latest
     crawls since `start`: counted and looked up, or past about 2 x HIDDEN_SAMPLE rows
@@ -109,11 +117,11 @@ def hidden_figures(conn, start: datetime) -> Hidden:
     entries = conn.execute(ENTRY_COUNTS).one()
     cut = sample_cut(conn)
     scale = HASH_BUCKETS / cut
-    sampled = conn.execute(HIDDEN_BELOW_CUT, {"cut": cut}).scalar_one()
+    rows, sampled = hidden_rows(conn, cut)
     hidden = Hidden(
-        rows=round(sampled * scale),
+        rows=rows,
         entries=Counter(blocked=entries.blocked, no_follow=entries.no_follow),
-        sampled=cut < HASH_BUCKETS,
+        sampled=sampled,
     )
     looked_up = Hidden()
     for row in conn.execute(HIDDEN_FIGURES, {"start": start, "cut": cut}):
