@@ -165,3 +165,12 @@ def test_an_unreachable_robots_txt_disallows_the_host_and_says_so(
         due_in = {row.hostname: row.due_in for row in conn.execute(text(sql))}
     assert timedelta(hours=23) < due_in["closed.test"] <= timedelta(days=1)
     assert due_in["plain0.test"] > timedelta(days=6)
+
+
+def test_a_name_that_does_not_resolve_keeps_its_page_url(db, fakeweb_factory, crawl):
+    """Its robots.txt, asked first, failed at DNS and the page settled with that failure:
+    the name failed, not robots.txt, so the host's final URL is its page's (issue 53)."""
+    web = fakeweb_factory(world_of(lambda w: w.host("gone.test", "nxdomain")))
+    rows = settled(db, web, ["gone.test"], crawl)
+    assert rows["gone.test"].outcome == "DNS_NXDOMAIN"
+    assert rows["gone.test"].final_url == web.url_template("http").format(hostname="gone.test")
