@@ -8,8 +8,8 @@ log (an index range). prometheus_client writes the exposition format.
 
     hostcrawl_hosts_known                 hosts the main list shows (none under an entry)
     hostcrawl_queue_due                   hosts due now (the queue depth a worker sees)
-    hostcrawl_held_back                   hosts an outage holds back now (distinct hosts)
-    hostcrawl_in_flight                   hosts claimed and being tried now
+    hostcrawl_hosts_held_back             hosts an outage holds back now (distinct hosts)
+    hostcrawl_hosts_in_flight             hosts claimed and being tried now (all workers')
     hostcrawl_failed_recently{layer}      failures in the last 5 minutes, by layer (tries an
                                           outage held back among them)
     hostcrawl_tried_recently              hosts tried in those minutes (settled or held back)
@@ -53,8 +53,8 @@ class Figures:
         for name, help_text, value in (
             ("hostcrawl_hosts_known", "Hosts the main list shows.", f["hosts_known"]),
             ("hostcrawl_queue_due", "Hosts due now.", crawl.due_now),
-            ("hostcrawl_held_back", "Hosts an outage holds back now.", crawl.held_back),
-            ("hostcrawl_in_flight", "Hosts claimed and being tried.", crawl.in_flight),
+            ("hostcrawl_hosts_held_back", "Hosts an outage holds back now.", crawl.held_back),
+            ("hostcrawl_hosts_in_flight", "Hosts claimed and being tried.", crawl.in_flight),
             ("hostcrawl_tried_recently", "Hosts tried, last 5 min.", crawl.failed.tried),
             ("hostcrawl_out_of_routing", "Hosts under a deny entry.", f["out_of_routing"]),
             ("hostcrawl_blocks_last_hour", "Blocks in the last hour.", self.blocks),

@@ -87,11 +87,11 @@ def test_the_views_agree_on_an_outage_seen_by_two_workers(
     held = int(page.locator("#world-silence").get_attribute("data-held-back"))
     assert truth.held_back == len(NAMES)  # distinct hosts, however many workers tried them
     assert held == int(shown(page, "#health-held")) == truth.held_back
-    assert metrics[("hostcrawl_held_back", ())] == truth.held_back
+    assert metrics[("hostcrawl_hosts_held_back", ())] == truth.held_back
     assert int(shown(page, "#health-due")) == int(shown(page, "#stat-due")) == truth.due_now
     assert metrics[("hostcrawl_queue_due", ())] == truth.due_now
     assert int(shown(page, "#health-in-flight")) == truth.in_flight
-    assert metrics[("hostcrawl_in_flight", ())] == truth.in_flight
+    assert metrics[("hostcrawl_hosts_in_flight", ())] == truth.in_flight
 
     failed = truth.failed
     assert failed.by_layer["DNS"] >= 2 * 3 and failed.tried == failed.held  # none settled

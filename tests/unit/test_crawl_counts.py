@@ -62,8 +62,8 @@ def test_every_view_counts_the_hosts_held_back_once(db, client):
     assert "0 due now, 2 in flight, 3 held back by an outage" in progress.describe()
     metrics = client.get("/metrics", headers=give_api_token(db, "alice", "t0k3n"))
     found = samples(metrics.get_data(as_text=True))
-    assert found[("hostcrawl_held_back", ())] == 3
-    assert found[("hostcrawl_in_flight", ())] == 2
+    assert found[("hostcrawl_hosts_held_back", ())] == 3
+    assert found[("hostcrawl_hosts_in_flight", ())] == 2
     assert found[("hostcrawl_queue_due", ())] == 0
     assert found[("hostcrawl_failed_recently", (("layer", "DNS"),))] == 6
     page = client.get("/").get_data(as_text=True)
