@@ -3,7 +3,8 @@ find the world silent and both try the same three hosts during a DNS outage. The
 the health row, /metrics and the console's progress line all say 3 held back (distinct
 hosts, not 3 per worker), the same due now and in flight; the held tries show as DNS
 failures of their minute; they are not charged to their roots' hourly budget; and a new
-demo in the same database starts every figure from zero."""
+demo in the same database starts every figure from zero. The database's own rules on one
+server and on a Citus cluster (`either`)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,8 @@ def test_every_view_counts_the_hosts_held_back_once(db, client):
     assert 'id="health-held">3<' in page and 'id="stat-due">0<' in page
 
 
-def test_tries_held_back_are_dns_failures_of_their_minute(db):
+def test_tries_held_back_are_dns_failures_of_their_minute(either):
+    db = either  # one server, then a Citus cluster
     an_outage_seen_by_two_workers(db)
     with db.connect() as conn:
         row = health_page.health(conn)
@@ -80,13 +82,15 @@ def test_tries_held_back_are_dns_failures_of_their_minute(db):
     assert sum(row.failures["DNS"][-2:]) > 0 and sum(row.pages) == 0
 
 
-def test_tries_held_back_are_not_charged_to_the_roots_budget(db):
+def test_tries_held_back_are_not_charged_to_the_roots_budget(either):
+    db = either  # one server, then a Citus cluster
     an_outage_seen_by_two_workers(db)
     assert claimed_this_hour(db, HELD) == 0  # claimed twice each, both given back
     assert claimed_this_hour(db, FETCHING) == 2
 
 
-def test_a_host_settled_after_the_outage_is_no_longer_held(db):
+def test_a_host_settled_after_the_outage_is_no_longer_held(either):
+    db = either  # one server, then a Citus cluster
     an_outage_seen_by_two_workers(db)
     queue.finish_many(db, [queue.Crawled(HELD[0], queue.CrawlResult("OK"))])
     with db.connect() as conn:
