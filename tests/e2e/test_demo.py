@@ -56,3 +56,42 @@ def test_make_demo_leaves_the_operators_database_untouched(db, database_url, tmp
         assert [e["hostname"] for e in deny_entries.list_entries(own, "blocked")] == ["trap.test"]
     finally:
         own.dispose()
+
+
+CRAWLED_FIGURES = text(
+    "SELECT (SELECT count(*) FROM hosts WHERE last_crawled_at IS NOT NULL) AS hosts,"
+    " (SELECT sum(crawled) FROM host_minutes) AS minutes,"
+    " (SELECT sum(ok + http + network + ignored) FROM host_hours) AS hours,"
+    " (SELECT sum(hosts) FROM roots) AS in_roots, (SELECT count(*) FROM hosts) AS known"
+)
+
+
+@pytest.mark.one_server("`make demo` runs its own embedded database")
+def test_a_second_demo_starts_its_figures_from_zero(tmp_path):
+    """Issue 53: a second demo's panel said "failed, last 5 min 46% of 226" after a crawl
+    of 113 hosts, the first demo's minutes kept. Each figure of the second is its own."""
+    env = {**os.environ, "DEMO_NO_SERVE": "1", "HOSTCRAWL_VAR": str(tmp_path / "var")}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "tests.fakeweb.demo"],
+            cwd=PROJECT_ROOT,
+            env=env,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            timeout=DEMO_BOUND,
+        )
+        for _ in range(2)
+    ]
+    for demo in runs:
+        assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    assert "and its figures" in runs[1].stdout
+    own = get_engine(embedded_server_url(tmp_path / "var" / "demo" / "pg"))
+    try:
+        with own.connect() as conn:
+            figures = conn.execute(CRAWLED_FIGURES).one()
+    finally:
+        own.dispose()
+    assert figures.hosts > 0
+    assert figures.minutes == figures.hours == figures.hosts  # the second crawl's alone
+    assert figures.in_roots == figures.known
