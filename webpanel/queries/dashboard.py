@@ -150,17 +150,45 @@ def found_by_source(conn, hidden: Hidden, start: datetime) -> list[tuple[str | N
 # that took its id before another one committed but committed after it.
 
 GENERATION_SPAN = 1000
+# Which database, and which life of it, figures are of: another server (its start), another
+# database (its oid) or the same one emptied (TRUNCATE gives change_log a new file: a new
+# demo, crawler.db.crawl.retention.forget_the_crawl) is another identity, whose figures
+# start again whatever their change-log ids say. A restart of the server only costs one
+# recompute.
+DATABASE_IDENTITY = (
+    "SELECT pg_postmaster_start_time()::text || ' ' || d.oid || ' '"
+    " || pg_relation_filenode('change_log') FROM pg_database d WHERE d.datname = current_database()"
+)
 ENTRIES_GENERATION = text(
-    "SELECT coalesce(max(id), 0) AS last, count(*) AS recent FROM change_log"
+    f"SELECT ({DATABASE_IDENTITY}) AS identity,"
+    " coalesce(max(id), 0) AS last, count(*) AS recent FROM change_log"
     " WHERE id > (SELECT coalesce(max(id), 0) FROM change_log) - :span"
 )
 
 
-def entries_generation(conn) -> tuple[int, int]:
-    """(newest change-log id, changes among the last GENERATION_SPAN ids): greater after
-    any change of the deny entries has committed."""
+@dataclass(frozen=True)
+class Generation:
+    """The database's identity and the deny entries' generation within it."""
+
+    identity: str = ""
+    last: int = 0  # the newest change-log id
+    recent: int = 0  # changes among the last GENERATION_SPAN ids
+
+    def covers(self, other: Generation) -> bool:
+        """Figures of this generation may be served for `other`'s: the same database, and
+        no change of entries since."""
+        return self.identity == other.identity and (self.last, self.recent) >= (
+            other.last,
+            other.recent,
+        )
+
+
+def entries_generation(conn) -> Generation:
+    """The database's identity, the newest change-log id and the changes among the last
+    GENERATION_SPAN ids: greater after any change of the deny entries has committed,
+    another identity in another database or after the crawl was forgotten."""
     row = conn.execute(ENTRIES_GENERATION, {"span": GENERATION_SPAN}).one()
-    return (row.last, row.recent)
+    return Generation(row.identity, row.last, row.recent)
 
 
 # -- the totals: counted while small, estimated by the planner when big ----------------------
