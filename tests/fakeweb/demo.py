@@ -47,7 +47,12 @@ from sqlalchemy import text
 from crawler.core import config
 from crawler.db.crawl import queue
 from crawler.db.rules import deny_entries
-from crawler.db.server.engine import DatabaseUrlError, checked_database_url
+from crawler.db.server.engine import (
+    DatabaseUrlError,
+    checked_database_url,
+    leave_embedded_server,
+    var_dir,
+)
 
 from .demo_operator import Login, offer_operator
 from .demo_panel import bind_refused, serve_panel, serving, stop, wait_for_ctrl_c
@@ -86,7 +91,7 @@ def demo_dir() -> Path:
 def run_database_url() -> str | None:
     """`make run`'s database, whose operators the demo offers: DATABASE_URL's, else the
     embedded one under var/pg if it was ever made (None: no such database)."""
-    from crawler.db.server.engine import embedded_server_url, var_dir
+    from crawler.db.server.engine import embedded_server_url
 
     url = config.from_environment("DATABASE_URL", os.environ)
     if url:
@@ -278,6 +283,7 @@ def main() -> int:
         print(f"  forgot the previous demo's {forgotten} .test hosts")
     db = engine
     login = offer_operator(engine, run_url)
+    leave_embedded_server(var_dir() / "pg")  # started only to read make run's operators
 
     shutil.rmtree(workdir / "fakeweb", ignore_errors=True)
     (workdir / "crawl.log").unlink(missing_ok=True)
