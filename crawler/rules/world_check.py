@@ -368,7 +368,8 @@ class SelfCheck:
             return await self._defer(domain, still_alive)
         cost_ms = 1000 * (time.perf_counter() - started)
         asked = self.world.lookups - lookups
-        log.info("self-check before blocking %s: %d look-ups, %.0f ms", domain, asked, cost_ms)
+        looked_up = counted(asked, "look-up")
+        log.info("self-check before blocking %s: %s, %.0f ms", domain, looked_up, cost_ms)
         self.count("hostcrawl/traps/selfcheck/lookups", asked)
         self.count("hostcrawl/traps/selfcheck/ms", round(cost_ms))
         return True
