@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, text
 
+from crawler.core.words import counted
 from crawler.db.server.estimates import DUE, count_rows
 
 #: Seconds between a worker's heartbeats.
@@ -83,8 +84,9 @@ class Progress:
 
     def describe(self) -> str:
         return (
-            f"{self.workers} worker{'s' if self.workers != 1 else ''} alive,"
-            f" {self.pages:,} pages ({self.pages_per_s:.1f}/s), {self.hosts:,} hosts known,"
+            f"{counted(self.workers, 'worker')} alive,"
+            f" {counted(self.pages, 'page')} ({self.pages_per_s:.1f}/s),"
+            f" {counted(self.hosts, 'host')} known,"
             f" {self.due:,} due now"
         )
 

@@ -22,6 +22,7 @@ from weakref import WeakKeyDictionary
 
 from sqlalchemy import Connection, Engine, text
 
+from crawler.core.words import counted
 from crawler.db.server.sql_pieces import names_param
 
 DISTRIBUTION_COLUMN = "root"
@@ -68,7 +69,7 @@ class Topology:
             return f"Citus {self.citus_version} with no worker added: one server, not distributed"
         tables = len(self.distributed)
         return (
-            f"a Citus {self.citus_version} cluster of {self.workers} workers;"
+            f"a Citus {self.citus_version} cluster of {counted(self.workers, 'worker')};"
             f" {tables} of {len(PER_ROOT_TABLES)} per-root tables distributed by"
             f" {DISTRIBUTION_COLUMN}"
         )
