@@ -64,15 +64,16 @@ def start_one_server(nodes: int):
     return server
 
 
-def start_cluster(shards: int | None = None):
+def start_cluster(shards: int | None = None, buffers_mb: int = NODE_BUFFERS_MB):
     """A started, migrated and distributed cluster (stopped and deleted at exit); its
-    tables in `shards` shards each (None: tests/citus_cluster.py's 8)."""
+    tables in `shards` shards each (None: tests/citus_cluster.py's 8), `buffers_mb` of
+    shared_buffers a node."""
     from tests.citus_cluster import CitusCluster
 
     cluster = CitusCluster().start()
     atexit.register(cluster.stop)
     for node in cluster.nodes:
-        node.execute(f"ALTER SYSTEM SET shared_buffers = '{NODE_BUFFERS_MB}MB'")
+        node.execute(f"ALTER SYSTEM SET shared_buffers = '{buffers_mb}MB'")
     if shards is not None:
         cluster.coordinator.execute(f"ALTER SYSTEM SET citus.shard_count = {int(shards)}")
     # shared_buffers needs a restart: the coordinator goes first and comes back last, so
@@ -84,7 +85,7 @@ def start_cluster(shards: int | None = None):
     cluster.coordinator.start()
     found = migrate(cluster.url)
     assert found.is_cluster, found.describe()
-    print(f"# cluster: {found.describe()}, shared_buffers {NODE_BUFFERS_MB} MB a node")
+    print(f"# cluster: {found.describe()}, shared_buffers {buffers_mb} MB a node")
     return cluster
 
 

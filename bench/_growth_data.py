@@ -234,32 +234,38 @@ def failures() -> list[str]:
     return sorted(NETWORK_FAILURES)
 
 
-def load(engine: Engine, roots: tuple[int, int], audit: tuple[int, int], entries: bool) -> str:
-    """Add roots [lo, hi) with their hosts, queue rows and trap windows, change-log rows
-    [lo, hi), and (entries=True) the standalone deny entries. One line saying how long."""
-    started = time.perf_counter()
+def insert_rows(conn, roots: tuple[int, int], audit: tuple[int, int], entries: bool) -> None:
+    """Roots [lo, hi) with their hosts, queue rows, trap windows and counters, change-log
+    rows [lo, hi), and (entries=True) the standalone deny entries, in `conn`'s transaction."""
     lo, hi = roots
+    conn.execute(text("SET LOCAL synchronous_commit = off"))
+    # Triggers off (the keys are rebuilt and checked after; counters rebuilt below).
+    conn.execute(text("SET LOCAL session_replication_role = replica"))
+    queue_rows = with_root(conn, INSERT_QUEUE, "root")
+    for statement in (INSERT_HOSTS, queue_rows, INSERT_WINDOWS):
+        conn.execute(text(statement), {"lo": lo, "hi": hi})
+    if has_roots(conn):
+        conn.execute(text(INSERT_ROOTS), {"lo": lo, "hi": hi, "failures": failures()})
+    conn.execute(text(INSERT_AUDIT), {"lo": audit[0], "hi": audit[1]})
+    if entries:
+        standalone = {"lo": 0, "hi": STANDALONE_ENTRIES}
+        conn.execute(
+            text(with_root(conn, INSERT_STANDALONE, "name")),
+            {**standalone, "blocked_every": BLOCKED_EVERY},
+        )
+        if has_roots(conn):
+            conn.execute(text(INSERT_STANDALONE_ROOTS), standalone)
+    if conn.execute(text("SELECT to_regclass('host_hours')")).scalar() is not None:
+        rebuild_host_hours(conn)
+
+
+def load(engine: Engine, roots: tuple[int, int], audit: tuple[int, int], entries: bool) -> str:
+    """insert_rows() with the keys and indexes dropped before and built after. One line
+    saying how long."""
+    started = time.perf_counter()
     with engine.begin() as conn:
         indexes = drop_keys_and_indexes(conn)
-        conn.execute(text("SET LOCAL synchronous_commit = off"))
-        # Triggers off (the keys are rebuilt and checked after; counters rebuilt below).
-        conn.execute(text("SET LOCAL session_replication_role = replica"))
-        queue_rows = with_root(conn, INSERT_QUEUE, "root")
-        for statement in (INSERT_HOSTS, queue_rows, INSERT_WINDOWS):
-            conn.execute(text(statement), {"lo": lo, "hi": hi})
-        if has_roots(conn):
-            conn.execute(text(INSERT_ROOTS), {"lo": lo, "hi": hi, "failures": failures()})
-        conn.execute(text(INSERT_AUDIT), {"lo": audit[0], "hi": audit[1]})
-        if entries:
-            standalone = {"lo": 0, "hi": STANDALONE_ENTRIES}
-            conn.execute(
-                text(with_root(conn, INSERT_STANDALONE, "name")),
-                {**standalone, "blocked_every": BLOCKED_EVERY},
-            )
-            if has_roots(conn):
-                conn.execute(text(INSERT_STANDALONE_ROOTS), standalone)
-        if conn.execute(text("SELECT to_regclass('host_hours')")).scalar() is not None:
-            rebuild_host_hours(conn)
+        insert_rows(conn, roots, audit, entries)
     copied = time.perf_counter() - started
     with engine.begin() as conn:
         build_keys_and_indexes(conn, indexes)

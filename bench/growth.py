@@ -42,6 +42,8 @@ at each size, each side's round with the page cache holding its database alone
 trap-window write), and each size's own figures are our medians of its rounds.
 `--profile`: at each size, where one finish_many and one save_hosts
 batch go (bench/_growth_profile.py), ours and, with --before, 8751fd6's.
+`--cluster`: the panel's pages alone, on a Citus cluster loaded the same way
+(bench/_growth_cluster.py); each page's p95 < 100 ms at 10M, its growth beside it.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ sys.path.insert(0, str(PROJECT_ROOT))
 
 from _common import machine_line, start_database, verdict  # noqa: E402
 from _growth_before import Before  # noqa: E402
+from _growth_cluster import judge, pages_at_both_sizes  # noqa: E402
 from _growth_data import (  # noqa: E402
     ENTRY_ROOTS,
     STANDALONE_ENTRIES,
@@ -364,9 +367,22 @@ def compare(small: dict, big: dict) -> tuple[list[str], float]:
     return missed, worst
 
 
+def cluster_main() -> None:
+    """--cluster: the pages at both sizes on a cluster whose three nodes share the one
+    server's memory."""
+    print(machine_line())
+    sizes = ((SMALL_ROOTS, SMALL), (BIG_ROOTS, BIG))
+    small, big = pages_at_both_sizes(sizes, buffers_mb=RAM_MB // 4 // 3)
+    missed = judge(small, big, (SMALL, BIG), QUICK)
+    word = "NO VERDICT" if QUICK else "FAIL" if missed else "PASS"
+    print(f"growth --cluster: {word}")
+
+
 def main() -> None:
     from crawler.db.operators import accounts
 
+    if "--cluster" in sys.argv:
+        return cluster_main()
     print(machine_line())
     started = time.perf_counter()
     url = start_database("hostcrawl-bench-growth-", server=SERVER)

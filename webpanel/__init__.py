@@ -92,12 +92,15 @@ def favicon():
 
 
 def register_templates(app: Flask) -> None:
+    from crawler.core.words import counted
     from webpanel.charts import health_chart, roots_chart, time_chart
 
     app.jinja_env.globals.update(
         page_url=page_url, time_chart=time_chart, roots_chart=roots_chart, health_chart=health_chart
     )
-    app.jinja_env.filters.update(when=when, clock=clock, num=num, place=describe_place)
+    app.jinja_env.filters.update(
+        when=when, clock=clock, num=num, counted=counted, place=describe_place
+    )
 
     @app.errorhandler(CSRFError)
     def csrf_error(exc: CSRFError):

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
+from crawler.core.words import counted
 from webpanel.queries.dashboard import OUTCOME_GROUPS, Timeline
 from webpanel.queries.health import Health
 
@@ -21,11 +22,16 @@ COLOURS = {"OK": "#2b8a3e", "HTTP": "#e8a317", "NETWORK": "#c92a2a", "IGNORED": 
 LINE = "#1c5fb0"
 TEXT = 'font-size="11" fill="#343a40"'  # presentation attributes, not style=
 TITLE = 'font-size="12" fill="#343a40"'
-WIDTH, HEIGHT = 640, 240
-ROOTS_WIDTH = 360  # the CSS draws each chart at least this wide: text stays >= 11 px,
-# and this one fits a 420-px phone whole, its longest bar's count included
+WIDTH, PLOT_HEIGHT = 640, 142
+NARROW = 360  # the CSS draws each chart at least this wide: text stays >= 11 px, and a
+# chart this wide fits a 420-px phone whole (the top roots, their longest count included)
+ROOTS_WIDTH = NARROW
 LABEL_CHARS = 22  # of a root's name beside its bar (the bar's tooltip has it whole)
-LEFT, RIGHT, TOP, BOTTOM = 52, 12, 14, 84
+LEFT, RIGHT, TOP = 52, 12, 14
+# A chart with a y axis: its title stands above the tick labels (rotated beside them, it
+# covered the widest ones), so the plot starts lower.
+AXIS_TOP = 30
+LEGEND_ROW = 16
 
 
 def short(value: float) -> str:
@@ -65,18 +71,25 @@ def tick_label(value: float, step: float) -> str:
 
 
 def time_chart(timeline: Timeline) -> Markup:
-    """Hosts crawled per hour (bars stacked by outcome) and discovered (a line)."""
-    hours, crawled = timeline.hours, timeline.crawled
-    if not hours:
+    """Hosts crawled per hour (bars stacked by outcome) and discovered (a line), drawn
+    twice: 640 wide, and 360 wide for a phone (the CSS shows one). A phone sees the whole
+    day with its axis and legend, rather than a wide chart scrolling them out of view."""
+    if not timeline.hours:
         return Markup('<p class="help">No hours to show yet.</p>')
+    return Markup(_time_chart(timeline, WIDTH, "wide") + _time_chart(timeline, NARROW, "narrow"))
+
+
+def _time_chart(timeline: Timeline, width: int, kind: str) -> Markup:
+    hours, crawled = timeline.hours, timeline.crawled
     totals = timeline.crawled_total
     ticks = nice_ticks(max([*totals, *timeline.discovered, 1]))
     top = ticks[-1]
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    plot_w, plot_h = width - LEFT - RIGHT, PLOT_HEIGHT
     slot = plot_w / len(hours)
+    every = max(1, len(hours) // (6 if width > NARROW else 4))  # hours between two labels
 
     def y(value: float) -> float:
-        return TOP + plot_h - value / top * plot_h
+        return AXIS_TOP + plot_h - value / top * plot_h
 
     parts = [_axes(ticks, plot_w, plot_h, "hosts per hour")]
     for i, hour in enumerate(hours):
@@ -91,9 +104,9 @@ def time_chart(timeline: Timeline) -> Markup:
                     f"<title>{escape(label)}</title></rect>"
                 )
                 base += n
-        if i % max(1, len(hours) // 6) == 0:
+        if (len(hours) - 1 - i) % every == 0:  # the newest hour has one, beside "0" none
             parts.append(
-                f'<text x="{LEFT + (i + 0.5) * slot:.1f}" y="{TOP + plot_h + 14}"'
+                f'<text x="{LEFT + (i + 0.5) * slot:.1f}" y="{AXIS_TOP + plot_h + 14}"'
                 f' text-anchor="middle" {TEXT}>{hour:%H}:00</text>'
             )
     points = " ".join(
@@ -101,16 +114,19 @@ def time_chart(timeline: Timeline) -> Markup:
     )
     parts.append(f'<polyline points="{points}" fill="none" stroke="{LINE}" stroke-width="2"/>')
     parts.append(
-        f'<text x="{LEFT + plot_w / 2}" y="{TOP + plot_h + 30}" text-anchor="middle"'
+        f'<text x="{LEFT + plot_w / 2}" y="{AXIS_TOP + plot_h + 30}" text-anchor="middle"'
         f" {TITLE}>hour (UTC), {hours[0]:%Y-%m-%d %H}:00 to {hours[-1]:%H}:00</text>"
     )
     legend = [("line", LINE, "discovered")]
     legend += [("box", COLOURS[g], f"crawled: {OUTCOME_GROUPS[g]}") for g in crawled]
-    parts.append(_legend(legend, TOP + plot_h + 44))
-    return _svg(parts, "Hosts discovered and crawled per hour, by outcome", "time")
+    left = LEFT if width > NARROW else 8
+    drawn, height = _legend(legend, AXIS_TOP + plot_h + 48, left, width)
+    parts.append(drawn)
+    title = "Hosts discovered and crawled per hour, by outcome"
+    return _svg(parts, title, f"time {kind}", width, height)
 
 
-HEALTH_WIDTH, HEALTH_HEIGHT, HEALTH_LEFT = 360, 228, 40  # drawn whole on a 420-px phone
+HEALTH_WIDTH, HEALTH_PLOT_HEIGHT, HEALTH_LEFT = NARROW, 140, 40  # drawn whole on a phone
 LAYER_COLOURS = {
     "DNS": "#c92a2a",
     "ADDRESS": "#862e9c",
@@ -129,15 +145,15 @@ def health_chart(health: Health) -> Markup:
         return Markup('<p class="help">No minutes to show yet.</p>')
     failed = [sum(column) for column in zip(*health.failures.values(), strict=True)]
     ticks = nice_ticks(max([*health.pages, *health.discovered, *failed]), most=4, whole=False)
-    top, bottom = ticks[-1], 70
-    plot_w, plot_h = HEALTH_WIDTH - HEALTH_LEFT - RIGHT, HEALTH_HEIGHT - TOP - bottom
+    top = ticks[-1]
+    plot_w, plot_h = HEALTH_WIDTH - HEALTH_LEFT - RIGHT, HEALTH_PLOT_HEIGHT
     slot = plot_w / len(minutes)
 
     def x(i: float) -> float:
         return HEALTH_LEFT + i * slot
 
     def y(value: float) -> float:
-        return TOP + plot_h - value / top * plot_h
+        return AXIS_TOP + plot_h - value / top * plot_h
 
     parts = [_axes(ticks, plot_w, plot_h, "per second", HEALTH_LEFT)]
     for i, minute in enumerate(minutes):
@@ -156,7 +172,7 @@ def health_chart(health: Health) -> Markup:
         if (len(minutes) - 1 - i) % 15 == 0:  # the last one ends at the axis' end
             anchor, at = ("end", x(i + 1)) if i == len(minutes) - 1 else ("middle", x(i + 0.5))
             parts.append(
-                f'<text x="{at:.1f}" y="{TOP + plot_h + 14}" text-anchor="{anchor}"'
+                f'<text x="{at:.1f}" y="{AXIS_TOP + plot_h + 14}" text-anchor="{anchor}"'
                 f" {TEXT}>{minute:%H:%M}</text>"
             )
     for values, colour in ((health.pages, PAGES_LINE), (health.discovered, LINE)):
@@ -166,9 +182,10 @@ def health_chart(health: Health) -> Markup:
         )
     legend = [("line", PAGES_LINE, "pages"), ("line", LINE, "new hostnames")]
     legend += [("box", LAYER_COLOURS[layer], layer) for layer in health.failures]
-    parts.append(_legend(legend, TOP + plot_h + 32, HEALTH_LEFT - 30, HEALTH_WIDTH))
+    drawn, height = _legend(legend, AXIS_TOP + plot_h + 32, HEALTH_LEFT - 30, HEALTH_WIDTH)
+    parts.append(drawn)
     title = "Pages, new hostnames and failures by layer per second, minute by minute"
-    return _svg(parts, title, "health", HEALTH_WIDTH, HEALTH_HEIGHT)
+    return _svg(parts, title, "health", HEALTH_WIDTH, height)
 
 
 def roots_chart(top_roots: Sequence[tuple[str, int]]) -> Markup:
@@ -187,42 +204,43 @@ def roots_chart(top_roots: Sequence[tuple[str, int]]) -> Markup:
             f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" {TEXT}>'
             f"{escape(cut(domain, LABEL_CHARS))}</text>"
             f'<rect x="{label_w}" y="{y + 3}" width="{width:.1f}" height="{row - 6}"'
-            f' fill="{LINE}"><title>{escape(domain)}: {n:,} hosts</title></rect>'
+            f' fill="{LINE}"><title>{escape(domain)}: {counted(n, "host")}</title></rect>'
             f'<text x="{label_w + width + 4:.1f}" y="{y + 15}" {TEXT}>{n:,}</text>'
         )
     return _svg(parts, "The roots with the most hosts", "roots", ROOTS_WIDTH, height)
 
 
 def _axes(ticks: list[float], plot_w: float, plot_h: float, title: str, left: int = LEFT) -> str:
-    """Both axes, a gridline and a label at each tick, and the y axis' title."""
+    """Both axes, a gridline and a label at each tick, and the y axis' title above the
+    tick labels, clear of the top one (AXIS_TOP leaves it the room)."""
+    bottom = AXIS_TOP + plot_h
     lines = [
-        f'<line x1="{left}" y1="{TOP}" x2="{left}" y2="{TOP + plot_h}" stroke="#495057"/>',
-        f'<line x1="{left}" y1="{TOP + plot_h}" x2="{left + plot_w}" y2="{TOP + plot_h}"'
-        ' stroke="#495057"/>',
+        f'<line x1="{left}" y1="{AXIS_TOP}" x2="{left}" y2="{bottom}" stroke="#495057"/>',
+        f'<line x1="{left}" y1="{bottom}" x2="{left + plot_w}" y2="{bottom}" stroke="#495057"/>',
     ]
     top, step = ticks[-1], ticks[1] - ticks[0]
     for value in ticks:
-        y = TOP + plot_h - plot_h * value / top
+        y = bottom - plot_h * value / top
         lines.append(
             f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#dee2e6"/>'
-            f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end" {TEXT}>'
+            f'<text class="tick" x="{left - 4}" y="{y + 4:.1f}" text-anchor="end" {TEXT}>'
             f"{tick_label(value, step)}</text>"
         )
     lines.append(
-        f'<text transform="translate(12 {TOP + plot_h / 2}) rotate(-90)" text-anchor="middle"'
-        f" {TITLE}>{escape(title)}</text>"
+        f'<text class="axis-title" x="4" y="{AXIS_TOP - 14}" {TITLE}>{escape(title)}</text>'
     )
     return "".join(lines)
 
 
 def _legend(
     items: list[tuple[str, str, str]], y: float, left: int = LEFT, width: int = WIDTH
-) -> str:
+) -> tuple[str, float]:
+    """The legend from `y` down, wrapped to `width`; and the chart's height below it."""
     parts, x = [], left
     for kind, colour, label in items:
-        needed = 26 + 6.6 * len(label)
+        needed = 26 + sum(7.6 if c.isupper() else 6.4 for c in label)  # at 11 px
         if x > left and x + needed > width:  # wrap to a new row
-            x, y = left, y + 16
+            x, y = left, y + LEGEND_ROW
         if kind == "line":
             parts.append(
                 f'<line x1="{x}" y1="{y}" x2="{x + 14}" y2="{y}" stroke="{colour}"'
@@ -230,15 +248,13 @@ def _legend(
             )
         else:
             parts.append(f'<rect x="{x}" y="{y - 5}" width="12" height="10" fill="{colour}"/>')
-        parts.append(f'<text x="{x + 18}" y="{y + 4}" {TEXT}>{escape(label)}</text>')
+        parts.append(f'<text class="legend" x="{x + 18}" y="{y + 4}" {TEXT}>{escape(label)}</text>')
         x += needed
-    return "".join(parts)
+    return "".join(parts), y + LEGEND_ROW - 4
 
 
-def _svg(
-    parts: list[str], title: str, kind: str, width: int = WIDTH, height: int = HEIGHT
-) -> Markup:
+def _svg(parts: list[str], title: str, kind: str, width: int, height: float) -> Markup:
     return Markup(
-        f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}"'
+        f'<svg viewBox="0 0 {width} {height:g}" role="img" aria-label="{escape(title)}"'
         f' class="plot {kind}"><title>{escape(title)}</title>{"".join(parts)}</svg>'
     )

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from crawler.core import words
 from crawler.core.blocklists import COMMENT, Skipped, read_lines
 from crawler.core.denylist import NO_FOLLOW
 from crawler.core.hostnames import HostnameError, is_ip, normalize, normalize_entry, root
@@ -140,7 +141,7 @@ class Read:
         """'3 lines skipped (2 comment, 1 @@ exception); 2 repeated names counted once', or ''."""
         said = [self.skipped.describe()]
         if self.repeated:
-            said.append(f"{self.repeated:,} repeated {_names(self.repeated)} counted once")
+            said.append(f"{words.counted(self.repeated, 'repeated name')} counted once")
         return "; ".join(filter(None, said))
 
     def too_many(self) -> str | None:
@@ -152,10 +153,6 @@ class Read:
             " saved; split the list, or give the file to `hostcrawl no-follow add -f FILE`"
             " (any size)"
         )
-
-
-def _names(n: int) -> str:
-    return "name" if n == 1 else "names"
 
 
 def lines(value: str) -> Read:

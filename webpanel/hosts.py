@@ -144,5 +144,10 @@ def detail(hostname: str):
     if host is None:
         abort(404)
     denial = current_denial(db.session, name)
-    meaning = OUTCOME_MEANINGS.get(host.outcome)
-    return render_template("hosts/detail.html", host=host, denial=denial, meaning=meaning)
+    return render_template(
+        "hosts/detail.html",
+        host=host,
+        denial=denial,
+        meaning=OUTCOME_MEANINGS.get(host.outcome),
+        held_meaning=OUTCOME_MEANINGS.get(host.held_outcome),
+    )

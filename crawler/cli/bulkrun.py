@@ -23,6 +23,7 @@ import click
 
 from crawler.core.blocklists import ListItem, Skipped, read_lines
 from crawler.core.hostnames import shown
+from crawler.core.words import counted
 from crawler.db.rules.deny_entries import EntryChange
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -30,6 +31,8 @@ GZIP_MAGIC = b"\x1f\x8b"
 TEXT_SNIFF = 8192
 EXAMPLES = 3
 STATUS_ORDER = {"already": 2, "absent": 3, "refused": 4}  # what was done comes first
+# A status as the summary says it after its count: "3 added, 2 already there".
+STATUS_WORDS = {"already": "already there", "absent": "not there"}
 QUIET_PROGRESS_EVERY = 5.0  # seconds between progress lines when not on a terminal
 
 
@@ -100,7 +103,7 @@ class Summary:
 
     def lines(self, skipped: Skipped) -> list[str]:
         order = sorted(self.counts, key=lambda s: (STATUS_ORDER.get(s, 1), s))
-        done = ", ".join(f"{status} {self.counts[status]:,}" for status in order)
+        done = ", ".join(f"{self.counts[s]:,} {STATUS_WORDS.get(s, s)}" for s in order)
         out = [f"done: {done or 'nothing to do'}"]
         if skipped.counts:
             out.append(skipped.describe())
@@ -217,7 +220,8 @@ def run_file(
                 progress.update(line if results else progress.done)
             refused_before_next()
     except (OSError, EOFError) as exc:  # a file cut short, a gzip stream broken midway
-        done = f"; the first {progress.done:,} lines were applied" if progress.done else ""
+        applied = counted(progress.done, "line was", "lines were")
+        done = f"; the first {applied} applied" if progress.done else ""
         raise click.ClickException(f"{shown_path(path)}: {reason_of(exc)}{done}") from None
     finally:
         progress.close()
@@ -231,7 +235,8 @@ def run_file(
 def rate_line(what: str, lines: int, seconds: float) -> str:
     """`seed: 1,000,000 lines in 9.8 s (102,041 lines/s)`: the whole run, file to
     committed rows (the line count for the ETA included)."""
-    return f"{what}: {lines:,} lines in {seconds:.1f} s ({lines / max(seconds, 1e-9):,.0f} lines/s)"
+    rate = lines / max(seconds, 1e-9)
+    return f"{what}: {counted(lines, 'line')} in {seconds:.1f} s ({rate:,.0f} lines/s)"
 
 
 def finish(summary: Summary) -> None:

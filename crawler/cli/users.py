@@ -9,6 +9,7 @@ import click
 
 from crawler.cli.common import engine, friendly_errors
 from crawler.core.passwords import ROLES
+from crawler.core.words import counted
 from crawler.db.operators import accounts
 
 
@@ -64,9 +65,8 @@ def user_list() -> None:
     for row in accounts.list_users(engine()):
         state = f"disabled {row.disabled_at:%Y-%m-%d %H:%M}" if row.disabled_at else "enabled"
         token = "token" if row.has_token else "no token"
-        click.echo(
-            f"{row.username}\t{row.role}\t{state}\t{token}\t{row.failed_logins} failed logins"
-        )
+        failed = counted(row.failed_logins, "failed login")
+        click.echo(f"{row.username}\t{row.role}\t{state}\t{token}\t{failed}")
 
 
 def operator_command(name: str, change, said: str, help_text: str) -> click.Command:

@@ -22,6 +22,8 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from crawler.core.words import counted
+
 COMMENT = "comment"
 EXCEPTION = "@@ exception"
 COSMETIC = "cosmetic rule"
@@ -91,7 +93,7 @@ class Skipped:
         if not self.counts:
             return ""
         kinds = ", ".join(f"{n:,} {kind}" for kind, n in self.counts.most_common())
-        return f"{self.total:,} lines skipped ({kinds})"
+        return f"{counted(self.total, 'line')} skipped ({kinds})"
 
 
 def read_lines(lines: Iterable[str], skipped: Skipped | None = None) -> Iterator[ListItem]:

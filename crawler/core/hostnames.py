@@ -229,7 +229,7 @@ def normalize_entry(value: str, *, force: bool = False) -> str:
     hostname = normalize(value)
     if not force and is_public_suffix(hostname):
         raise HostnameError(
-            value, "a bare public suffix: it would deny every name under it (force to store it)"
+            value, "a bare public suffix: it would deny every name under it (--force to store it)"
         )
     if (words := entry_name_refusal(hostname)) is not None:
         raise HostnameError(value, f"{words}: no such name is ever saved, so it would deny nothing")
@@ -272,8 +272,8 @@ def seed_refusal(
         if "." not in hostname and not public_suffix(hostname):
             # `intranet`, `corp`: a suffix only by the list's default rule (an unknown last
             # label is one); to an operator it is a local name, not a public suffix.
-            return "a single label: not a name on the public internet (force to seed it)"
-        return "a bare public suffix: no site of its own to crawl (force to seed it)"
+            return "a single label: not a name on the public internet (--force to seed it)"
+        return "a bare public suffix: no site of its own to crawl (--force to seed it)"
     if (words := entry_name_refusal(hostname, local)) is not None:
         return f"{words}: no host on the web has such a name"
     return None

@@ -96,7 +96,7 @@ def settings_to_check(
         behind = (
             f"DNS_NAMESERVERS={nameservers}"
             if nameservers
-            else ("DNS_NAMESERVERS unset: the system's resolver, /etc/resolv.conf")
+            else "the system's resolver in /etc/resolv.conf, as DNS_NAMESERVERS is unset"
         )
     else:
         behind = f"this machine's network or firewall; CONNECT_TIMEOUT={connect_timeout:g}"

@@ -56,6 +56,13 @@ MEANINGS = {
         " (RFC 9309), the page not asked for; tried again after ROBOTS_UNREACHABLE_RETRY_AFTER"
     ),
     TLS_CERTIFICATE: "the TLS handshake failed on its certificate (too large to read)",
+    # A DNS answer is an answer: NXDOMAIN says the name does not exist, which is not our
+    # resolver failing to answer (that is DNS_TIMEOUT).
+    DNS_NXDOMAIN: "the name does not exist (the DNS answered NXDOMAIN)",
+    DNS_NOANSWER: "the name exists but has no address",
+    DNS_SERVFAIL: "the name's DNS servers could not answer (SERVFAIL)",
+    DNS_REFUSED: "a DNS server refused the lookup",
+    DNS_TIMEOUT: "no DNS answer in time: the resolver, or the name's servers, did not answer",
 }
 
 # Failures below HTTP: the host name leads nowhere. Only these count towards a trap.

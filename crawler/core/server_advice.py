@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from crawler.core.words import counted
+
 MB = 1024 * 1024
 MINUTE = 60
 #: Postgres's own default shared_buffers: a server still at it was never given memory.
@@ -97,7 +99,7 @@ class Memory:
     def describe(self) -> str:
         if self.chosen:
             return f"{size(self.mb * MB)} (EMBEDDED_DATABASE_MEMORY_MB)"
-        workers = f"{self.workers} worker{'s' if self.workers != 1 else ''}"
+        workers = counted(self.workers, "worker")
         return (
             f"{size(self.mb * MB)} ({size(self.machine_mb * MB)} of memory less {workers}"
             f" × MEMORY_BUDGET_MB {self.worker_mb} MB)"

@@ -55,6 +55,7 @@ import time
 
 from scrapy import signals
 
+from crawler.core.words import counted
 from crawler.shared import CrawlShared, InFlightRoom
 
 log = logging.getLogger(__name__)
@@ -260,9 +261,9 @@ class InFlightControl:
         if now - self._logged >= self.log_every or (over and not self._over):
             self._logged = now
             log.info(
-                "hostcrawl: %d hosts in flight, %d of them stalled (limit %d of %d),"
+                "hostcrawl: %s in flight, %d of them stalled (limit %d of %d),"
                 " reactor lag %.0f ms, CPU %.0f%%, RSS %.0f MB (budget %.0f MB)",
-                in_flight,
+                counted(in_flight, "host"),
                 self.stalled,
                 self.limit,
                 self.maximum,

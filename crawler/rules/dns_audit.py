@@ -28,6 +28,7 @@ from crawler.core.outcomes import (
     DNS_ALIVE,
     is_network_failure,
 )
+from crawler.core.words import counted
 from crawler.db.crawl import claims, queue
 from crawler.db.rules import dns_audits, trap_windows
 from crawler.db.rules.dns_audits import Backoff
@@ -80,7 +81,10 @@ class Progress:
 
     def summary(self) -> str:
         elapsed = time.monotonic() - self.started
-        lines = [f"audited {self.done} hosts in {elapsed:.1f}s", "outcome          hosts"]
+        lines = [
+            f"audited {counted(self.done, 'host')} in {elapsed:.1f}s",
+            "outcome          hosts",
+        ]
         lines += [f"{kind:<16} {n:>5}" for kind, n in self.outcomes.most_common()]
         lines += [f"blocked {r}: {reason}" for r, reason in self.blocked.items()]
         return "\n".join(lines)

@@ -31,6 +31,7 @@ from sqlalchemy import Engine
 from crawler.core.hostnames import root
 from crawler.core.outages import FailureTally, LayerFailures, settings_to_check, why_silent
 from crawler.core.outcomes import DNS_ALIVE, OK, is_network_failure
+from crawler.core.words import counted
 from crawler.db.rules import canaries as canary_db
 from crawler.db.rules import trap_windows
 from crawler.db.server.retry import in_thread_until_up
@@ -288,10 +289,10 @@ class WorldCheck:
             if self.unproven_since is not None:
                 spell = (datetime.now(UTC) - self.unproven_since).total_seconds()
                 log.warning(
-                    "the world answers again after %.0f s: %d hosts were held back (tried"
+                    "the world answers again after %.0f s: %s held back (tried"
                     " again, not settled); blocks resume",
                     spell,
-                    len(self.held),
+                    counted(len(self.held), "host was", "hosts were"),
                 )
                 self.unproven_since = None
                 self.on_change(None, False, len(self.held))
@@ -304,9 +305,9 @@ class WorldCheck:
             self._summed_up = (now, 0)
             log.warning(
                 "the world is not answering us (%s): blocks are held, and failures below"
-                " HTTP are tried again, not settled; %d hosts held back",
+                " HTTP are tried again, not settled; %s held back",
                 self.reason(why),
-                len(self.held),
+                counted(len(self.held), "host"),
             )
         self._why = why
         self.sum_up_if_due()
@@ -324,12 +325,12 @@ class WorldCheck:
         told_at, tries_then = self._summed_up
         spell = (datetime.now(UTC) - self.unproven_since).total_seconds()
         log.warning(
-            "the world has not answered us for %.0f s (%s): %d hosts held back so far,"
-            " %d failures tried again in the last %.0f s; blocks are held",
+            "the world has not answered us for %.0f s (%s): %s held back so far,"
+            " %s tried again in the last %.0f s; blocks are held",
             spell,
             self.reason(why),
-            len(self.held),
-            self.tries_held - tries_then,
+            counted(len(self.held), "host"),
+            counted(self.tries_held - tries_then, "failure"),
             now - told_at,
         )
         self._summed_up = (now, self.tries_held)
@@ -367,7 +368,8 @@ class SelfCheck:
             return await self._defer(domain, still_alive)
         cost_ms = 1000 * (time.perf_counter() - started)
         asked = self.world.lookups - lookups
-        log.info("self-check before blocking %s: %d look-ups, %.0f ms", domain, asked, cost_ms)
+        looked_up = counted(asked, "look-up")
+        log.info("self-check before blocking %s: %s, %.0f ms", domain, looked_up, cost_ms)
         self.count("hostcrawl/traps/selfcheck/lookups", asked)
         self.count("hostcrawl/traps/selfcheck/ms", round(cost_ms))
         return True

@@ -24,6 +24,7 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
+from crawler.core.words import counted
 from crawler.db.crawl import heartbeats
 from crawler.db.operators import accounts
 from crawler.db.rules import world_silences
@@ -131,4 +132,4 @@ def silence_words(silence: world_silences.Silence) -> str:
     why = silence.describe() or "no failure tallied yet"
     check = f" (check {silence.settings_to_check})" if silence.settings_to_check else ""
     never = "; no host has answered yet in this database" if silence.never_answered else ""
-    return f"{why}{check}{never}; {silence.held_back:,} hosts held back, blocks held"
+    return f"{why}{check}{never}; {counted(silence.held_back, 'host')} held back, blocks held"

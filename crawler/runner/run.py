@@ -24,11 +24,13 @@ from pathlib import Path
 
 from crawler.core import config
 from crawler.core.setting_declaration import SettingError
+from crawler.core.words import counted
 from crawler.db.server.engine import (
     PROJECT_ROOT,
     DatabaseUrlError,
     database_url,
     embedded_tuning,
+    leave_embedded_server,
     var_dir,
 )
 from crawler.db.server.machine import worker_count
@@ -106,12 +108,24 @@ def run(args: argparse.Namespace) -> int:
     started = children(args.bind, count)
     logs = log_to(started, var_dir() / "log")
     print(
-        f"{count} crawler worker{'s' if count > 1 else ''} (CRAWL_WORKERS); every log in"
+        f"{counted(count, 'crawler worker')} (CRAWL_WORKERS); every log in"
         f" {shown(logs[0].parent)}/ ({', '.join(log.name for log in logs)})",
         flush=True,
     )
     panel = None if started[-1].worker else args.bind
-    return Supervisor(started, Console(panel, args.progress_every)).run()
+    code = Supervisor(started, Console(panel, args.progress_every)).run()
+    print(f"stopped: {stopped_database(tuning is not None)}", file=sys.stderr, flush=True)
+    return code
+
+
+def stopped_database(embedded: bool) -> str:
+    """The children have stopped: the embedded database now (its exit hook would do it
+    after the last line), so the last line can say everything has."""
+    if not embedded:
+        return "every worker and the panel (DATABASE_URL's server is its owner's)"
+    if leave_embedded_server(var_dir() / "pg"):
+        return "every worker, the panel and the embedded database"
+    return "every worker and the panel; the embedded database serves its other users still"
 
 
 def shown(path: Path) -> str:
@@ -120,23 +134,26 @@ def shown(path: Path) -> str:
     return str(path) if relative.startswith("..") else relative
 
 
-def bind_problem(bind: str) -> str | None:
+def bind_problem(bind: str, given: str = "--bind", again: str = "make run BIND={}") -> str | None:
     """Why the panel could not listen on `bind` (HOST:PORT, as gunicorn reads it), or None.
+    `given`: how the operator gave it; `again`: the command with another address in {}
+    (`make demo` asks too: DEMO_BIND, "DEMO_BIND={} make demo").
 
     Asked before anything starts: gunicorn would find out only after the database, the
     seeds and a second crawler were started, and say so five times.
     """
     from gunicorn.util import parse_address
 
+    given = f"{given} {bind}" if given.startswith("-") else f"{given}={bind}"
     try:
         address = parse_address(bind)
     except RuntimeError:  # gunicorn's word for a bad port
-        return f"--bind {bind}: not HOST:PORT (as in make run BIND=127.0.0.1:8000)"
+        return f"{given}: not HOST:PORT (as in {again.format('127.0.0.1:8000')})"
     if not isinstance(address, tuple):
         return None  # a Unix socket or an inherited descriptor: gunicorn's to judge
     host, port = address
     if not 0 <= port <= 65535:
-        return f"--bind {bind}: port {port} is not in 0-65535"
+        return f"{given}: port {port} is not in 0-65535"
     # The family gunicorn picks: IPv6 for an IPv6 literal, else IPv4 (a name resolved).
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
@@ -145,11 +162,11 @@ def bind_problem(bind: str) -> str | None:
             sock.bind((host, port))
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
-            return f"--bind {bind}: {exc.strerror}; give an address of this machine"
+            return f"{given}: {exc.strerror}; give an address of this machine"
         shown = f"[{host}]" if family == socket.AF_INET6 else host or "0.0.0.0"
         return (
-            f"--bind {bind}: the address is in use (another make run?); "
-            f"give the panel another: make run BIND={shown}:{port % 65535 + 1}"
+            f"{given}: the address is in use (another make run, or a demo?); "
+            f"give the panel another: {again.format(f'{shown}:{port % 65535 + 1}')}"
         )
     return None
 

@@ -8,7 +8,8 @@ is started again in its place after a back-off of 1 s, 2 s, 4 s ... up to BACKOF
 worker, its exit code and when it comes back. A worker that ends by itself with exit
 code 0 (CLOSE_WHEN_DRAINED: nothing left to crawl) is done, not restarted; when every
 worker is done, or the panel ends, the rest are stopped. Ctrl-C or SIGTERM stops them
-all gracefully (one SIGINT each: a second makes Scrapy stop uncleanly). Under `make run`
+all gracefully (one SIGINT each: a second makes Scrapy stop uncleanly), then says they have
+stopped (make run then stops the embedded database and says so). Under `make run`
 each child's output goes to its own file under var/log/ (`log_to`): the console keeps
 the supervisor's words and crawler/runner/console.py's lines.
 """
@@ -188,4 +189,13 @@ class Supervisor:
                 child.proc.kill()
                 child.proc.wait()
         codes = [child.proc.returncode or 0 for child in running]
+        say(f"stopped {stopped_words(self.children)}")
         return max(codes, default=0)
+
+
+def stopped_words(children: list[Child]) -> str:
+    """'worker-1@h, worker-2@h and the panel': every child, each now ended."""
+    names = [child.name if child.worker else f"the {child.name}" for child in children]
+    if len(names) < 2:
+        return "".join(names) or "nothing (no child was started)"
+    return f"{', '.join(names[:-1])} and {names[-1]}"

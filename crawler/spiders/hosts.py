@@ -44,6 +44,7 @@ from crawler.core.outcomes import (
     layer_of,
 )
 from crawler.core.sources import parse_groups
+from crawler.core.words import counted
 from crawler.db.crawl import claims, unfinished
 from crawler.db.server.retry import in_thread_until_up
 from crawler.downloadermiddlewares.deny import request_denied
@@ -190,7 +191,9 @@ class HostsSpider(scrapy.Spider):
         try:
             await asyncio.to_thread(unfinished.forgive, self.state.engine, hosts, worker)
         except Exception as exc:  # their counts stay: a host may be put off once too often
-            log.warning("could not take back the claim counts of %d hosts: %s", len(hosts), exc)
+            log.warning(
+                "could not take back the claim counts of %s: %s", counted(len(hosts), "host"), exc
+            )
 
     def _count_claim(self, claimed: claims.Claim) -> None:
         stats = self.crawler.stats

@@ -83,7 +83,7 @@ def test_remove_an_entry_with_its_confirmation(page, db, operators):
     expect(page.get_by_role("heading")).to_have_text("Remove gone.test from no_follow?")
     page.get_by_label("Note (kept in the change log)").fill("not a giant after all")
     page.get_by_role("button", name="Remove gone.test").click()
-    expect(page.locator(".flashes")).to_have_text("gone.test: removed (1 hosts back in routing)")
+    expect(page.locator(".flashes")).to_have_text("gone.test: removed (1 host back in routing)")
     expect(page.locator("#entry-list td.host")).to_have_text(["stays.test"])
     page.get_by_role("link", name="Change log").first.click()
     expect(page.locator("#change-log tbody tr").first).to_contain_text("no_follow.remove")
@@ -105,7 +105,7 @@ def test_read_a_blocked_reason_and_unblock(page, db, operators):
     expect(page.locator("blockquote.reason")).to_contain_text("DNS_NXDOMAIN 3")
     page.get_by_role("button", name="Unblock trap.test").click()
     expect(page.locator(".flashes")).to_have_text(
-        "trap.test: unblocked (1 hosts back in routing; trap window cleared (3 outcomes))"
+        "trap.test: unblocked (1 host back in routing; trap window cleared (3 outcomes))"
     )
     expect(page.locator("#blocked td.empty")).to_have_text("No blocked hosts match.")
     page.get_by_role("link", name="Hosts").click()

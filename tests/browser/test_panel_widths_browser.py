@@ -25,7 +25,8 @@ OFF_SCREEN = """(selector) => [...document.querySelectorAll(selector)]
   .map(e => [e.textContent.trim() || e.value, e.getBoundingClientRect()])
   .filter(([_, r]) => r.left < 0 || r.right > window.innerWidth + 0.5)
   .map(([name, r]) => `${name} at ${Math.round(r.left)}..${Math.round(r.right)}`)"""
-CHART_TEXT_PX = """() => [...document.querySelectorAll("svg.plot")].flatMap(svg => {
+CHART_TEXT_PX = """() => [...document.querySelectorAll("svg.plot")]
+  .filter(svg => svg.getBoundingClientRect().width > 0).flatMap(svg => {
   const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
   const size = t => parseFloat(t.getAttribute("font-size"));
   return [...svg.querySelectorAll("text")].map(t => size(t) * scale);

@@ -98,6 +98,9 @@ def test_make_run_crawls_serves_the_panel_and_stops_on_one_signal(fakeweb_factor
     assert "some seeds were refused" in output  # ...and the crawl went on without it
     assert_a_quiet_console(output, tmp_path / "var" / "log", port)
     assert "Control socket" not in output  # gunicorn.conf.py: no management socket in $HOME
+    # Said once everything has stopped, not only "supervisor: stopping…".
+    assert "supervisor: stopped worker-1@" in output and " and the panel\n" in output
+    assert output.endswith("stopped: every worker, the panel and the embedded database\n")
     assert healthz(port) is None, "the panel is still serving"
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
     pid_file = tmp_path / "var" / "pg" / "postmaster.pid"

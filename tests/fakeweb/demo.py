@@ -12,16 +12,17 @@ Run as ``python -m tests.fakeweb.demo``. Everything stays on loopback:
    platform ``social.test`` in odd forms (upper case, trailing dot, port,
    ``//host``, https); and a web ring page linking to 150 subdomains of
    ``trap.test``, whose zone answers NXDOMAIN (a subdomain generator);
-   then an operator for its panel is offered (made, or those there reused:
-   tests/fakeweb/demo_operator.py; no prompt without a terminal);
+   then an operator for its panel is offered: `make run`'s, copied, or one made
+   (tests/fakeweb/demo_operator.py; no prompt without a terminal);
 3. ``social.test`` goes on no_follow (with a note), the first site is seeded,
    and ``python -m scrapy crawl hosts`` runs until the queue is drained;
 4. a summary: hosts discovered, the blocked entries with their
    ``blocked_reason``, the no_follow entries, the platform links filtered;
 5. if the panel (``webpanel``) is installed: gunicorn serves it on
-   127.0.0.1:8000 (``DEMO_BIND=HOST:PORT`` to move it) until Ctrl-C or
-   SIGTERM, then the panel and the fakeweb are stopped. ``DEMO_NO_SERVE=1``
-   skips this step.
+   127.0.0.1:8000 (``DEMO_BIND=HOST:PORT`` to move it; a taken address is refused
+   before anything starts), its address and how to log in said once it answers,
+   until Ctrl-C or SIGTERM; then the panel and the fakeweb are stopped, and said to
+   be. ``DEMO_NO_SERVE=1`` skips this step.
 
 ``DEMO_SLOW=1`` crawls the same world in fakeweb's slow mode (tests/fakeweb/slow.py):
 sites answer after 0.3-1.2 s, 7% hang after connecting, 3% get no DNS reply.
@@ -32,26 +33,31 @@ The crawler and the panel it starts get the demo database's URL as DATABASE_URL.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
 from sqlalchemy import text
 
 from crawler.core import config
+from crawler.core.words import counted
 from crawler.db.crawl import queue, retention
 from crawler.db.rules import deny_entries
+from crawler.db.server.engine import (
+    DatabaseUrlError,
+    checked_database_url,
+    leave_embedded_server,
+    var_dir,
+)
 
-from .demo_operator import create_command, offer_operator
+from .demo_operator import Login, offer_operator
+from .demo_panel import bind_refused, serve_panel, serving, stop, wait_for_ctrl_c
 from .handle import PROJECT_ROOT, FakeWeb
 from .slow import slow_web
 from .world import ALLOWED_NETWORKS, World, link_host
@@ -73,7 +79,6 @@ TRAP = "trap.test"
 TRAP_LINKS = 150
 BIND = os.environ.get("DEMO_BIND", "127.0.0.1:8000")
 CRAWL_TIMEOUT = 120  # seconds: a bound, not a wait
-PANEL_STARTUP = 30  # seconds
 
 
 def demo_dir() -> Path:
@@ -83,6 +88,22 @@ def demo_dir() -> Path:
     path = var_dir() / "demo"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def run_database_url() -> str | None:
+    """`make run`'s database, whose operators the demo offers: DATABASE_URL's, else the
+    embedded one under var/pg if it was ever made (None: no such database)."""
+    from crawler.db.server.engine import embedded_server_url
+
+    url = config.from_environment("DATABASE_URL", os.environ)
+    if url:
+        try:
+            return checked_database_url(url)
+        except DatabaseUrlError as exc:
+            print(f"  make run's database: {exc}; no operator copied")
+            return None
+    pgdata = var_dir() / "pg"
+    return embedded_server_url(pgdata) if (pgdata / "PG_VERSION").exists() else None
 
 
 def demo_database_url() -> str:
@@ -228,65 +249,6 @@ def summarize(db, engine, world: World, web: FakeWeb) -> None:
     print(f"    {PLATFORM} hosts fetched: {len(fetched)}, DNS lookups under it: {len(lookups)}")
 
 
-def free_port(bind: str) -> bool:
-    host, _, port = bind.rpartition(":")
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn does
-        try:
-            sock.bind((host, int(port)))
-        except OSError:
-            return False
-    return True
-
-
-def serve_panel(bind: str) -> subprocess.Popen | None:
-    """Start gunicorn with the panel on loopback; wait until /healthz answers."""
-    if not free_port(bind):
-        print(f"\n{bind} is taken (is `make run` serving the panel?); set DEMO_BIND=HOST:PORT")
-        return None
-    env = dict(os.environ)
-    env.setdefault("SESSION_COOKIE_SECURE", "0")  # plain HTTP on loopback
-    args = [sys.executable, "-m", "gunicorn", "--bind", bind, "--workers", "2"]
-    proc = subprocess.Popen(
-        [*args, "webpanel:create_app()"], cwd=PROJECT_ROOT, env=env, start_new_session=True
-    )
-    deadline = time.monotonic() + PANEL_STARTUP
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://{bind}/healthz", timeout=2) as response:
-                    if response.status == 200:
-                        return proc
-            except OSError:
-                time.sleep(0.3)
-    except BaseException:  # Ctrl-C while it starts: do not leave it behind
-        stop(proc)
-        raise
-    stop(proc)
-    print("\nthe panel did not come up; see gunicorn's output above")
-    return None
-
-
-def stop(proc: subprocess.Popen, how: signal.Signals = signal.SIGTERM) -> None:
-    """Stop a child gracefully (gunicorn: SIGTERM), killing it after 30 s."""
-    if proc.poll() is None:
-        proc.send_signal(how)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def wait_for_ctrl_c(panel: subprocess.Popen) -> None:
-    try:
-        while panel.poll() is None:
-            time.sleep(0.5)
-        print(f"\nthe panel exited ({panel.returncode})")
-    except KeyboardInterrupt:
-        print("\nstopping…")
-
-
 def interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
@@ -296,11 +258,16 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, interrupt)
     sys.stdout.reconfigure(line_buffering=True)
+    # Before anything starts: a taken address would otherwise be found after the crawl.
+    if serving() and (busy := bind_refused(BIND)):
+        print(f"error: {busy}; nothing was started", file=sys.stderr)
+        return 1
 
     from crawler.db.server.engine import get_engine
     from crawler.db.server.migrate import upgrade_to_head
 
     workdir = demo_dir()
+    run_url = run_database_url()  # read before DATABASE_URL becomes the demo's
     os.environ["DATABASE_URL"] = url = demo_database_url()  # the crawler and the panel's
     os.environ["LOCAL_SUFFIXES"] = "test"  # fakeweb's names: seeds, crawl and panel take them
     os.environ["ALLOWED_PRIVATE_NETWORKS"] = ALLOWED_NETWORKS  # fakeweb's loopback addresses
@@ -313,9 +280,10 @@ def main() -> int:
     )
     forgotten = forget_previous_demo(engine)
     if forgotten:
-        print(f"  forgot the previous demo's {forgotten} hosts and its figures")
+        print(f"  forgot the previous demo's crawl ({counted(forgotten, 'host')}) and its figures")
     db = engine
-    operators = offer_operator(engine, url)
+    login = offer_operator(engine, run_url)
+    leave_embedded_server(var_dir() / "pg")  # started only to read make run's operators
 
     shutil.rmtree(workdir / "fakeweb", ignore_errors=True)
     (workdir / "crawl.log").unlink(missing_ok=True)
@@ -358,13 +326,13 @@ def main() -> int:
         if os.environ.get("DEMO_NO_SERVE") == "1":
             print("\nDEMO_NO_SERVE=1: not serving the panel.")
             return 0
-        if importlib.util.find_spec("webpanel") is None:
+        if not serving():
             print("\n(the panel, webpanel, is not installed: nothing to serve)")
             return 0
         panel = serve_panel(BIND)
         if panel is None:
             return 1
-        print(panel_hint(BIND, url, operators), flush=True)
+        print(panel_hint(BIND, login), flush=True)
         wait_for_ctrl_c(panel)
         return 0
     except KeyboardInterrupt:
@@ -374,23 +342,18 @@ def main() -> int:
         if panel is not None:
             stop(panel)
         web.stop()
+        print(f"stopped: {'the panel and ' if panel is not None else ''}the fake internet")
 
 
-def panel_hint(
-    bind: str, database_url: str = "$DEMO_DATABASE_URL", operators: list[str] = ()
-) -> str:
-    """What to look at in the panel. The search is a domain search: "name starts with"
-    (the default) finds nothing for ".test". The operator is one of the demo database's,
-    or made there."""
-    login = (
-        f"log in as {' or '.join(operators)}"
-        if operators
-        else f"create an operator in the demo's database, in another terminal:\n"
-        f"     {create_command(database_url)}\n     then log in"
-    )
+def panel_hint(bind: str, login: Login | None = None) -> str:
+    """What to look at in the panel, once it answers. The search is a domain search:
+    "name starts with" (the default) finds nothing for ".test". The operator is one the
+    demo's database holds (copied from make run's, or made): never a command to run
+    later, as the demo's database goes with the demo."""
+    login = login or Login([])
     return (
-        f"\nThe panel: http://{bind}/\n"
-        f"  1. {login}\n"
+        f"\nThe panel is ready: http://{bind}/\n"
+        f"  1. {login.words()}\n"
         f"  2. the hosts of one site: http://{bind}/?q={ROOTS[0]}&match=domain\n"
         f"  3. http://{bind}/blocked: {TRAP} with its blocked_reason and its trap window\n"
         f"  4. http://{bind}/no_follow: {PLATFORM} with its note\n"

@@ -180,7 +180,7 @@ def test_removal_in_bulk_puts_back_what_each_entry_took(db):
     assert denied_by["y.x.a.test"] == "a.test"  # a.test still covers it
     unblocked = deny_entries.unblock(db, ["b.test"], "ann", note="false positive")
     assert statuses(unblocked) == [("b.test", "unblocked")]
-    assert unblocked[0].message == "1 hosts back in routing"
+    assert unblocked[0].message == "1 host back in routing"
     assert rows(db, "SELECT detail FROM change_log WHERE action = 'unblock'") == [
         ("false positive; a trap",)
     ]

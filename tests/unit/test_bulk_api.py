@@ -71,7 +71,7 @@ def test_api_unblock_in_bulk(app, db, operators):
         "/api/blocked/unblock", json={"names": ["t1.test", "t2.test", "t3.test"]}, headers=auth
     )
     assert [r["status"] for r in response.json["results"]] == ["unblocked", "unblocked", "absent"]
-    assert response.json["results"][0]["message"] == "1 hosts back in routing"
+    assert response.json["results"][0]["message"] == "1 host back in routing"
 
 
 def test_paste_of_a_block_list_saves_its_names_in_one_batch(client, db):

@@ -56,7 +56,7 @@ def test_seeding_100k_lines_gives_the_right_counts_summary_and_report(db, tmp_pa
 
     assert run.returncode == 1, run.stderr  # something was refused
     assert "Traceback" not in run.stderr
-    assert "done: queued 75,000, already 10,000, refused 10,000" in run.stdout
+    assert "done: 75,000 queued, 10,000 already there, 10,000 refused" in run.stdout
     assert "5,000 lines skipped (5,000 comment)" in run.stdout
     assert "refused 5,000: under a no_follow entry (e.g. 'x" in run.stderr
     assert "refused 5,000: empty label (e.g. 'bad.." in run.stderr
@@ -78,7 +78,7 @@ def test_only_refusals_make_the_exit_status_1(db, tmp_path):
     path.write_text("a.test\nb.test\n# note\n")
     run = hostcrawl("seed", "-f", str(path))
     assert run.returncode == 0, run.stderr
-    assert "done: queued 2" in run.stdout
+    assert "done: 2 queued" in run.stdout
     again = hostcrawl("seed", "-f", "-")  # stdin, nothing to read
     assert again.returncode == 0, again.stderr
 
@@ -116,11 +116,11 @@ def test_a_kill_leaves_whole_batches_and_a_rerun_finishes(db, tmp_path):
     assert rerun.returncode == 0, rerun.stderr
     done = dict(
         (status, int(n.replace(",", "")))
-        for status, n in (
-            p.split() for p in rerun.stdout.split("done: ")[1].splitlines()[0].split(", ")
+        for n, status in (
+            p.split(" ", 1) for p in rerun.stdout.split("done: ")[1].splitlines()[0].split(", ")
         )
     )
-    assert done == {"already": stored, "queued": len(names) - stored}
+    assert done == {"already there": stored, "queued": len(names) - stored}
 
 
 def children(pid: int) -> list[int]:
@@ -170,7 +170,7 @@ def test_a_hosts_file_and_an_adblock_list_of_100k_lines_reach_a_running_worker(d
             assert run.returncode == 0, run.stderr
             # Its speed is bench/bulk.py's verdict; here the change log's one row per
             # batch (checked below) shows the names went in batches, not one by one.
-            assert f"done: added {len(names):,}" in run.stdout
+            assert f"done: {len(names):,} added" in run.stdout
             assert skipped in run.stdout
             probe = f"www.{names[-1]}"
             # the worker reloaded after the batches
@@ -190,12 +190,12 @@ def test_unblock_and_remove_from_files(db, tmp_path):
     blocked.write_text("t1.test\n# not this one\nt3.test\n")
     run = hostcrawl("blocked", "unblock", "-f", str(blocked), "--note", "false positives")
     assert run.returncode == 0, run.stderr
-    assert "done: unblocked 1, absent 1" in run.stdout
-    assert "1 lines skipped (1 comment)" in run.stdout
+    assert "done: 1 unblocked, 1 not there" in run.stdout
+    assert "1 line skipped (1 comment)" in run.stdout
     listed = tmp_path / "nf.txt"
     listed.write_text("||n1.test^\n")
     run = hostcrawl("no-follow", "remove", "-f", str(listed))
-    assert run.returncode == 0 and "done: removed 1" in run.stdout, run
+    assert run.returncode == 0 and "done: 1 removed" in run.stdout, run
     rules = count(db, "SELECT string_agg(hostname, ',') FROM queue WHERE status_reason IS NOT NULL")
     assert rules == "t2.test"
     both = hostcrawl("no-follow", "add", "x.test", "-f", str(listed))
@@ -261,7 +261,7 @@ def test_a_line_of_several_names_is_refused_whole(db, tmp_path):
     path.write_text(" ".join(f"n{i}.test" for i in range(20_000)) + "\n")
     run = hostcrawl("seed", "-f", str(path))
     assert run.returncode == 1, run.stderr
-    assert "done: refused 1" in run.stdout
+    assert "done: 1 refused" in run.stdout
     refused = [line for line in run.stderr.splitlines() if line.startswith("refused")]
     assert len(refused) == 1 and "whitespace inside a name" in refused[0], run.stderr
     assert "on line 1" in refused[0] and len(refused[0]) < 200  # the line quoted cut short

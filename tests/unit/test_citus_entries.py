@@ -75,7 +75,7 @@ def test_entries_in_many_shards_take_out_and_put_back_their_rows(either):
 
     removed = deny_entries.remove_no_follow(either, ["a.r1.test", "a.r3.test", "r5.test", "x.test"])
     assert statuses(removed) == [
-        ("a.r1.test", "removed", "1 hosts back in routing"),
+        ("a.r1.test", "removed", "1 host back in routing"),
         ("a.r3.test", "removed", "0 hosts back in routing"),  # r3.test still covers it
         ("r5.test", "removed", "2 hosts back in routing"),
         ("x.test", "absent", "no no_follow entry"),

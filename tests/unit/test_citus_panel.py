@@ -203,7 +203,7 @@ def test_host_root_and_entry_pages_on_the_cluster(client, on_cluster):
     assert [(e["hostname"], e["took_out"], e["added_by"]) for e in entries] == [
         ("social.test", 1, "alice")
     ]
-    assert "1 hosts it took out" in page(client, "/no_follow/social.test/remove")
+    assert "1 host it took out" in page(client, "/no_follow/social.test/remove")
     assert "social.test" in page(client, "/no_follow/export.csv")
     checked = api(client, headers, "/api/check_host?name=www.social.test")
     assert checked["denied"] and checked["entry"] == "social.test"

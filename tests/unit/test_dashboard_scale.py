@@ -14,7 +14,9 @@ from crawler.core.links import FoundName
 from crawler.db.crawl import queue, retention
 from crawler.db.operators import hidden
 from crawler.db.rules import deny_entries
+from crawler.db.server import estimates
 from tests.unit.test_counts import hosts_rows_read
+from tests.unit.test_panel_support import insert_hosts
 from webpanel.queries import dashboard
 
 
@@ -131,3 +133,26 @@ def test_the_dashboard_computes_on_a_cluster_as_on_one_server(cluster_db, db):
     assert on_cluster["no_follow"] == 1 and on_cluster["crawled_last_hour"] == 1
     assert on_cluster["top_roots"][0] == {"root": "site7.test", "hosts": 5}
     assert all(r["root"] != "social.test" for r in on_cluster["top_roots"])
+
+
+@pytest.mark.parametrize("deployment", ["db", "cluster_db"])
+def test_a_big_database_is_estimated_on_a_cluster_as_on_one_server(deployment, request):
+    """Past EXACT_BELOW the strip is the planner's on both: on a cluster, each shard's
+    statistics (the coordinator's own table has none: 0 rows, no pg_stats), not a count."""
+    engine = request.getfixturevalue(deployment)
+    insert_hosts(engine, [f"h{i}.ok{i % 40}.test" for i in range(2_000)], outcome="OK")
+    insert_hosts(engine, [f"h{i}.new{i % 40}.test" for i in range(1_000)])
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        crawled = "UPDATE queue SET next_claim_at = now() + interval '5 days' WHERE root LIKE 'ok%'"
+        conn.execute(text(crawled))
+        conn.execute(text("ANALYZE hosts, queue"))
+    with engine.connect() as conn:
+        assert estimates.hosts_estimate(conn) == pytest.approx(3_000, rel=0.1)
+        request.getfixturevalue("monkeypatch").setattr(dashboard, "EXACT_BELOW", 1_000)
+        figures = dashboard.totals(conn)
+    assert figures["estimated"] is True
+    assert figures["hosts_known"] == pytest.approx(3_000, rel=0.1)
+    assert figures["due_now"] == pytest.approx(1_000, rel=0.2)
+    outcomes = dict(figures["outcomes"])
+    assert outcomes["OK"] == pytest.approx(2_000, rel=0.1)
+    assert outcomes[None] == pytest.approx(1_000, rel=0.1)

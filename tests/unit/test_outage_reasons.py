@@ -56,7 +56,9 @@ def test_the_layer_failing_most_is_named_and_old_tries_are_forgotten():
     assert settings_to_check(NETWORK, "", ["a.test", "b.test"], 10) == (
         "this machine's network or firewall; CONNECT_TIMEOUT=10; CANARY_HOSTS=a.test,b.test"
     )
-    assert settings_to_check(DNS, "", [], 5).startswith("DNS_NAMESERVERS unset: the system's")
+    assert settings_to_check(DNS, "", [], 5).startswith(
+        "the system's resolver in /etc/resolv.conf, as DNS_NAMESERVERS is unset"
+    )
 
 
 def test_without_a_failure_tallied_the_verdict_alone_is_the_reason():
@@ -93,8 +95,8 @@ def test_a_host_page_shows_its_tries_held_back_and_the_last_error(db, client):
     assert (host.held_tries, host.held_outcome) == (10, "DNS_TIMEOUT")
     html = " ".join(client.get("/hosts/n1.quiet.test").get_data(as_text=True).split())
     assert "0 crawls, 0 failures in a row" in html
-    assert "10 tries held back (our resolver or network did not answer: not counted)" in html
-    assert "last DNS_TIMEOUT at " in html
+    assert "10 tries held back while the world did not answer us (not counted)" in html
+    assert "the last: DNS_TIMEOUT (no DNS answer in time: the resolver" in html
 
 
 def test_the_banner_names_the_failing_layer_and_the_settings(db, client):

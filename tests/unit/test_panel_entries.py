@@ -105,7 +105,7 @@ def test_remove_asks_first_then_puts_hosts_back(client, db):
     assert "gone.test" not in entry_rows(db, "no_follow")
     assert routing(db, "www.gone.test").denied_by is None
     assert ("alice", "no_follow.remove", "gone.test") in audit(db)
-    assert "1 hosts back in routing" in client.get("/no_follow").get_data(as_text=True)
+    assert "1 host back in routing" in client.get("/no_follow").get_data(as_text=True)
     assert client.get("/no_follow/gone.test/remove").status_code == 404
 
 

@@ -152,6 +152,9 @@ def test_workers_that_end_normally_are_done_and_then_the_panel_stops(capsys, tmp
     wait_until(up.exists, what="the panel stand-in to start")
     keeper.stop()  # the panel gets its SIGINT
     assert not panel.running and panel.proc.returncode == -signal.SIGINT
+    # Said once every child has ended, not only "stopping…".
+    said = capsys.readouterr().err
+    assert said == "supervisor: stopped worker-1@h, worker-2@h and the panel\n", said
 
 
 def test_the_panel_ending_stops_the_workers(capsys, tmp_path):

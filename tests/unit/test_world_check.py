@@ -64,7 +64,7 @@ def test_a_canary_answering_nxdomain_is_our_resolver_lying(db, caplog):
     assert whys[3] == ""  # the world answers: the failure is the host's own
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 2  # once when it stops, once when it comes back
-    assert said[0].startswith("the world is not answering us") and "1 hosts held back" in said[0]
+    assert said[0].startswith("the world is not answering us") and "1 host held back" in said[0]
     assert said[1].startswith("the world answers again") and "3 hosts were held back" in said[1]
     assert world.changes[0][1:] == (False, 1) and world.changes[-1] == (None, False, 3)
 

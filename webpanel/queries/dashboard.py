@@ -10,9 +10,10 @@ from sqlalchemy import text
 from crawler.core.hostnames import parents
 from crawler.core.hostnames import root as root_of
 from crawler.db.crawl import counts
+from crawler.db.deployments import deployment_of
 from crawler.db.operators.hidden import HIDDEN_ROW, Hidden, hidden_figures
 from crawler.db.operators.host_filter import NEVER_CRAWLED
-from crawler.db.server.estimates import EXACT_BELOW, HOSTS_ESTIMATE, row_estimate
+from crawler.db.server.estimates import EXACT_BELOW, hosts_estimate, row_estimate
 from crawler.db.server.sql_pieces import filled, names_param
 
 # -- the dashboard strip ---------------------------------------------------------------
@@ -198,12 +199,6 @@ def entries_generation(conn) -> Generation:
 
 RECENT = "SELECT 1 FROM hosts WHERE last_crawled_at > now() - interval '1 hour'"
 OUT_OF_ROUTING = "SELECT 1 FROM queue WHERE denied_by IS NOT NULL"
-# The outcome column's most common values and their shares (ANALYZE's sample).
-OUTCOME_SHARES = (
-    "SELECT null_frac, most_common_vals::text::text[] AS vals, most_common_freqs AS freqs"
-    " FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'hosts'"
-    " AND attname = 'outcome'"
-)
 
 
 def totals(conn, hidden: Hidden | None = None) -> dict:
@@ -211,8 +206,8 @@ def totals(conn, hidden: Hidden | None = None) -> dict:
     (the planner's estimates, or hidden hosts' share sampled: crawler.db.operators.hidden)."""
     if hidden is None:
         hidden = hidden_figures(conn, window_start())
-    rows = conn.execute(text(HOSTS_ESTIMATE)).scalar()
-    if rows is None or rows < EXACT_BELOW:
+    rows = hosts_estimate(conn)
+    if rows < EXACT_BELOW:
         figures = exact_totals(conn, hidden)
     else:
         figures = estimated_totals(conn, rows, hidden)
@@ -265,11 +260,9 @@ def estimated_totals(conn, rows: float, hidden: Hidden) -> dict:
 
 
 def outcome_estimates(conn, rows: float) -> list[tuple[str | None, int]]:
-    """(outcome, ≈ hosts) from pg_stats; outcomes too rare for the sample are left out."""
-    stats = conn.execute(text(OUTCOME_SHARES)).first()
-    if stats is None:
-        return []
-    shares = [(None, stats.null_frac), *zip(stats.vals or [], stats.freqs or [], strict=True)]
+    """(outcome, ≈ hosts) from the planner's statistics; outcomes too rare for the sample
+    are left out."""
+    shares = deployment_of(conn).value_shares(conn, "hosts", "outcome")
     return [(o, round(share * rows)) for o, share in shares]
 
 

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, text
 
+from crawler.core.words import counted
 from crawler.db.crawl import counts
 
 #: Seconds between a worker's heartbeats.
@@ -87,8 +88,9 @@ class Progress:
     def describe(self) -> str:
         held = f", {self.held_back:,} held back by an outage" if self.held_back else ""
         return (
-            f"{self.workers} worker{'s' if self.workers != 1 else ''} alive,"
-            f" {self.pages:,} pages ({self.pages_per_s:.1f}/s), {self.hosts:,} hosts known,"
+            f"{counted(self.workers, 'worker')} alive,"
+            f" {counted(self.pages, 'page')} ({self.pages_per_s:.1f}/s),"
+            f" {counted(self.hosts, 'host')} known,"
             f" {self.due:,} due now, {self.in_flight:,} in flight{held}"
         )
 

@@ -65,6 +65,17 @@ class Deployment(Protocol):
         """The listed name (with its root column) is under no deny entry."""
         ...
 
+    def planned_rows(self, plan: dict) -> int:
+        """The rows a statement's EXPLAIN (FORMAT JSON) expects (on a cluster, over every
+        shard: Citus' own figure above its tasks is a fixed 100,000)."""
+        ...
+
+    def value_shares(self, conn: Connection, table: str, column: str) -> list:
+        """A column's most common values (None: NULL) and their shares of the table's rows,
+        from the planner's statistics (on a cluster, each shard's: the coordinator has
+        none)."""
+        ...
+
 
 ONE_SERVER = OneServer()
 CLUSTER = Cluster()

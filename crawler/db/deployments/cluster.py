@@ -134,3 +134,12 @@ class Cluster:
 
     def visible(self, hostname: ColumnElement, root: ColumnElement) -> ColumnElement[bool]:
         return visible(hostname, root)
+
+    def planned_rows(self, plan: dict) -> int:
+        """The rows the statement's EXPLAIN (FORMAT JSON) expects, over every shard."""
+        return citus.planned_rows(plan)
+
+    def value_shares(self, conn: Connection, table: str, column: str) -> list:
+        """The column's most common values (None: NULL) and their shares of the rows,
+        from every shard's statistics."""
+        return citus.shard_value_shares(conn, table, column)

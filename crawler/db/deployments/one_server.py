@@ -93,6 +93,12 @@ RECOUNT_WINDOWS = text(
 ).bindparams(*names_param("roots", "failures"))
 
 ENTRY = QueueRow.__table__.alias("d")
+# A column's most common values and their shares of the rows (ANALYZE's sample).
+VALUE_SHARES = text(
+    "SELECT null_frac, most_common_vals::text::text[] AS vals, most_common_freqs AS freqs"
+    " FROM pg_stats WHERE schemaname = current_schema() AND tablename = :table"
+    " AND attname = :column"
+)
 
 
 def visible(hostname: ColumnElement, root: ColumnElement) -> ColumnElement[bool]:
@@ -133,3 +139,14 @@ class OneServer:
 
     def visible(self, hostname: ColumnElement, root: ColumnElement) -> ColumnElement[bool]:
         return visible(hostname, root)
+
+    def planned_rows(self, plan: dict) -> int:
+        """The rows the statement's EXPLAIN (FORMAT JSON) expects."""
+        return int(plan["Plan"]["Plan Rows"])
+
+    def value_shares(self, conn: Connection, table: str, column: str) -> list:
+        """The column's most common values (None: NULL) and their shares of the rows."""
+        stats = conn.execute(VALUE_SHARES, {"table": table, "column": column}).first()
+        if stats is None:
+            return []
+        return [(None, stats.null_frac), *zip(stats.vals or [], stats.freqs or [], strict=True)]

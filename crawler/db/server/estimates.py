@@ -12,30 +12,32 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
+from crawler.db.deployments import deployment_of
+
 EXACT_BELOW = 200_000
 # Hosts due now that the list would show (no entry took them out of routing).
 DUE = (
     "SELECT 1 FROM queue WHERE status_reason IS NULL AND denied_by IS NULL"
     " AND next_claim_at <= now()"
 )
-# Rows in hosts now, as the planner reckons them: tuples per page times pages now.
-HOSTS_ESTIMATE = (
-    "SELECT CASE WHEN c.reltuples < 0 OR c.relpages = 0 THEN -1"
-    " ELSE c.reltuples / c.relpages"
-    "      * (pg_relation_size(c.oid) / current_setting('block_size')::int) END"
-    " FROM pg_class c WHERE c.oid = 'hosts'::regclass"
-)
+HOSTS = "SELECT 1 FROM hosts"
 
 
 def row_estimate(conn, query: str) -> int:
-    """The planner's row estimate for `query` (EXPLAIN without running it)."""
+    """The planner's row estimate for `query` (EXPLAIN without running it; on a cluster
+    over every shard)."""
     plan = conn.execute(text(f"EXPLAIN (FORMAT JSON) {query}")).scalar_one()
-    return int(plan[0]["Plan"]["Plan Rows"])
+    return deployment_of(conn).planned_rows(plan[0])
+
+
+def hosts_estimate(conn) -> int:
+    """Rows in hosts now, as the planner reckons them (its tuples per page times the
+    pages now; a table never analyzed is taken at a few pages: counted)."""
+    return row_estimate(conn, HOSTS)
 
 
 def count_rows(conn, query: str) -> tuple[int, bool]:
     """(rows of `query`, estimated?): counted below EXACT_BELOW hosts, else the planner's."""
-    rows = conn.execute(text(HOSTS_ESTIMATE)).scalar()
-    if rows is None or rows < EXACT_BELOW:
+    if hosts_estimate(conn) < EXACT_BELOW:
         return conn.execute(text(f"SELECT count(*) FROM ({query}) AS d")).scalar_one(), False
     return row_estimate(conn, query), True

@@ -21,6 +21,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from crawler.core import config
+from crawler.core.words import counted
 from crawler.db.operators.bulk_change_log import DENYLIST_CHANNEL
 from crawler.db.server.engine import CONNECT_ARGS, checked_database_url
 
@@ -97,7 +98,10 @@ class EntryListener:
         change = json.loads(payload)
         if change["change"] == "reload":  # a bulk change (crawler.db.operators.bulk): read them all
             self.reload()
-            log.info("deny list: reloaded after a bulk change of %s entries", change["count"])
+            log.info(
+                "deny list: reloaded after a bulk change of %s",
+                counted(change["count"], "entry", "entries"),
+            )
             return
         rule = change["rule"] if change["change"] == "add" else None
         self.on_change(change["hostname"], rule)

@@ -19,6 +19,8 @@ from psycopg import errors as pg_errors
 from sqlalchemy import Engine, TextClause
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
+from crawler.core.words import counted
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -137,10 +139,10 @@ class _Outage:
         if self.since is None:
             return
         log.warning(
-            "database available again after %.0f s (%s went through; %d tries waited)",
+            "database available again after %.0f s (%s went through; %s waited)",
             time.monotonic() - self.since,
             what,
-            self.waiting,
+            counted(self.waiting, "try", "tries"),
         )
         self.since, self.waiting = None, 0
 
