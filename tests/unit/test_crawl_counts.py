@@ -60,7 +60,7 @@ def test_every_view_counts_the_hosts_held_back_once(db, client):
     assert (crawl.held_back, crawl.in_flight, crawl.due_now) == (3, 2, 0)
     assert banner.held_back == row.held_back == progress.held_back == 3
     assert row.in_flight == progress.in_flight == 2 and row.due_now == progress.due == 0
-    assert "0 due now, 2 in flight, 3 held back by an outage" in progress.describe()
+    assert "0 due now, 2 in flight, 3 hosts held back by an outage" in progress.describe()
     metrics = client.get("/metrics", headers=give_api_token(db, "alice", "t0k3n"))
     found = samples(metrics.get_data(as_text=True))
     assert found[("hostcrawl_hosts_held_back", ())] == 3

@@ -53,12 +53,13 @@ def silence(held_back: int) -> Silence:
         (lambda: Skipped(Counter(comment=1)).describe(), "1 line skipped (1 comment)"),
         (lambda: Skipped(Counter(comment=2)).describe(), "2 lines skipped (2 comment)"),
         (
-            lambda: Progress(1, 1, 0.5, 1, 0).describe(),
-            "1 worker alive, 1 page (0.5/s), 1 host known, 0 due now",
+            lambda: Progress(1, 1, 0.5, 1, 0, held_back=1).describe(),
+            "1 worker alive, 1 page (0.5/s), 1 host known, 0 due now, 0 in flight,"
+            " 1 host held back by an outage",
         ),
         (
-            lambda: Progress(2, 1_000, 2.0, 7, 3).describe(),
-            "2 workers alive, 1,000 pages (2.0/s), 7 hosts known, 3 due now",
+            lambda: Progress(2, 1_000, 2.0, 7, 3, in_flight=2).describe(),
+            "2 workers alive, 1,000 pages (2.0/s), 7 hosts known, 3 due now, 2 in flight",
         ),
     ],
     ids=["held-1", "held-3", "skipped-1", "skipped-2", "progress-1", "progress-2"],

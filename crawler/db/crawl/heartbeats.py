@@ -86,7 +86,9 @@ class Progress:
     held_back: int = 0
 
     def describe(self) -> str:
-        held = f", {self.held_back:,} held back by an outage" if self.held_back else ""
+        held = ""
+        if self.held_back:
+            held = f", {counted(self.held_back, 'host')} held back by an outage"
         return (
             f"{counted(self.workers, 'worker')} alive,"
             f" {counted(self.pages, 'page')} ({self.pages_per_s:.1f}/s),"
