@@ -69,5 +69,5 @@ def test_a_root_near_a_block_sorts_to_the_top(page, db, operators):
     expect(first).to_contain_text("45 of the last 50 failed")
     expect(first).to_contain_text("near a block")
     page.get_by_role("link", name="Hosts").click()  # the dashboard's charts
-    expect(page.locator("figure.timeline svg")).to_be_visible()
+    expect(page.locator("figure.timeline svg:visible")).to_have_count(1)  # one of its two widths
     expect(page.locator("figure.top-roots svg")).to_contain_text("farm.test")
