@@ -17,12 +17,9 @@ os.environ.setdefault("LOCAL_SUFFIXES", "test")
 CHILD_TIMEOUT = 300  # seconds: a bound, not a wait (a loaded machine is slow)
 SECONDS_PER_HOST = 0.25  # a bigger world's bound: 4 hosts/s, far below any figure we see
 # The crawler before it sized itself to the web (64 requests in flight, hangs retried, no
-# connect timeout, no InFlightControl): the second baseline of crawl.py and slowweb.py.
-# Ours must be no slower than it, and crawl.py's no bigger.
+# connect timeout, no InFlightControl): the second baseline of crawl.py. Ours must be no
+# slower than it, and no bigger.
 BEFORE = "8751fd6"
-# The crawler as it was before it started its in-flight limit where the web needs it and
-# gave the crawl's tail its room (slowweb.py's third baseline: the fast world no slower).
-SIZED = "e44beb1"
 STAT = re.compile(r"'([\w/.]+)': (\d+(?:\.\d+)?)")
 # The crawl's tables (all but the schema version and the operators), for one TRUNCATE.
 EVERY_TABLE = (

@@ -1,86 +1,83 @@
-"""Pages per second on a slow web against the same world answering at once; peak in flight, RSS.
+"""The slow web against its politeness bound: three slow worlds, each judged against the
+best any crawler could do there under the crawl's rules; the fast world, a figure of its own.
 
-Targets, at default settings: the slow world keeps >= 0.7 x the fast world's
-pages/s (>= 0.75 x at --big); the worker's peak RSS <= 500 MB (MEMORY_BUDGET_MB's
-default); the fast world no slower than the crawler at SIZED's (below).
+Targets, at default settings, on each slow world: the crawl >= 0.9 x its politeness
+bound (pages/s, and so its time); the worker's peak RSS <= MEMORY_BUDGET_MB (500); its
+memory per host in flight <= the figure MAX_IN_FLIGHT's default is sized by
+(crawler/core/in_flight_sizing.py), so that the default keeps the budget.
 
-One world, World(SEED).graph(HOSTS, ROOTS, links_per_page=LINKS), served by
-two fakewebs on loopback side by side:
+The worlds (tests/fakeweb/slow.py on World(SEED).graph(hosts, roots, links_per_page=LINKS),
+every host seeded; every DNS reply waits 20-80 ms):
 
-- fast (the baseline): every host answers at once, as bench/crawl.py's world;
-- slow (tests/fakeweb/slow.py): 90% of hosts answer after 0.3-1.2 s (robots.txt
-  and page alike), 7% accept TCP and TLS and then hang past every timeout, 3%
-  never get a DNS reply; every DNS reply waits 20-80 ms.
+    1   1,200 hosts over   300 roots, answers after 0.3-1.2 s, 7% hang after TLS, 3% no DNS
+    2   2,400 hosts over 1,200 roots, answers after 1-3 s, 10% hang, 5% no DNS
+    3  20,000 hosts over 10,000 roots, answers after 0.2-5 s, 20% dead: 7% NXDOMAIN,
+       6% refuse every connection, 7% hang after TLS (a real seed list)
 
-Each round, fast then slow (ROUNDS of each, alternating: the best of each
-counts), empties the database, seeds every host of the world and runs
-`python -m scrapy crawl hosts` with the production settings
-(crawler.settings, the add-on) except HOST_URL_TEMPLATE (https on fakeweb's
-port, the plain-HTTP fallback on), DNS_NAMESERVERS and CLOSE_WHEN_DRAINED=1:
-no timeout, no concurrency and no claim size is tuned.
+and the fast world: world 1's graph answering at once (bench/crawl.py's kind of world).
 
-pages/s = 95% of the answering hosts / the time from the first request the
-fakeweb saw to the moment the 95%-th answering host's front page was answered
-(its request's time plus its answer delay, from fakeweb's event log). The
-slow world's hanging hosts settle a download timeout later: they are in the
-outcome counts, not in the rate. Peak in flight is the worker's own stat
-(hostcrawl/in_flight/peak); peak RSS is the worker process's ru_maxrss (wait4).
+The bound (bench/_slowweb_bound.py, which imports nothing of the crawler): each root's
+hosts ROOT_CONCURRENCY at a time in seed order, a host holding its slot for its DNS reply
+and its answers (robots.txt and the page, when obeyed), a hanging host until
+DOWNLOAD_TIMEOUT, a name without DNS two DNS_TIMEOUTs; no limit of hosts in flight, claims
+and CPU free. Its time is when 95% of the answering hosts have their page.
 
-The crawler as it was at SIZED (a commit of this repository, unpacked with `git
-archive`, on a database its own migrations made and seeded by its own CLI: the
-third baseline, before the in-flight limit started where the web needs it and
-the tail got its room) crawls the fast world as many rounds as ours, alternating
-with them: the fast world must be no slower now (best against best); then the
-slow world once, its pages/s printed beside ours. At --big, one round of the fast
-world (ours: the median of two against it) and not the slow one.
+Each world: empty the database, seed every host, `python -m scrapy crawl hosts` with the
+production settings (crawler.settings, the add-on) but HOST_URL_TEMPLATE (https on
+fakeweb's port, the plain-HTTP fallback on), DNS_NAMESERVERS and CLOSE_WHEN_DRAINED=1.
 
-Two more rounds, "fast, before" (the second baseline) and "slow, before", crawl
-both worlds once more with the crawler as it was before it sized itself (BEFORE,
-likewise): the fast world must be no slower than it was; the slow world's gain
-is printed. Not at --big (the crawler before would take half an hour over the
-slow world, and SIZED's round is the stricter baseline of the fast one).
+crawl time = from the first request fakeweb saw until the 95%-th answering host's page was
+answered (its request's time plus its delay, from fakeweb's event log); pages/s = those
+hosts / that time. Peak RSS is the worker's VmHWM (stat hostcrawl/rss_mb/peak); memory per
+host in flight = (peak RSS - RSS when the spider opened) / the in-flight peak (stats). The
+resolver's figures are the worker's stats (hostcrawl/dns/...).
 
-    python bench/slowweb.py            1,200 hosts over 300 roots
-    python bench/slowweb.py --big      10,000 hosts over 2,000 roots
-    python bench/slowweb.py --keep     keep the logs (the path is printed)
-    python bench/slowweb.py --no-before   skip the rounds of the crawlers before
+    python bench/slowweb.py               the three slow worlds and the fast one
+    python bench/slowweb.py --worlds 1,3  only those (fast: the fast world)
+    python bench/slowweb.py --no-robots   ROBOTSTXT_OBEY=0 (the bound follows)
+    python bench/slowweb.py --keep        keep the logs (the path is printed)
 """
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 from _common import machine_line, start_database, verdict, work_dir
-from _crawl_runs import (
-    BEFORE,
-    PROJECT_ROOT,
-    SIZED,
-    crawler_before,
-    empty_tables,
-    run_child,
-    scrapy_args,
-    seed_before,
-)
-from _slowweb_bound import politeness_bound
+from _crawl_runs import PROJECT_ROOT, empty_tables, run_child, scrapy_args
+from _slowweb_bound import Rules, politeness_bound, root_by_suffix
 
 SEED = 20261201
-SIZES = {"default": (1_200, 300), "big": (10_000, 2_000)}  # hosts, roots
 LINKS = 8
 SHARE = 0.95  # of the answering hosts, fetched
-TARGET_RATIO = 0.7
-TARGET_RATIO_BIG = 0.75  # a bigger world: the start and the tail weigh less
-ROUNDS = 2  # of each world by our worker, alternating; the best of each (a noisy machine)
-TARGET_RSS_MB = 500
-EXPECTED = {"answering": "OK", "hanging": "HTTP_TIMEOUT", "no_dns": "DNS_TIMEOUT"}
-BEFORE_TARGET = 1.0  # the fast world: no slower than before
+TARGET_RATIO = 0.9  # of the politeness bound
+WIDE = 1_500  # hosts in flight from which the memory per host is judged
+# name: hosts, roots, answer delays, shares of the slow_web kinds
+WORLDS = {
+    "1": (1_200, 300, (0.3, 1.2), {"hang": 0.07, "no_dns": 0.03}),
+    "2": (2_400, 1_200, (1.0, 3.0), {"hang": 0.10, "no_dns": 0.05}),
+    "3": (
+        20_000,
+        10_000,
+        (0.2, 5.0),
+        {"hang": 0.07, "no_dns": 0.0, "nxdomain": 0.07, "refused": 0.06},
+    ),
+}
+EXPECTED = {
+    "answering": {"OK"},
+    # A hanging host hangs on its robots.txt first (unreachable, RFC 9309), or on its page.
+    "hanging": {"HTTP_ROBOTS_UNREACHABLE", "HTTP_TIMEOUT"},
+    "no_dns": {"DNS_TIMEOUT"},
+    "nxdomain": {"DNS_NXDOMAIN"},
+    "refused": {"TCP_REFUSED"},
+}
+DNS_STATS = ("in_flight_peak", "lookups", "cache_hits", "wait_ms/p50", "wait_ms/p95", "wait_ms/max")
 
 
-def fetch_rate(web, world, answering: list[str]) -> tuple[float, float]:
-    """(pages/s, seconds) for SHARE of the answering hosts, from the first request."""
+def fetch_time(web, world, answering: list[str]) -> float:
+    """Seconds from the first request to SHARE of the answering hosts' pages."""
     requests = web.requests()
     first = min(r["t"] for r in requests)
     answered: dict[str, float] = {}
@@ -89,243 +86,167 @@ def fetch_rate(web, world, answering: list[str]) -> tuple[float, float]:
             answered[r["host"]] = r["t"] + world.timing.get(r["host"], {}).get("delay", 0)
     times = sorted(answered[h] for h in answering if h in answered)
     needed = int(SHARE * len(answering))
-    if len(times) < needed:
-        return 0.0, float("nan")
-    seconds = times[needed - 1] - first
-    return needed / seconds, seconds
+    return times[needed - 1] - first if len(times) >= needed else float("inf")
+
+
+def build(name: str):
+    """World `name` (or "fast"): the world, its names in seed order, its roots, its kinds."""
+    from tests.fakeweb import World
+    from tests.fakeweb.slow import slow_web
+
+    hosts, n_roots, answer, shares = WORLDS["1" if name == "fast" else name]
+    roots = [f"site{i:05}.test" for i in range(n_roots)]
+    world = World(seed=SEED)
+    names = world.graph(hosts, roots=roots, links_per_page=LINKS)
+    if name == "fast":
+        return world, names, roots, {"answering": names}
+    return world, names, roots, slow_web(world, names, answer=answer, seed=SEED, **shares)
+
+
+def rules(robots: bool) -> Rules:
+    from crawler.core.config import setting
+    from crawler.settings import DOWNLOAD_TIMEOUT
+    from tests.fakeweb.slow import DNS
+
+    return Rules(
+        root_concurrency=setting("ROOT_CONCURRENCY").default,
+        robots_obeyed=robots,
+        download_timeout=DOWNLOAD_TIMEOUT,
+        dns_timeout=setting("DNS_TIMEOUT").default,
+        dns_seconds=min(DNS),
+    )
 
 
 def main() -> None:
     sys.path.insert(0, str(PROJECT_ROOT))
     from sqlalchemy import create_engine
 
-    from crawler.settings import DOWNLOAD_TIMEOUT
-    from tests.fakeweb import World
-    from tests.fakeweb.slow import DNS, slow_web
-
     print(machine_line())
     overall = time.perf_counter()
-    big = "--big" in sys.argv
-    hosts, n_roots = SIZES["big" if big else "default"]
+    chosen = "fast,1,2,3"
+    if "--worlds" in sys.argv:
+        chosen = sys.argv[sys.argv.index("--worlds") + 1]
+    robots = "--no-robots" not in sys.argv
+    extra = {} if robots else {"ROBOTSTXT_OBEY": 0}
     work = work_dir("slowweb")
-    url = start_database()
-    engine = create_engine(url, pool_size=2)
-
-    roots = [f"site{i:04}.test" for i in range(n_roots)]
-    fast = World(seed=SEED)
-    names = fast.graph(hosts, roots=roots, links_per_page=LINKS)
-    slow = World(seed=SEED)
-    slow.graph(hosts, roots=roots, links_per_page=LINKS)
-    kinds = slow_web(slow, names, seed=SEED)
-    worlds = {"fast": (fast, {"answering": names}), "slow": (slow, kinds)}
-    print(
-        f"# world: {hosts:,} hosts under {n_roots:,} roots, all seeded; slow:"
-        f" {len(kinds['answering']):,} answer after 0.3-1.2 s, {len(kinds['hanging']):,} hang"
-        f" after TLS, {len(kinds['no_dns']):,} get no DNS reply, DNS replies 20-80 ms"
-    )
-    bound_s = politeness_bound(
-        names,
-        {name: slow.timing[name]["delay"] for name in kinds["answering"]},
-        kinds,
-        share=SHARE,
-        dns_seconds=min(DNS),
-        download_timeout=DOWNLOAD_TIMEOUT,
-    )
-    bound = int(SHARE * len(kinds["answering"])) / bound_s
-    print(
-        f"# the slow world's politeness bound (ROOT_CONCURRENCY per root, claims and CPU"
-        f" free): {SHARE:.0%} of its answering hosts in {bound_s:.2f} s = {bound:,.0f} pages/s"
-    )
-    runs: dict[str, list[dict]] = {mode: [] for mode in worlds}
-    before = "--no-before" not in sys.argv
-    sized = SizedRounds(work, url, names) if before else None
-    for i in range(ROUNDS):
-        for mode, (world, by_kind) in worlds.items():
-            runs[mode].append(our_round(engine, work / f"{mode}-{i}", world, names, by_kind))
-        if sized and (i == 0 or not big):
-            sized.crawl("fast", *worlds["fast"], i)
-    best = {mode: max(rs, key=lambda r: r["rate"]) for mode, rs in runs.items()}
-    if sized:
-        if not big:
-            sized.crawl("slow", *worlds["slow"], 0)
-        sized.close()
-        report_sized(runs, sized.runs)
-    if before and not big:
-        # The crawler before takes 4 minutes over the slow world at the default size, and
-        # would take half an hour at --big.
-        best.update(before_rounds(work, url, worlds, names))
-    target = TARGET_RATIO_BIG if big else TARGET_RATIO
-    report(best, max(r["rss_mb"] for rs in runs.values() for r in rs), target, bound)
+    engine = create_engine(start_database(), pool_size=2)
+    for name in chosen.split(","):
+        world, names, roots, kinds = build(name)
+        described = ", ".join(f"{len(v):,} {k}" for k, v in kinds.items() if v)
+        print(f"# world {name}: {len(names):,} hosts under {len(roots):,} roots: {described}")
+        r = our_round(engine, work / f"world-{name}", world, names, kinds, extra)
+        if name == "fast":
+            report_fast(r, int(SHARE * len(names)))
+            continue
+        delays = {h: world.timing[h]["delay"] for h in kinds["answering"]}
+        kind_of = {h: kind for kind, hs in kinds.items() for h in hs}
+        bound_s = politeness_bound(
+            names, root_by_suffix(names, roots), kind_of, delays, rules(robots), SHARE
+        )
+        report(name, r, bound_s, int(SHARE * len(kinds["answering"])))
     print(f"# {time.perf_counter() - overall:.0f} s in all")
     engine.dispose()
 
 
-def our_round(engine, work: Path, world, names: list[str], by_kind: dict) -> dict:
+def our_round(engine, work: Path, world, names: list[str], kinds: dict, extra: dict) -> dict:
     """One crawl of `world` by our worker, every name seeded; its figures, printed."""
     from sqlalchemy import text
 
     from crawler.db.operators import bulk
+    from tests.fakeweb import FakeWeb
 
     empty_tables(engine)
     bulk.collect(bulk.seed(engine, names))
-    r = crawl_world(world, work, len(names), by_kind["answering"])
-    with engine.connect() as conn:
-        outcomes = dict(conn.execute(text("SELECT hostname, outcome FROM hosts")).all())
-    settled = Counter(
-        (kind, outcomes.get(h) == EXPECTED[kind]) for kind, hs in by_kind.items() for h in hs
-    )
-    wrong = {kind: n for (kind, right), n in settled.items() if not right}
-    print(
-        f"# {work.name}: {SHARE:.0%} of {len(by_kind['answering']):,} answering hosts in"
-        f" {r['seconds']:.2f} s from the first request; process {r['wall']:.1f} s,"
-        f" CPU {r['cpu']:.1f} s; peak in flight"
-        f" {r['stats'].get('hostcrawl/in_flight/peak', 0):.0f} (limit up to"
-        f" {r['stats'].get('hostcrawl/in_flight/limit_peak', 0):.0f}), peak RSS"
-        f" {r['rss_mb']:.0f} MB; hosts not settled as expected: {wrong or 'none'}"
-    )
-    return r
-
-
-def crawl_world(world, work: Path, hosts: int, answering: list[str], **where) -> dict:
-    """`scrapy crawl hosts` (ours, or the tree and environment `where` names) over `world`
-    on a fakeweb of its own; the run's figures with its pages/s. Logs beside `work`."""
-    from tests.fakeweb import FakeWeb
-
     web = FakeWeb(world, workdir=work.with_name(f"fakeweb-{work.name}")).start()
     try:
         settings = web.scrapy_settings("https")
-        command = scrapy_args(["crawl", "hosts"], settings, CLOSE_WHEN_DRAINED=1)
-        r = run_child(command, work.with_suffix(".log"), hosts=hosts, **where)
-        r["rate"], r["seconds"] = fetch_rate(web, world, answering)
+        command = scrapy_args(["crawl", "hosts"], settings, CLOSE_WHEN_DRAINED=1, **extra)
+        r = run_child(command, work.with_suffix(".log"), hosts=len(names))
+        r["seconds"] = fetch_time(web, world, kinds["answering"])
     finally:
         web.stop()
+    with engine.connect() as conn:
+        outcomes = dict(conn.execute(text("SELECT hostname, outcome FROM hosts")).all())
+    settled = Counter(
+        (kind, outcomes.get(h) in EXPECTED[kind]) for kind, hs in kinds.items() for h in hs
+    )
+    wrong = {kind: n for (kind, right), n in settled.items() if not right}
+    stats = r["stats"]
+    peak = stats.get("hostcrawl/in_flight/peak", 0)
+    rss_peak = stats.get("hostcrawl/rss_mb/peak", r["rss_mb"])
+    rss_start = stats.get("hostcrawl/rss_mb/start", 0)
+    r["rss_peak"] = rss_peak
+    r["kb_per_host"] = (rss_peak - rss_start) * 1024 / peak if peak else float("nan")
+    dns = ", ".join(f"{k} {stats.get('hostcrawl/dns/' + k, 0):.0f}" for k in DNS_STATS)
+    print(
+        f"# {work.name}: process {r['wall']:.1f} s, CPU {r['cpu']:.1f} s; in flight: peak"
+        f" {peak:.0f}, limit up to {stats.get('hostcrawl/in_flight/limit_peak', 0):.0f} of"
+        f" {stats.get('hostcrawl/in_flight/maximum', 0):.0f}; RSS {rss_start:.0f} MB at start,"
+        f" {rss_peak:.0f} MB at peak; open files limit"
+        f" {stats.get('hostcrawl/open_files_limit', 0):.0f}; hosts not settled as expected:"
+        f" {wrong or 'none'}"
+    )
+    print(f"# {work.name}: DNS (the resolver's own counts): {dns}")
+    r["cpu_ms_per_host"] = r["cpu"] * 1000 / len(names)
+    r["names"] = names
     return r
 
 
-class SizedRounds:
-    """The crawler at SIZED, on its own database of the same server, crawling a world as
-    our rounds crawl it; its figures by world ("fast": [...], "slow": [...])."""
-
-    def __init__(self, work: Path, url: str, names: list[str]) -> None:
-        from sqlalchemy import create_engine
-
-        self.work, self.names = work, names
-        self.tree, self.env = crawler_before(work, url, names, SIZED)
-        self.engine = create_engine(self.env["DATABASE_URL"], pool_size=1)
-        self.seeded = True  # crawler_before seeded the first round
-        self.runs: dict[str, list[dict]] = {"fast": [], "slow": []}
-
-    def crawl(self, mode: str, world, by_kind: dict, i: int) -> None:
-        if not self.seeded:
-            empty_tables(self.engine)
-            seed_before(self.tree, self.env, self.names)
-        self.seeded = False
-        answering = by_kind["answering"]
-        where = {"cwd": self.tree, "env": self.env}
-        r = crawl_world(
-            world, self.work / f"{mode}-{SIZED}-{i}", len(self.names), answering, **where
-        )
-        peak = r["stats"].get("hostcrawl/in_flight/peak", 0)
-        print(
-            f"# {mode}-{SIZED}-{i}: {SHARE:.0%} of {len(answering):,} answering hosts in"
-            f" {r['seconds']:.2f} s from the first request; process {r['wall']:.1f} s, CPU"
-            f" {r['cpu']:.1f} s; peak in flight {peak:.0f}, peak RSS {r['rss_mb']:.0f} MB"
-        )
-        self.runs[mode].append(r)
-
-    def close(self) -> None:
-        self.engine.dispose()
-
-
-def report_sized(ours: dict[str, list[dict]], sized: dict[str, list[dict]]) -> None:
-    """The fast world now against the crawler at SIZED (best against best when both had as
-    many rounds, else our median against theirs), and the slow world's gain."""
-    fast = [r["rate"] for r in ours["fast"]]
-    then = [r["rate"] for r in sized["fast"]]
-    now, how = (
-        (max(fast), "best") if len(then) == len(fast) else (statistics.median(fast), "median")
+def report_fast(r: dict, pages: int) -> None:
+    seconds = r["seconds"]
+    print(
+        f"fast world (answers at once): {pages:,} hosts in {seconds:.2f} s ="
+        f" {pages / seconds:,.0f} pages/s, peak RSS {r['rss_peak']:.0f} MB,"
+        f" {r['kb_per_host']:.0f} KB per host in flight (a figure of its own: no target)"
     )
-    ratio = now / max(then)
+
+
+def report(name: str, r: dict, bound_s: float, pages: int) -> None:
+    """One slow world's figures against its bound, each with its target and verdict."""
+    from crawler.core.config import setting
+    from crawler.core.in_flight_sizing import KB_PER_HOST_IN_FLIGHT
+
+    seconds = r["seconds"]
+    ratio = bound_s / seconds
+    rate, bound_rate = pages / seconds, pages / bound_s
+    budget = setting("MEMORY_BUDGET_MB").default
+    lines = [
+        ("politeness bound", f"{bound_s:.2f} s ({bound_rate:,.0f} pages/s)", "", None),
+        ("crawl time", f"{seconds:.2f} s", f"<= {bound_s / TARGET_RATIO:.2f} s", ratio),
+        ("crawl vs bound", f"x{ratio:.2f}", f">= x{TARGET_RATIO}", ratio),
+        ("pages/s", f"{rate:,.0f}", f">= {TARGET_RATIO * bound_rate:,.0f}", ratio),
+    ]
+    for figure, value, target, judged in lines:
+        ok = None if judged is None else judged >= TARGET_RATIO
+        word = verdict(ok, f"world {name} {figure}", value, target) if target else "(the yardstick)"
+        print(
+            f"world {name} {figure}: {value}"
+            + (f" (target {target})" if target else "")
+            + f" {word}"
+        )
+    cpu_ms, hosts = r["cpu_ms_per_host"], len(r["names"])
+    print(
+        f"# world {name}: the worker's CPU, {cpu_ms:.1f} ms a host, allows one core"
+        f" {1000 / cpu_ms:,.0f} hosts/s; the bound's pace ({hosts:,} hosts in"
+        f" {bound_s:.1f} s) leaves {bound_s * 1000 / hosts:.1f} ms a host"
+    )
+    rss, kb = r["rss_peak"], r["kb_per_host"]
+    word = verdict(rss <= budget, f"world {name} peak RSS", f"{rss:.0f} MB", f"<= {budget} MB")
+    print(f"world {name} peak RSS: {rss:.0f} MB (target <= {budget} MB) {word}")
+    # Judged at width only: under WIDE hosts in flight the crawl's own fixed growth (its
+    # batches, caches and stats, ~50 MB) weighs more than the hosts.
+    peak = r["stats"].get("hostcrawl/in_flight/peak", 0)
+    target = f"<= {KB_PER_HOST_IN_FLIGHT} KB at {WIDE:,}+ in flight"
     word = verdict(
-        ratio >= BEFORE_TARGET, f"fast world vs {SIZED}", f"x{ratio:.2f}", f">= x{BEFORE_TARGET}"
+        kb <= KB_PER_HOST_IN_FLIGHT if peak >= WIDE else None,
+        f"world {name} memory per host in flight",
+        f"{kb:.0f} KB",
+        target,
     )
     print(
-        f"fast world, the crawler at {SIZED}: {max(then):,.0f} pages/s (third baseline, best of"
-        f" {len(then)}; now ({how} of {len(fast)}) {now:,.0f} pages/s, now vs then:"
-        f" {ratio:.2f}, target >= {BEFORE_TARGET}) {word}"
+        f"world {name} memory per host in flight: {kb:.0f} KB at {peak:,.0f} in flight"
+        f" (target {target}) {word}"
     )
-    if sized["slow"]:
-        slow_then = sized["slow"][0]["rate"]
-        slow_now = max(r["rate"] for r in ours["slow"])
-        print(
-            f"slow world, the crawler at {SIZED}: {slow_then:,.0f} pages/s (ratio vs its fast"
-            f" world: {slow_then / max(then):.2f}; now vs then: {slow_now / slow_then:.2f})"
-        )
-
-
-def before_rounds(work: Path, url: str, worlds: dict, names: list[str]) -> dict:
-    """Each of `worlds` crawled once by the crawler at BEFORE, as our rounds crawl it;
-    {"fast before": figures, ...}."""
-    from sqlalchemy import create_engine
-
-    tree, env = crawler_before(work, url, names)
-    engine = create_engine(env["DATABASE_URL"], pool_size=1)
-    results = {}
-    for mode, (world, by_kind) in worlds.items():
-        if results:  # crawler_before seeded the first round
-            empty_tables(engine)
-            seed_before(tree, env, names)
-        answering = by_kind["answering"]
-        r = crawl_world(world, work / f"{mode}-before", len(names), answering, cwd=tree, env=env)
-        print(
-            f"# {mode}, before ({BEFORE}): {SHARE:.0%} of {len(by_kind['answering']):,}"
-            f" answering hosts in {r['seconds']:.2f} s from the first request; process"
-            f" {r['wall']:.1f} s, CPU {r['cpu']:.1f} s, peak RSS {r['rss_mb']:.0f} MB"
-        )
-        results[f"{mode} before"] = r
-    engine.dispose()
-    return results
-
-
-def report(best: dict, rss: float, target: float, bound: float) -> None:
-    """The figures, the ratios and the verdicts (best round of each)."""
-    fast, slow = best["fast"]["rate"], best["slow"]["rate"]
-    print(f"# best of {ROUNDS} rounds each")
-    print(f"fast world (answers at once): {fast:,.0f} pages/s (baseline)")
-    if "fast before" in best:
-        before = best["fast before"]["rate"]
-        word = verdict(
-            fast / before >= BEFORE_TARGET,
-            "fast world vs before",
-            f"x{fast / before:.2f}",
-            f">= x{BEFORE_TARGET}",
-        )
-        print(
-            f"fast world, the crawler before ({BEFORE}): {before:,.0f} pages/s (second"
-            f" baseline; now vs before: {fast / before:.2f}, target >= {BEFORE_TARGET}) {word}"
-        )
-    ratio = slow / fast
-    word = verdict(ratio >= target, "slow vs fast world", f"x{ratio:.2f}", f">= x{target}")
-    print(
-        f"slow world (0.3-1.2 s, 7% hang, 3% no DNS): {slow:,.0f} pages/s"
-        f" (ratio vs fast: {ratio:.2f}, target >= {target}) {word}"
-    )
-    print(
-        f"# the slow world against its politeness bound ({bound:,.0f} pages/s): {slow / bound:.2f};"
-        f" the bound against the fast world: {bound / fast:.2f}"
-    )
-    if "slow before" in best:
-        before = best["slow before"]["rate"]
-        print(
-            f"slow world, the crawler before ({BEFORE}): {before:,.1f} pages/s (now vs before:"
-            f" {slow / before:.1f})"
-        )
-    in_flight = best["slow"]["stats"].get("hostcrawl/in_flight/peak", 0)
-    print(f"slow world peak in flight: {in_flight:.0f} hosts")
-    word = verdict(
-        rss <= TARGET_RSS_MB, "worker peak RSS", f"{rss:.0f} MB", f"<= {TARGET_RSS_MB} MB"
-    )
-    print(f"worker peak RSS: {rss:.0f} MB (target <= {TARGET_RSS_MB} MB) {word}")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from crawler.extensions.giveback import MemoryGiveBack
 from crawler.extensions.heartbeat import Heartbeat
 from crawler.extensions.in_flight import InFlightControl
 from crawler.extensions.metrics import PrometheusMetrics
+from crawler.extensions.open_files import size_max_in_flight
 from crawler.extensions.pruning import ScheduledPrune
 from crawler.network.resolver import OutcomeResolver
 from crawler.pipelines import HostWritePipeline
@@ -90,6 +91,9 @@ class HostcrawlAddon:
         # root to ROOT_CONCURRENCY hosts across workers, so a worker may fetch all of
         # a root's claimed hosts at once.
         settings.set("CONCURRENT_REQUESTS_PER_DOMAIN", settings.getint("ROOT_CONCURRENCY"), "addon")
+        # MAX_IN_FLIGHT=0: what the memory budget and the open-files limit (raised to the
+        # hard limit first) hold.
+        size_max_in_flight(settings)
         # TCP connect and TLS handshake bounded by CONNECT_TIMEOUT (unless the project
         # chose its own handler for a scheme).
         handlers = settings.getdict("DOWNLOAD_HANDLERS")

@@ -84,6 +84,9 @@ class InFlightRoom:
 
     limit: int = UNSIZED_IN_FLIGHT
     allowed: int = UNSIZED_IN_FLIGHT  # the limit, and room beside it for hosts stalled on the web
+    # The limit is still ramping up (doubling, or straight to the hosts due): the spider
+    # counts the hosts due for it.
+    growing: bool = False
 
 
 # Each crawler's CrawlShared, for as long as the crawler lives.
@@ -110,6 +113,9 @@ class CrawlShared:
         # keeps it; the in-flight control counts the hosts stalled on the web apart.
         self.in_flight: dict[str, float] = {}
         self.room = InFlightRoom()  # the in-flight control's (extensions/in_flight.py)
+        # The hosts in flight and those due, when the spider last counted (while the room
+        # is growing): where the in-flight control's ramp aims.
+        self.due = 0
         self.recheck_every = settings.getfloat("TRAP_RECHECK_INTERVAL")
         self._resolver: OutcomeResolver | None = None
         self._background: set[asyncio.Task] = set()

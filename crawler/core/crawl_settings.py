@@ -168,10 +168,11 @@ CRAWL_SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "MAX_IN_FLIGHT",
-        1000,
+        0,
         int,
-        "most hosts a worker keeps in flight; it sizes itself below this by CPU and memory",
-        minimum=1,
+        "most hosts a worker keeps in flight; 0 = as many as MEMORY_BUDGET_MB and the open"
+        " files limit hold (docs/scaling.md); it sizes itself below this by CPU and memory",
+        minimum=0,
     ),
     Setting(
         "MEMORY_BUDGET_MB",

@@ -6,13 +6,16 @@ a fixed number in flight leaves the machine idle. A Scrapy extension
 (installed by the add-on) looks every TICK seconds at what the worker has to
 spare and moves the limit:
 
-- raised (doubled until the first cut, then by a quarter) while the limit is
-  what holds the worker back (the spider has about that many hosts in flight),
-  its CPU, averaged over the last seconds, is under CPU_SPARE of a core, the
-  reactor keeps time (its lag under LAG_LOW; while doubling, not yet LAG_HIGH:
-  a slow web's first seconds are bursts of handshakes, and waiting for a
-  prompt reactor there held the limit at 128-256 for seconds) and the memory
-  is under BUDGET_HEADROOM of MEMORY_BUDGET_MB;
+- raised while the limit is what holds the worker back (the spider has about
+  that many hosts in flight) and the memory is under BUDGET_HEADROOM of
+  MEMORY_BUDGET_MB: until the first cut, straight to the hosts due (the
+  spider counts them) or doubled if that is more, as long as the reactor is
+  not late (LAG_HIGH), whatever the CPU (a slow web's first seconds are bursts
+  of handshakes: waiting for a prompt reactor, then for a CPU under CPU_SPARE,
+  held the limit at 128-256 for seconds while 600 hosts were due; a worker
+  that is CPU-bound makes its reactor late, and that cuts); after it, by a
+  quarter while its CPU, averaged over the last seconds, is under CPU_SPARE of
+  a core and the reactor keeps time (its lag under LAG_LOW);
 - kept while the CPU is busy but the reactor keeps time: a worker waiting on
   slow hosts does its work in bursts (a claim's handshakes, a batch of
   answers), and cutting on each burst held the slow web's crawl to half its
@@ -55,7 +58,9 @@ import time
 
 from scrapy import signals
 
+from crawler.core.in_flight_sizing import BUDGET_HEADROOM
 from crawler.core.words import counted
+from crawler.extensions.open_files import OPEN_FILES_STAT, open_files_limit
 from crawler.shared import CrawlShared, InFlightRoom
 
 log = logging.getLogger(__name__)
@@ -72,7 +77,6 @@ LAG_HIGH = 0.25  # seconds: the reactor is late (the machine has no time to spar
 CPU_SPARE = 0.85  # share of one core under which the worker has time for more hosts
 CPU_IDLE = 0.6  # share of one core under which a late reactor is not the worker's doing
 SMOOTHING = 0.3  # weight of a tick in the averages of CPU and lag (~2 s of memory)
-BUDGET_HEADROOM = 0.8  # raise only below this share of the memory budget
 REQUESTS_PER_HOST = 2  # robots.txt and the page request it holds back
 LATE_MAX_STAT = "hostcrawl/reactor_late_ms/max"  # the latest timer of the crawl, in ms
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -106,22 +110,31 @@ def cpu_seconds() -> float:
 
 
 def next_limit(
-    limit: int, in_flight: int, lag: float, cpu: float, rss: int, budget: int, growing: bool
+    limit: int,
+    in_flight: int,
+    lag: float,
+    cpu: float,
+    rss: int,
+    budget: int,
+    growing: bool,
+    due: int = 0,
 ) -> tuple[int, str]:
     """The next limit and why: "memory", "cpu", "raise" or "" (kept).
 
     `lag` and `cpu` are averages over the last seconds. A late reactor cuts a
     worker that takes the CPU (over CPU_IDLE of a core), even if others share the
-    machine (a database, a fakeweb): more in flight only makes it later.
+    machine (a database, a fakeweb): more in flight only makes it later. `due`: the
+    hosts in flight and those due when the spider last counted; while growing, a raise
+    goes straight there if that is more than doubling (2,400 hosts due took doubling from
+    128 over two seconds, the hosts due waiting meanwhile).
     """
     if rss > budget:
         return int(limit * 0.7), "memory"
     if lag > LAG_HIGH:
         return (int(limit * 0.8), "cpu") if cpu >= CPU_IDLE else (limit, "")
-    prompt = lag < (LAG_HIGH if growing else LAG_LOW)
-    spare = cpu < CPU_SPARE and prompt and rss < BUDGET_HEADROOM * budget
-    if spare and in_flight >= 0.9 * limit:
-        return (limit * 2 if growing else int(limit * 1.25) + 1), "raise"
+    spare = lag < LAG_HIGH if growing else cpu < CPU_SPARE and lag < LAG_LOW
+    if spare and rss < BUDGET_HEADROOM * budget and in_flight >= 0.9 * limit:
+        return (max(limit * 2, due) if growing else int(limit * 1.25) + 1), "raise"
     return limit, ""
 
 
@@ -178,7 +191,7 @@ class InFlightControl:
         self.lag, self.cpu = 0.0, CPU_SPARE
         self.stalled = 0  # hosts in flight for over STALLED_AFTER s (not counted)
         self.allowed = self.limit  # hosts the worker may hold: the limit and the stalled
-        self.shared.room = InFlightRoom(self.limit, self.allowed)
+        self.shared.room = InFlightRoom(self.limit, self.allowed, self.growing)
         self._calls: list = []
         self._lag_max = 0.0
         self._expected = 0.0
@@ -198,7 +211,12 @@ class InFlightControl:
     def open(self, spider) -> None:
         self._cpu, self._wall = cpu_seconds(), time.monotonic()
         self._logged = self._wall
-        self.crawler.stats.max_value("hostcrawl/in_flight/limit_peak", self.limit)
+        stats = self.crawler.stats
+        stats.max_value("hostcrawl/in_flight/limit_peak", self.limit)
+        stats.set_value("hostcrawl/in_flight/maximum", self.maximum)
+        # Before any host: what a host in flight costs is measured from here (bench/slowweb.py).
+        stats.set_value("hostcrawl/rss_mb/start", round(rss_bytes() / 2**20))
+        stats.set_value(OPEN_FILES_STAT, open_files_limit())
         self._apply()
         self._probe()
         self._schedule(TICK, self.tick)
@@ -208,6 +226,7 @@ class InFlightControl:
         self.crawler.stats.max_value("hostcrawl/rss_mb/peak", round(peak_rss_bytes() / 2**20))
         # The lateness since the last tick (a crawl shorter than one has had none).
         self.crawler.stats.max_value(LATE_MAX_STAT, round(self._lag_max * 1000))
+        self._record_dns(percentiles=True)
         for call in self._calls:
             if call.active():
                 call.cancel()
@@ -242,7 +261,14 @@ class InFlightControl:
         in_flight = self.in_flight()
         working = in_flight - self.stalled
         limit, why = next_limit(
-            self.limit, working, self.lag, self.cpu, rss, self.budget, self.growing
+            self.limit,
+            working,
+            self.lag,
+            self.cpu,
+            rss,
+            self.budget,
+            self.growing,
+            self.shared.due - self.stalled,
         )
         cut = why in ("cpu", "memory")
         if cut:
@@ -294,7 +320,7 @@ class InFlightControl:
 
     def _apply(self) -> None:
         """The spider and the downloader follow: two requests per host may be active."""
-        self.shared.room = InFlightRoom(self.limit, self.allowed)
+        self.shared.room = InFlightRoom(self.limit, self.allowed, self.growing)
         self.crawler.engine.downloader.total_concurrency = REQUESTS_PER_HOST * self.allowed
 
     def _record(self, in_flight: int, rss: int, cpu: float) -> None:
@@ -310,3 +336,13 @@ class InFlightControl:
         stats.set_value("hostcrawl/rss_mb", round(rss / 2**20))
         stats.max_value("hostcrawl/rss_mb/peak", round(rss / 2**20))
         stats.set_value("hostcrawl/cpu_percent", round(cpu * 100))
+        self._record_dns()
+
+    def _record_dns(self, percentiles: bool = False) -> None:
+        """The resolver's figures (crawler/network/dns_figures.py), when it is ours."""
+        from twisted.internet import reactor
+
+        figures = getattr(reactor.resolver, "figures", None)
+        if figures is not None:
+            for name, value in figures.stats(percentiles).items():
+                self.crawler.stats.set_value(name, value)

@@ -4,6 +4,13 @@ Scrapy's built-in resolvers turn NXDOMAIN, SERVFAIL and a timeout alike into
 CannotResolveHostError. This one, on twisted.names, keeps the real kind: the
 trap rule and the audit need it. It caches answers by TTL and NXDOMAIN by the
 zone's SOA minimum, so a trap costs one lookup per junk name.
+
+Lookups do not queue behind each other: each is its own query on its own UDP socket
+(twisted.names asks every query from a fresh port), as many at once as there are hosts
+resolving; the same name asked twice at once is asked once. DnsFigures counts what a
+crawl's hosts got from it: the lookups in flight (now and at the peak), the questions
+asked, the cache's hits, and how long a host waited for its address (the in-flight
+control writes them to the stats, `hostcrawl/dns/...`).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from crawler.core.outcomes import (
     DNS_SERVFAIL,
     DNS_TIMEOUT,
 )
+from crawler.network.dns_figures import DnsFigures
 
 log = logging.getLogger(__name__)
 
@@ -212,6 +220,7 @@ class OutcomeResolver:
         self.timeout = timeout
         self.attempts = (timeout, timeout)
         self._cache = _Cache(cache_size)
+        self.figures = DnsFigures()
         if nameservers:
             self._client = WholeAnswerResolver(servers=nameservers, reactor=reactor)
         else:
@@ -253,7 +262,14 @@ class OutcomeResolver:
             # found again by last_failure() once Twisted has wrapped it.
             literal = Resolution(ipaddress.ip_address(name).compressed, DNS_ALIVE, name)
             return defer.maybeDeferred(_address_or_failure, self.public(literal))
-        return self.resolve(name).addCallback(self.public).addCallback(_address_or_failure)
+        asked = time.monotonic()
+        resolved = self.resolve(name).addCallback(self.public)
+        resolved.addCallback(self._waited, asked)
+        return resolved.addCallback(_address_or_failure)
+
+    def _waited(self, resolution: Resolution, asked: float) -> Resolution:
+        self.figures.waited(time.monotonic() - asked)
+        return resolution
 
     def public(self, resolution: Resolution) -> Resolution:
         """`resolution`, or ADDRESS_REFUSED when its address is not a public one."""
@@ -272,10 +288,18 @@ class OutcomeResolver:
         name = name.lower().rstrip(".")
         cached = None if fresh else self._cache.get(name)
         if cached is not None:
+            self.figures.cache_hits += 1
             return defer.succeed(cached)
         return defer.Deferred.fromCoroutine(self._resolve(name))
 
     async def _resolve(self, name: str) -> Resolution:
+        self.figures.asked()
+        try:
+            return await self._resolve_counted(name)
+        finally:
+            self.figures.answered()
+
+    async def _resolve_counted(self, name: str) -> Resolution:
         try:
             resolution = await self._lookup(name, name, MAX_CNAME_HOPS)
         except (UnicodeError, ValueError) as exc:

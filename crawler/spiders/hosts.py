@@ -75,6 +75,9 @@ HTTPS_OUTCOME = "hostcrawl_https_outcome"
 MAX_STORED_STATUS = 32767
 # Most hosts one claim takes, in CLAIM_BATCHes: a bigger claim locks more roots at once.
 MAX_CLAIM_BATCHES = 8
+# Seconds between two counts of the hosts due while the in-flight limit ramps up (it moves
+# every half second).
+COUNT_DUE_EVERY = 0.4
 # The close reason of a crawl whose claim failed other than by an outage.
 CLAIM_FAILED = "claim_failed"
 
@@ -122,6 +125,9 @@ class HostsSpider(scrapy.Spider):
         # limits) than a claim step, and waiting for that many free slots would hold back
         # the few that are (the crawl's tail: a root's next host behind hosts that hang).
         self._short = False
+        self.max_in_flight = settings.getint("MAX_IN_FLIGHT")
+        self._due_counted = float("-inf")  # when the hosts due were last counted
+        self._counting: asyncio.Future | None = None  # the count under way
         done = (scrapy.signals.item_scraped, scrapy.signals.item_dropped, scrapy.signals.item_error)
         for signal in done:
             crawler.signals.connect(self._item_done, signal=signal)
@@ -161,11 +167,35 @@ class HostsSpider(scrapy.Spider):
                 self.in_flight[hostname] = now
                 self.crawler.engine.crawl(self.host_request(hostname))
             self._short = len(hosts) < asked
+            if not self._short and self.state.room.growing:
+                self._count_due()
             if self._short:
                 # Nothing more is due, or what is due is held by its roots (ROOT_CONCURRENCY):
                 # claiming again before a host settles (or a poll interval passes) would come
                 # back empty, at the database's cost. A refused host wakes the loop at once.
                 await self._wait_for_room(poll=True)
+
+    def _count_due(self) -> None:
+        """Count the hosts in flight and those due, for the in-flight control's ramp, beside
+        the claims (awaited, a count under a busy worker held each claim of 256 hosts
+        0.3 s more): one count at a time, at most once in COUNT_DUE_EVERY seconds, counting
+        no further than MAX_IN_FLIGHT."""
+        now = time.monotonic()
+        if now - self._due_counted < COUNT_DUE_EVERY or self._counting:
+            return
+        self._due_counted = now
+        self._counting = asyncio.ensure_future(self._counted_due())
+
+    async def _counted_due(self) -> None:
+        room = self.max_in_flight - len(self.in_flight)
+        try:
+            due = await asyncio.to_thread(claims.count_due, self.state.engine, room)
+        except Exception as exc:  # a hint only: the ramp doubles without it
+            log.debug("counting the hosts due failed: %s", exc)
+        else:
+            self.state.due = len(self.in_flight) + due
+        finally:
+            self._counting = None
 
     async def _unless_unfinished(self, hosts: list[str]) -> list[str]:
         """The claimed hosts to fetch; the ones whose leases ran out twice in flight (a

@@ -4,10 +4,13 @@
     names = world.graph(1200, roots)
     kinds = slow_web(world, names)          # 90% answer after 0.3-1.2 s, 7% hang, 3% no DNS
     kinds["answering"], kinds["hanging"], kinds["no_dns"]
+    slow_web(world, names, nxdomain=0.07, refused=0.06)   # also dead names and hosts
 
 A hanging host resolves, accepts TCP and TLS, reads the request and never
 answers (World.hang); a host without DNS gets no reply at all (behaviour
-"silent"); every DNS reply waits uniform(*dns) seconds (World.slow_dns).
+"silent"); a dead name gets NXDOMAIN at once, a refusing host's address refuses every
+connection (the "nxdomain" and "refused" kinds, none unless asked for); every DNS reply
+waits uniform(*dns) seconds (World.slow_dns).
 Deterministic for a given seed. The fakeweb's event log counts, per root, the
 requests being answered at once (`root_in_flight` of each request record).
 """
@@ -32,17 +35,32 @@ def slow_web(
     hang: float = HANG,
     no_dns: float = NO_DNS,
     dns: tuple[float, float] | None = DNS,
+    nxdomain: float = 0.0,
+    refused: float = 0.0,
     keep: tuple[str, ...] = (),
     seed: int = 0,
 ) -> dict[str, list[str]]:
-    """Make `names` slow; returns them by kind: answering, hanging, no_dns.
+    """Make `names` slow; returns them by kind: answering, hanging, no_dns, nxdomain,
+    refused (shares of the names: `hang`, `no_dns`, `nxdomain`, `refused`).
 
     Names in `keep` (a seed the crawl must start from) always answer.
     """
     rng = random.Random(seed)
-    kinds: dict[str, list[str]] = {"answering": [], "hanging": [], "no_dns": []}
+    kinds: dict[str, list[str]] = {
+        "answering": [],
+        "hanging": [],
+        "no_dns": [],
+        "nxdomain": [],
+        "refused": [],
+    }
+    dead = nxdomain + refused
     for name in names:
         draw = 1.0 if name in keep else rng.random()
+        if draw < dead:
+            kind = "nxdomain" if draw < nxdomain else "refused"
+            kinds[kind].append(world.host(name, kind))
+            continue
+        draw -= dead
         if draw < no_dns:
             world.host(name, "silent")
             kinds["no_dns"].append(name)

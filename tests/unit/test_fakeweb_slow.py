@@ -101,3 +101,15 @@ def test_slow_web_splits_the_names_by_kind_and_keeps_the_seed():
     assert all(0.3 <= world.timing[n]["delay"] <= 1.2 for n in kinds["answering"])
     again = World.from_json(world.to_json())
     assert (again.timing, again.dns_delay) == (world.timing, world.dns_delay)
+
+
+def test_slow_web_kills_the_shares_of_names_asked_for():
+    world = World(seed=6)
+    names = world.graph(2000, roots=[f"r{i}.test" for i in range(500)])
+    kinds = slow_web(world, names, answer=(0.2, 5.0), nxdomain=0.07, refused=0.06, seed=6)
+    assert sorted(sum(kinds.values(), [])) == sorted(names)
+    assert 100 <= len(kinds["nxdomain"]) <= 180 and 80 <= len(kinds["refused"]) <= 160
+    assert all(world.match(n)[0]["kind"] == "nxdomain" for n in kinds["nxdomain"])
+    assert all(world.address_of(n) == "127.0.0.2" for n in kinds["refused"])
+    assert all(n not in world.timing for n in kinds["nxdomain"] + kinds["refused"])
+    assert all(0.2 <= world.timing[n]["delay"] <= 5.0 for n in kinds["answering"])
