@@ -38,7 +38,7 @@ citus: install
 # Every benchmark, in this order (a new one: add its file name here).
 BENCHES := denylist.py linkfilter.py yield.py claims.py audit.py selfcheck.py crawl.py slowweb.py panel.py \
 	roots.py growth.py churn.py bulk.py cores.py citus.py roundtrips.py hostile.py hostile_crawl.py export.py \
-	storage.py
+	storage.py knownnames.py
 BENCH_RESULTS := $(CURDIR)/var/bench-results.jsonl
 # The commit the run measures, read once as make starts ("+dirty": tracked files changed)
 BENCH_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null)$(if $(shell git status \
