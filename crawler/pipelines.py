@@ -30,7 +30,7 @@ from crawler.core.outcomes import (
     TLS_TIMEOUT,
 )
 from crawler.core.urls import stored_url
-from crawler.db.crawl import queue
+from crawler.db.crawl import known_names, queue
 from crawler.db.crawl.queue import Added, Crawled, CrawlResult
 from crawler.db.rules import denied_rows, floods
 from crawler.db.server.retry import in_thread_until_up
@@ -82,6 +82,7 @@ class HostWritePipeline:
             HTTP_TIMEOUT: settings.getfloat("DOWNLOAD_TIMEOUT"),
         }
         self._finishes = Batcher("finishing hosts", self._finish_many)
+        self.known = known_names.set_size(self.state.engine, settings.getint("KNOWN_NAMES"))
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -98,6 +99,7 @@ class HostWritePipeline:
         stats = self.crawler.stats
         stats.inc_value(f"hostcrawl/hosts/outcome/{item.outcome}")
         stats.inc_value("hostcrawl/hosts/links_saved", len(added))
+        stats.set_value("hostcrawl/names/known_skipped", self.known.skipped)
         return item
 
     async def _finish(self, item: HostItem) -> Added:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from crawler.db.crawl import rollups
+from crawler.db.crawl import known_names, rollups
 from crawler.db.models import Base
 from tests.fakeweb.world import ALLOWED_NETWORKS
 
@@ -98,6 +98,7 @@ def empty_tables(engine) -> None:
         touched = sorted(set(conn.execute(TOUCHED_TABLES).scalars()) & set(TABLE_NAMES))
         if touched:
             conn.execute(text(f"TRUNCATE {', '.join(touched)} RESTART IDENTITY CASCADE"))
+    known_names.forget_all()  # the names this process knew in the tables are gone
 
 
 @pytest.fixture

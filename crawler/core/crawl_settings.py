@@ -128,6 +128,13 @@ CRAWL_SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("RECRAWL_AFTER", 7 * DAY, int, "seconds until a crawled host is due again", minimum=0),
     Setting(
+        "KNOWN_NAMES",
+        100_000,
+        int,
+        "names a worker remembers as saved, left out of its writes (about 170 B each; 0: off)",
+        minimum=0,
+    ),
+    Setting(
         "ROBOTS_UNREACHABLE_RETRY_AFTER",
         DAY,
         int,

@@ -12,6 +12,7 @@ import threading
 from sqlalchemy import Engine
 
 from crawler.core.denylist import Denial, DenyList
+from crawler.db.crawl import known_names
 from crawler.db.rules import deny_entries
 from crawler.db.server.listener import EntryListener
 
@@ -51,8 +52,10 @@ class LiveDenyList:
         with self._lock:
             if self._list is None:
                 self._list = DenyList(fresh)
-            else:
-                self._list.replace(fresh)
+                return
+            if self._list.entries().keys() - {hostname for hostname, _ in fresh}:
+                known_names.forget_all()  # a removal this worker did not hear of
+            self._list.replace(fresh)
 
     def remember(self, hostname: str, rule: str | None) -> None:
         """Apply one committed change (rule None: removed), made here or announced.
@@ -64,6 +67,9 @@ class LiveDenyList:
                 return
             if rule is None:
                 self._list.remove(hostname)
+                # The entry's own row may be gone, the rows it held undated: the known
+                # names may hold them (crawler.db.crawl.known_names).
+                known_names.forget_all()
             else:
                 self._list.add(hostname, rule)
 

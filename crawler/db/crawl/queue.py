@@ -22,6 +22,7 @@ from crawler.core.namecaps import OVER_CAP
 from crawler.core.outcomes import is_network_failure
 from crawler.core.sources import PLACE_CHARS
 from crawler.db.crawl import dropped_links, rollups
+from crawler.db.crawl.known_names import known_names
 from crawler.db.deployments import DATED, by_shard_group, deployment_of, shard_groups
 from crawler.db.operators import bulk
 from crawler.db.operators.bulk import EntryChange
@@ -150,13 +151,16 @@ def finish_many(engine: Engine, crawled: Sequence[Crawled]) -> list[Added]:
     links carried them).
     """
     named = [(host.hostname, _named_by(host)) for host in crawled]
+    known = known_names(engine)
+    unknown = [(page, known.unknown(names)) for page, names in named]
     with engine.begin() as conn:
         pending = rollups.Rollups()
         write_results(conn, crawled, pending)
-        new = insert_hosts(conn, named, pending) if any(names for _, names in named) else []
+        new = insert_hosts(conn, unknown, pending) if any(n for _, n in unknown) else []
         schedule(conn, [(host.hostname, host.recrawl_after) for host in crawled], pending)
         pending.write(conn)
         dropped_links.add(conn, dropped_links.gathered(h.links.by_entry for h in crawled))
+    known.remember(name.hostname for _, names in unknown for name in names)  # committed
     added: dict[str | None, list[FoundName]] = {}
     for page, name in new:
         added.setdefault(page, []).append(name)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, fields
 from sqlalchemy import Connection, Engine, text
 
 from crawler.core import config
-from crawler.db.crawl import rollups
+from crawler.db.crawl import known_names, rollups
 from crawler.db.models import Base
 
 BATCH = 1_000
@@ -237,4 +237,5 @@ def forget_the_crawl(engine: Engine) -> int:
     with engine.begin() as conn:
         hosts = conn.execute(text("SELECT count(*) FROM hosts")).scalar_one()
         conn.execute(text(f"TRUNCATE {', '.join(tables)}"))
+    known_names.forget_all()  # this process's: no name is known any more
     return hosts
