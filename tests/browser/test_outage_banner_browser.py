@@ -20,6 +20,19 @@ pytest_plugins = ["tests.unit.test_panel_support"]
 NAMES = [f"n{i}.quiet{i}.test" for i in range(3)]
 
 
+def a_silent_resolver(page: Page, db, fakeweb_factory, width: int):
+    """NAMES seeded, their sites served but the resolver silent; the page at `width`:
+    the web."""
+    page.set_viewport_size({"width": width, "height": 900})
+    world = World()
+    for name in NAMES:
+        world.site(name)
+    web = fakeweb_factory(world)
+    web.set_dns_silent(True)
+    queue.seed(db, NAMES)
+    return web
+
+
 def banner_text(page: Page, path: str) -> str:
     """The banner's text on `path`, freshly loaded ("" while there is none)."""
     page.goto(path)
@@ -31,13 +44,7 @@ def banner_text(page: Page, path: str) -> str:
 def test_the_banner_names_dns_when_the_resolver_is_silent(
     page: Page, db, operators, fakeweb_factory, tmp_path, width
 ):
-    page.set_viewport_size({"width": width, "height": 900})
-    world = World()
-    for name in NAMES:
-        world.site(name)
-    web = fakeweb_factory(world)
-    web.set_dns_silent(True)
-    queue.seed(db, NAMES)
+    web = a_silent_resolver(page, db, fakeweb_factory, width)
     log_in(page, "/")
     assert banner_text(page, "/") == ""  # the world has not been asked yet
 

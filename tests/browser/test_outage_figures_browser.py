@@ -14,19 +14,17 @@ import pytest
 from playwright.sync_api import Page
 from sqlalchemy import text
 
-from crawler.db.crawl import counts, queue
+from crawler.db.crawl import counts
 from tests.browser.conftest import ARTIFACTS
+from tests.browser.test_outage_banner_browser import NAMES, a_silent_resolver
 from tests.browser.test_roots_browser import log_in
 from tests.e2e.conftest import CrawlerProcess, crawl_settings
-from tests.fakeweb import World
 from tests.unit.test_metrics import samples
 from tests.unit.test_panel_support import give_api_token
 from tests.waiting import wait_until
 
 pytest_plugins = ["tests.unit.test_panel_support"]
 
-# Three roots: with no host answered yet, one root failing is no outage (its own trouble).
-NAMES = [f"n{i}.quiet{i}.test" for i in range(3)]
 WORKERS = 2
 DNS_MINUTES = text(
     "SELECT to_char(minute AT TIME ZONE 'UTC', 'HH24:MI') FROM host_minutes"
@@ -59,13 +57,7 @@ def shown(page: Page, selector: str) -> str:
 def test_the_views_agree_on_an_outage_seen_by_two_workers(
     page: Page, db, operators, fakeweb_factory, tmp_path, width
 ):
-    page.set_viewport_size({"width": width, "height": 900})
-    world = World()
-    for name in NAMES:
-        world.site(name)
-    web = fakeweb_factory(world)
-    web.set_dns_silent(True)
-    queue.seed(db, NAMES)
+    web = a_silent_resolver(page, db, fakeweb_factory, width)
     token = give_api_token(db, "alice", "t0k3n")
     log_in(page, "/")
 

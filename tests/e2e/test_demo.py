@@ -19,6 +19,7 @@ from crawler.db.rules import deny_entries
 from crawler.db.server.engine import embedded_server_url, get_engine
 from tests.e2e.test_run import healthz, unused_port
 from tests.fakeweb.handle import PROJECT_ROOT
+from tests.unit.test_demo_sandbox import run_demo
 from tests.waiting import wait_until
 
 DEMO_BOUND = 300  # seconds: the demo's own crawl is bounded at 120
@@ -39,15 +40,7 @@ def test_make_demo_leaves_the_operators_database_untouched(db, database_url, tmp
     env = {**os.environ, "DATABASE_URL": database_url, "DEMO_NO_SERVE": "1"}
     env["HOSTCRAWL_VAR"] = str(tmp_path / "var")
 
-    demo = subprocess.run(
-        [sys.executable, "-m", "tests.fakeweb.demo"],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        stdin=subprocess.DEVNULL,  # no terminal: no prompt for an operator, only how
-        text=True,
-        timeout=DEMO_BOUND,
-    )
+    demo = run_demo(env, timeout=DEMO_BOUND)  # no terminal: no prompt for an operator
 
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert f"the demo's own, embedded in {tmp_path / 'var' / 'demo' / 'pg'}" in demo.stdout
@@ -121,18 +114,7 @@ def test_a_second_demo_starts_its_figures_from_zero(tmp_path):
     """Issue 53: a second demo's panel said "failed, last 5 min 46% of 226" after a crawl
     of 113 hosts, the first demo's minutes kept. Each figure of the second is its own."""
     env = {**os.environ, "DEMO_NO_SERVE": "1", "HOSTCRAWL_VAR": str(tmp_path / "var")}
-    runs = [
-        subprocess.run(
-            [sys.executable, "-m", "tests.fakeweb.demo"],
-            cwd=PROJECT_ROOT,
-            env=env,
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            timeout=DEMO_BOUND,
-        )
-        for _ in range(2)
-    ]
+    runs = [run_demo(env, timeout=DEMO_BOUND) for _ in range(2)]
     for demo in runs:
         assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert "and its figures" in runs[1].stdout

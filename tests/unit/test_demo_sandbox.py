@@ -17,6 +17,19 @@ from tests.fakeweb.handle import PROJECT_ROOT
 from tests.unit.test_panel_support import PASSWORD
 
 
+def run_demo(env: dict, timeout: float) -> subprocess.CompletedProcess:
+    """`make demo`'s program run with `env`, without a terminal (no prompt: it says how)."""
+    return subprocess.run(
+        [sys.executable, "-m", "tests.fakeweb.demo"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def test_the_demo_database_is_its_own_whatever_database_url_says(monkeypatch, tmp_path):
     monkeypatch.setenv("HOSTCRAWL_VAR", str(tmp_path / "var"))
     monkeypatch.setenv("DATABASE_URL", "postgresql+psycopg://operator@db.example/hostcrawl")
@@ -128,15 +141,7 @@ def test_a_taken_port_is_refused_before_anything_starts(tmp_path):
         taken.listen()
         bind = f"127.0.0.1:{taken.getsockname()[1]}"
         env = {**os.environ, "DEMO_BIND": bind, "HOSTCRAWL_VAR": str(tmp_path / "var")}
-        demo_run = subprocess.run(
-            [sys.executable, "-m", "tests.fakeweb.demo"],
-            cwd=PROJECT_ROOT,
-            env=env,
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            timeout=120,
-        )
+        demo_run = run_demo(env, timeout=120)
     assert demo_run.returncode == 1, demo_run
     port = int(bind.rsplit(":", 1)[1])
     assert demo_run.stderr == (
