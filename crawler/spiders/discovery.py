@@ -11,13 +11,21 @@ hop's own URL, and its names kept for the page's parse.
 One host's fetch (every hop and the page) shares its FetchLimits: at most
 MAX_NAMES_PER_PAGE new names, MAX_NAMES_PER_ROOT_PER_PAGE of them under one root
 (crawler.core.namecaps), and MAX_EXTRACT_SECONDS of reading (crawler.core.budget).
+
+A heavy response (what is read of it over HEAVY_BYTES: a page, a robots.txt or a
+certificate of thousands of names) is read in the reader thread, one at a time, not in
+the event loop: read there, one such page held every other host of the worker for its
+whole budget (1 s of CPU, 4 s on a busy machine), and the loop's timers fired that late.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -60,6 +68,14 @@ LIMITS = "hostcrawl_limits"  # request meta: the FetchLimits of the host's fetch
 SOURCE_HEADERS = (b"Link", b"Content-Security-Policy", b"Content-Security-Policy-Report-Only")
 REFRESH = b"Refresh"
 DOCUMENT_GROUPS = frozenset({LINKS, RESOURCES, METADATA, SCRIPTS})
+# Bytes to read (body, source headers, Sitemap: lines, certificate) over which a response
+# is read off the event loop: a 64 KB page takes some milliseconds, a thread hand-off less.
+HEAVY_BYTES = 64 * 1024
+# Stats: responses read off the event loop (pages and redirect hops).
+READ_OFF_LOOP_STAT = "hostcrawl/extract/off_loop"
+# One thread, so a flood of heavy responses costs the loop one thread's share of the
+# interpreter, not one per response (the loop and the small pages keep the rest).
+_READER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hostcrawl-reader")
 
 
 @dataclass
@@ -140,6 +156,26 @@ def _filtered(url: str, hostname: str, page: PageUrls, denylist, groups, local, 
     )
 
 
+def heavy(response: Response, sitemaps: list[str] | tuple = ()) -> bool:
+    """What reading `response` (and its robots.txt's `sitemaps`) would go through is over
+    HEAVY_BYTES."""
+    size = len(response.body)
+    size += sum(len(value) for _, value in _source_headers(response))
+    size += sum(len(url) for url in sitemaps)
+    certificate = getattr(response, "certificate", None)
+    if certificate is not None and size <= HEAVY_BYTES:
+        # One we cannot dump is left to certificate_names, which says so.
+        with contextlib.suppress(AttributeError, ValueError):
+            size += len(certificate.dump())
+    return size > HEAVY_BYTES
+
+
+async def read_off_loop(read: Callable, *args):
+    """`read(*args)` in the reader thread, the event loop free meanwhile. What it reads
+    (the response, its fetch's limits) is the reader's alone until it returns."""
+    return await asyncio.get_running_loop().run_in_executor(_READER, read, *args)
+
+
 class RedirectHopSources:
     """A downloader middleware below RedirectMiddleware: a redirect response's own
     body and headers are sources too, read within the fetch's limits; their names are
@@ -167,10 +203,21 @@ class RedirectHopSources:
         ):
             denylist = CrawlShared.of(self.crawler).denylist.loaded
             limits = self.limits.of_fetch(request.meta, hostname)
-            links, _ = read_response(response, hostname, denylist, self.groups, self.local, limits)
-            if links.found:
-                request.meta.setdefault(HOPS, []).append(links)
+            args = (response, hostname, denylist, self.groups, self.local, limits)
+            if heavy(response):
+                return self._kept_off_loop(request, response, args)
+            self._keep(request, read_response(*args)[0])
         return response
+
+    async def _kept_off_loop(self, request, response, args) -> Response:
+        self.crawler.stats.inc_value(READ_OFF_LOOP_STAT)
+        self._keep(request, (await read_off_loop(read_response, *args))[0])
+        return response
+
+    @staticmethod
+    def _keep(request, links: FilteredLinks) -> None:
+        if links.found:
+            request.meta.setdefault(HOPS, []).append(links)
 
 
 def response_found(

@@ -51,7 +51,14 @@ from crawler.items import HostItem
 from crawler.network.failures import classify
 from crawler.network.request_meta import FAILED_AT, OUTCOME_BY_ITEM, request_hostname
 from crawler.shared import CrawlShared
-from crawler.spiders.discovery import LimitSettings, discover
+from crawler.spiders.discovery import (
+    READ_OFF_LOOP_STAT,
+    SITEMAPS,
+    LimitSettings,
+    discover,
+    heavy,
+    read_off_loop,
+)
 
 # Stats: links a page offered that were not saved, by reason (crawler.core.links).
 DROPPED_PREFIX = "hostcrawl/links/dropped/"
@@ -270,14 +277,25 @@ class HostsSpider(scrapy.Spider):
         )
 
     def parse(self, response: Response):
+        """The page's HostItem; a heavy response's, later, read off the event loop
+        (crawler.spiders.discovery: the other hosts go on meanwhile)."""
         hostname = response.meta["hostcrawl_hostname"]
         denylist = self.state.denylist.loaded
         limits = self.limits.of_fetch(response.meta, hostname)
-        links, title = discover(response, hostname, denylist, self.sources, self.local, limits)
+        args = (response, hostname, denylist, self.sources, self.local, limits)
+        if heavy(response, response.meta.get(SITEMAPS) or ()):
+            return self._page_read_off_loop(response, limits, args)
+        return [self._page_item(response, limits, *discover(*args))]
+
+    async def _page_read_off_loop(self, response: Response, limits, args) -> list[HostItem]:
+        self.crawler.stats.inc_value(READ_OFF_LOOP_STAT)
+        return [self._page_item(response, limits, *await read_off_loop(discover, *args))]
+
+    def _page_item(self, response: Response, limits, links: FilteredLinks, title) -> HostItem:
         stopped = limits.budget.stopped
         self._count_page(links, stopped, response.meta.get("hostcrawl_fallback"))
-        yield HostItem(
-            hostname,
+        return HostItem(
+            response.meta["hostcrawl_hostname"],
             OK,
             response.status,
             response.url,
