@@ -12,20 +12,17 @@ One host's fetch (every hop and the page) shares its FetchLimits: at most
 MAX_NAMES_PER_PAGE new names, MAX_NAMES_PER_ROOT_PER_PAGE of them under one root
 (crawler.core.namecaps), and MAX_EXTRACT_SECONDS of reading (crawler.core.budget).
 
-A heavy response (what is read of it over HEAVY_BYTES: a page, a robots.txt or a
-certificate of thousands of names) is read in the reader thread, one at a time, not in
-the event loop: read there, one such page held every other host of the worker for its
-whole budget (1 s of CPU, 4 s on a busy machine), and the loop's timers fired that late.
+A heavy response (what is read of it over HEAVY_BYTES: a page, its headers, its
+robots.txt's Sitemap: lines or its certificate naming thousands of names) is read in
+the reader thread (crawler/network/reader.py), one at a time, not in the event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -56,6 +53,7 @@ from crawler.core.sources import (
     name_urls,
     parse_groups,
 )
+from crawler.network.reader import HEAVY_BYTES, READ_OFF_LOOP_STAT, read_off_loop
 from crawler.network.resolver import cname_chain
 from crawler.shared import CrawlShared
 
@@ -68,14 +66,6 @@ LIMITS = "hostcrawl_limits"  # request meta: the FetchLimits of the host's fetch
 SOURCE_HEADERS = (b"Link", b"Content-Security-Policy", b"Content-Security-Policy-Report-Only")
 REFRESH = b"Refresh"
 DOCUMENT_GROUPS = frozenset({LINKS, RESOURCES, METADATA, SCRIPTS})
-# Bytes to read (body, source headers, Sitemap: lines, certificate) over which a response
-# is read off the event loop: a 64 KB page takes some milliseconds, a thread hand-off less.
-HEAVY_BYTES = 64 * 1024
-# Stats: responses read off the event loop (pages and redirect hops).
-READ_OFF_LOOP_STAT = "hostcrawl/extract/off_loop"
-# One thread, so a flood of heavy responses costs the loop one thread's share of the
-# interpreter, not one per response (the loop and the small pages keep the rest).
-_READER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hostcrawl-reader")
 
 
 @dataclass
@@ -168,12 +158,6 @@ def heavy(response: Response, sitemaps: list[str] | tuple = ()) -> bool:
         with contextlib.suppress(AttributeError, ValueError):
             size += len(certificate.dump())
     return size > HEAVY_BYTES
-
-
-async def read_off_loop(read: Callable, *args):
-    """`read(*args)` in the reader thread, the event loop free meanwhile. What it reads
-    (the response, its fetch's limits) is the reader's alone until it returns."""
-    return await asyncio.get_running_loop().run_in_executor(_READER, read, *args)
 
 
 class RedirectHopSources:

@@ -49,16 +49,10 @@ from crawler.db.server.retry import in_thread_until_up
 from crawler.downloadermiddlewares.deny import request_denied
 from crawler.items import HostItem
 from crawler.network.failures import classify
+from crawler.network.reader import READ_OFF_LOOP_STAT, read_off_loop
 from crawler.network.request_meta import FAILED_AT, OUTCOME_BY_ITEM, request_hostname
 from crawler.shared import CrawlShared
-from crawler.spiders.discovery import (
-    READ_OFF_LOOP_STAT,
-    SITEMAPS,
-    LimitSettings,
-    discover,
-    heavy,
-    read_off_loop,
-)
+from crawler.spiders.discovery import SITEMAPS, LimitSettings, discover, heavy
 
 # Stats: links a page offered that were not saved, by reason (crawler.core.links).
 DROPPED_PREFIX = "hostcrawl/links/dropped/"

@@ -15,8 +15,9 @@ import threading
 from scrapy import Request
 from scrapy.http import HtmlResponse
 
+from crawler.network.reader import HEAVY_BYTES, READ_OFF_LOOP_STAT
 from crawler.spiders import hosts
-from crawler.spiders.discovery import HEAVY_BYTES, READ_OFF_LOOP_STAT, heavy
+from crawler.spiders.discovery import heavy
 from tests.loops import run as run_in_loop
 from tests.unit.test_page_names import PAGE, crawl  # noqa: F401 (the fixture)
 from tests.waiting import WAIT_BOUND
