@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from crawler.db import queue
+from crawler.db.crawl import queue
 from tests.e2e.conftest import host_facts
 from tests.e2e.test_hostile_extract import ORDINARY, found_on, world_with_ordinary_hosts
 from tests.fakeweb.hostile import HOSTILE
