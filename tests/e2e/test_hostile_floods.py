@@ -3,7 +3,8 @@
 Each flood case of tests/fakeweb/hostile.py (a 2 MB page of registered domains, its
 robots.txt's 2 MB of `Sitemap:` lines, a certificate of 6,500 names, five redirect hops
 of 2 MB each, 200 KB of Link header lines) is crawled beside ordinary hosts. The heavy
-responses are read off the event loop (crawler/spiders/discovery.py), each once; every
+responses are read off the event loop, in the reader process (crawler/network/reader.py:
+the stat hostcrawl/extract/off_loop counts them), each once; every
 ordinary host is asked for its robots.txt and its page once each, with GET, and is OK;
 the flooding host is OK, its fetch saved its cap of names, and each of them settled
 as the DNS answered (NXDOMAIN) without a request. How fast the ordinary hosts are
@@ -22,10 +23,10 @@ from tests.e2e.test_hostile_extract import ORDINARY, found_on, world_with_ordina
 from tests.fakeweb.hostile import HOSTILE
 
 FLOOD = "flood.test"
-# Each case, and the responses of its fetch read off the loop: the page, or each hop.
+# Each case, and the responses of its fetch read off the loop: the page, each hop, robots.txt.
 FLOODS = {
     "2 MiB page of registered domains": 1,
-    "robots.txt of 2 MiB of Sitemap lines": 1,
+    "robots.txt of 2 MiB of Sitemap lines": 2,  # the robots.txt, and the page its Sitemaps fill
     "certificate of 6,500 names": 1,
     "5 redirect hops, 2 MiB of names each": 5,
     "200 KB of Link header lines": 1,
