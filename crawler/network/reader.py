@@ -52,11 +52,12 @@ def start() -> None:
 
 
 def stop() -> None:
-    """Stop the reader process (a reading in hand is dropped)."""
+    """Stop the reader process once the readings asked of it are done (another crawler of
+    the same process, a test's, may still wait for one); the next reading starts one."""
     global _pool
     pool, _pool = _pool, None
     if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=False)
 
 
 async def read_off_loop(read: Callable, *args):
