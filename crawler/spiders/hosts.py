@@ -134,8 +134,9 @@ class HostsSpider(scrapy.Spider):
             crawler.signals.connect(self._item_done, signal=signal)
         crawler.signals.connect(self._request_denied, signal=request_denied)
         crawler.signals.connect(self._forgive_in_flight, signal=scrapy.signals.spider_closed)
-        # The reader process of heavy responses (crawler.spiders.discovery) lives as the crawl.
-        crawler.signals.connect(reader.start, signal=scrapy.signals.spider_opened)
+        # The reader process of heavy responses (crawler.spiders.discovery) lives as the
+        # crawl: started as it opens (here), stopped as it closes.
+        reader.start()
         crawler.signals.connect(reader.stop, signal=scrapy.signals.spider_closed)
 
     async def start(self):
