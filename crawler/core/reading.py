@@ -54,14 +54,16 @@ class ResponseParts:
     redirects: tuple[str, ...] = ()  # each redirect hop's target
     certificate: bytes | None = None  # the certificate the host presented, DER
     cnames: tuple[str, ...] = ()  # the names of the CNAME chains looked up for it
-    sitemaps: tuple[str, ...] = ()  # its robots.txt's Sitemap: URLs
+    # Its robots.txt's Sitemap: URLs, a line each: one string pickles at once, where 60,000
+    # held the worker's interpreter (the queue's feeder thread) some 50 ms.
+    sitemaps: str = ""
 
     def size(self) -> int:
         """Characters and bytes a reading goes through."""
         return (
             len(self.text or "")
             + sum(len(value) for _, value in self.headers)
-            + sum(len(url) for url in self.sitemaps)
+            + len(self.sitemaps)
             + len(self.certificate or b"")
         )
 
@@ -138,8 +140,8 @@ def parts_found(
         urls.extend(name_urls(certificate_names(parts.certificate), CERTIFICATE_NAME))
     if DNS in groups:
         urls.extend(name_urls(parts.cnames, CNAME))
-    if ROBOTS in groups:
-        urls.extend((url, SITEMAP) for url in parts.sitemaps)
+    if ROBOTS in groups and parts.sitemaps:
+        urls.extend((url, SITEMAP) for url in parts.sitemaps.split("\n"))
     return page, title[:MAX_TITLE] if title else None
 
 

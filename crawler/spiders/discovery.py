@@ -196,7 +196,7 @@ def parts_of(response: Response, groups: frozenset[str]) -> ResponseParts:
         tuple(redirect_targets(response)) if REDIRECTS in groups else (),
         _certificate(response) if CERTIFICATE in groups else None,
         _cnames(response) if DNS in groups else (),
-        tuple(response.meta.get(SITEMAPS) or ()) if ROBOTS in groups else (),
+        "\n".join(response.meta.get(SITEMAPS) or ()) if ROBOTS in groups else "",
     )
 
 
