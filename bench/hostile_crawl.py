@@ -10,7 +10,8 @@ names the hostile host got saved are left in the queue: they are what the caps b
 not what is measured), then is stopped. Per case:
 
 - names saved: the hosts rows the hostile host's one fetch added (`discovered_from`);
-- peak RSS: the crawler process's VmHWM (/proc) when every seeded host had settled;
+- peak RSS: the crawler process's VmHWM (/proc) when every seeded host had settled, and
+  its children's (the reader process of heavy responses; "reader" says how much);
 - the hostile host's time: its first request (fakeweb's log) to its row's last_crawled_at;
 - the ordinary hosts: all OK, and the time from the crawl's first request (fakeweb's log:
   the worker's start-up, seconds on a busy machine, is left out) until they were;
@@ -31,11 +32,13 @@ the reactor never LATE_BOUND_MS late (issue 51: "Floods paced").
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from _common import machine_line, start_database, verdict, work_dir
 from _crawl_runs import PROJECT_ROOT, empty_tables, scrapy_args
@@ -79,6 +82,18 @@ def vm_peak_mb(pid: int) -> float:
     return float("nan")
 
 
+def children_peak_mb(pid: int) -> float:
+    """The peak resident memory (VmHWM) of the process's children, in MB, summed: its
+    reader process of heavy responses (crawler/network/reader.py) and multiprocessing's
+    resource tracker."""
+    total = 0.0
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        for child in task.read_text().split():
+            with contextlib.suppress(OSError):  # gone meanwhile
+                total += vm_peak_mb(int(child))
+    return total
+
+
 def settled(engine, names: list[str]) -> dict[str, tuple[str, float]]:
     """{hostname: (outcome, last_crawled_at as Unix time)} of the names that settled."""
     sql = (
@@ -106,7 +121,7 @@ def crawl(engine, work, label: str, case: Case | None, scheme: str = "http") -> 
             started = time.time()
             proc = subprocess.Popen(args, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT)
             try:
-                done, peak = wait_settled(engine, seeds, proc)
+                done, peak, reader = wait_settled(engine, seeds, proc)
             finally:
                 stop(proc)
         requests = web.requests()
@@ -124,7 +139,8 @@ def crawl(engine, work, label: str, case: Case | None, scheme: str = "http") -> 
         "outcome": hostile[0] if hostile else "unsettled",
         "took": hostile[1] - min(first) if hostile and first else float("nan"),
         "saved": saved,
-        "rss": peak,
+        "rss": peak + reader,
+        "reader": reader,
         "scheme": scheme,
         "late_ms": latest_timer_ms(work / f"crawl-{label}.log"),
     }
@@ -136,9 +152,9 @@ def latest_timer_ms(log) -> float:
     return float(found[-1]) if found else float("nan")
 
 
-def wait_settled(engine, seeds: list[str], proc) -> tuple[dict, float]:
+def wait_settled(engine, seeds: list[str], proc) -> tuple[dict, float, float]:
     """Poll until every seed settled (or SETTLE_BOUND, or the crawler died); (what settled,
-    the crawler's peak RSS in MB then)."""
+    the crawler's peak RSS in MB then, its children's)."""
     deadline = time.monotonic() + SETTLE_BOUND
     done: dict = {}
     while time.monotonic() < deadline and proc.poll() is None:
@@ -146,8 +162,10 @@ def wait_settled(engine, seeds: list[str], proc) -> tuple[dict, float]:
         if len(done) == len(seeds):
             break
         time.sleep(POLL)
-    peak = vm_peak_mb(proc.pid) if proc.poll() is None else float("nan")
-    return done, peak
+    alive = proc.poll() is None
+    peak = vm_peak_mb(proc.pid) if alive else float("nan")
+    reader = children_peak_mb(proc.pid) if alive else float("nan")
+    return done, peak, reader
 
 
 def stop(proc) -> None:
@@ -184,7 +202,8 @@ def report(name: str, r: dict, base: dict) -> bool:
     word = verdict(ok, name, value, target)
     print(
         f"{name:<38} names {r['saved']:>6,}  peak RSS {r['rss']:4.0f} MB"
-        f" ({r['rss'] - base['rss']:+4.0f})  {r['outcome']:<14} in {r['took']:5.1f} s"
+        f" ({r['rss'] - base['rss']:+4.0f}; reader {r['reader']:3.0f})"
+        f"  {r['outcome']:<14} in {r['took']:5.1f} s"
         f"  ordinary {r['ordinary_ok']}/{len(ORDINARY)} OK in {r['ordinary_s']:5.2f} s"
         f" vs {base['ordinary_s']:5.2f} s without ({ratio:.2f}x)"
         f"  reactor late {r['late_ms']:5.0f} ms  {word}"
@@ -218,7 +237,7 @@ def main() -> int:
     for i, base in enumerate(bases):
         label = f"baseline {i} ({base['scheme']}, ordinary alone)"
         print(
-            f"{label:<38} peak RSS {base['rss']:4.0f} MB,"
+            f"{label:<38} peak RSS {base['rss']:4.0f} MB (reader {base['reader']:3.0f}),"
             f" ordinary {base['ordinary_ok']}/{len(ORDINARY)} OK in {base['ordinary_s']:5.2f} s,"
             f" reactor late {base['late_ms']:5.0f} ms"
         )

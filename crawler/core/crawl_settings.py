@@ -58,7 +58,8 @@ CRAWL_SETTINGS: tuple[Setting, ...] = (
         "MAX_EXTRACT_SECONDS",
         1.0,
         float,
-        "seconds of reading one host's fetch may take (the worker waits meanwhile)",
+        "seconds of reading one host's fetch may take (a response over 64 KiB is read beside"
+        " the other hosts, a smaller one in the worker's loop)",
         minimum=0,
     ),
     Setting(

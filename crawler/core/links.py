@@ -13,7 +13,7 @@ its root and its source group, worked out here once.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from crawler.core.addresses import Network, address_refusal
@@ -31,10 +31,10 @@ from crawler.core.sources import group_of
 from crawler.core.urls import link_hostname, link_origin
 
 NO_HOSTNAME = "no_hostname"
-# Names whose verdict one filter_found call remembers: past it a name is judged each time
-# it comes, so a page of a million distinct names holds no million-entry cache.
+# Names refused that one gather_found call remembers: past it a refused name is judged each
+# time it comes, so a page of a million junk names holds no million-entry cache (the names
+# kept are bounded by what one response may hold: DOWNLOAD_MAXSIZE, MAX_HEADER_BYTES).
 REMEMBERED_NAMES = 20_000
-_UNSEEN = object()
 # An IP literal the crawl would refuse to connect to (crawler.core.addresses).
 PRIVATE_ADDRESS = "private_address"
 
@@ -146,7 +146,8 @@ def filter_found(
     budget: ExtractBudget | None = None,
     allowed: tuple[Network, ...] | None = None,
 ) -> FilteredLinks:
-    """filter_links for (url, place) pairs from any source, with the page's `<base href>`.
+    """filter_links for (url, place) pairs from any source, with the page's `<base href>`:
+    the names gathered (`gather_found`), then judged by the deny list and the caps (`Judge`).
 
     Relative URLs resolve against `base` when it is an http(s) URL (resolved itself
     against the page), else against the page. Places whose group is not in `groups`
@@ -157,6 +158,37 @@ def filter_found(
     over `caps` is dropped as OVER_CAP; reading stops once `budget` is spent (it says so
     in `budget.stopped`).
     """
+    gathered = gather_found(found, page_host, page_scheme, base, groups, local, budget, allowed)
+    judge = Judge(gathered, denylist, caps)
+    judge.add(gathered.names.items())
+    return judge.links()
+
+
+@dataclass
+class Gathered:
+    """What a response's links name before the deny list and the caps are asked: the
+    part of the link filter that needs neither, so that a heavy response's can be worked
+    out away from the worker's loop (crawler/network/reader.py). Plain values only."""
+
+    read: int = 0  # links read
+    refused: dict[str, int] = field(default_factory=dict)  # links dropped, by reason
+    # hostname -> [root, the place first seen in, links to it, the groups of those links],
+    # in the order first seen (the caps admit names in that order).
+    names: dict[str, list] = field(default_factory=dict)
+
+
+def gather_found(
+    found: Iterable[tuple[str, str]],
+    page_host: str,
+    page_scheme: str = "http",
+    base: str | None = None,
+    groups: frozenset[str] | None = None,
+    local: frozenset[str] | None = None,
+    budget: ExtractBudget | None = None,
+    allowed: tuple[Network, ...] | None = None,
+) -> Gathered:
+    """The names `found` gives (filter_found's arguments), each with its root, without
+    the names that cannot exist; reading stops once `budget` is spent."""
     if local is None:
         local = local_suffixes()
     if allowed is None:
@@ -166,14 +198,11 @@ def filter_found(
             page_scheme,
             page_host,
         )
-    kept: dict[str, FoundName] = {}
     read = 0
-    dropped: Counter[str] = Counter()
-    by_group: Counter[str] = Counter()
-    by_entry: Counter[str] = Counter()
-    seen: dict[str, object] = {}
+    refused: Counter[str] = Counter()
+    names: dict[str, list] = {}
+    refusals: dict[str, str] = {}  # names refused, up to REMEMBERED_NAMES of them
     place_groups: dict[str, str] = {}
-    counted: set[tuple[str, str]] = set()
     for href, place in found:
         if budget is not None and budget.spent():
             break
@@ -185,42 +214,92 @@ def filter_found(
         read += 1
         hostname = link_hostname(href, page_host, page_scheme)
         if hostname is None:
-            dropped[NO_HOSTNAME] += 1
+            refused[NO_HOSTNAME] += 1
             continue
-        verdict = seen.get(hostname, _UNSEEN)
-        if verdict is _UNSEEN:
-            verdict = _refusal(hostname, local, denylist, allowed)
-            if len(seen) < REMEMBERED_NAMES:
-                seen[hostname] = verdict
-        rule, entry = verdict
-        if rule is None and hostname not in kept:
-            name_root = root(hostname)
-            if caps is None or caps.admits(hostname, name_root):
-                kept[hostname] = FoundName(hostname, name_root, place, group)
+        name = names.get(hostname)
+        if name is not None:
+            name[2] += 1
+            if group not in name[3]:
+                name[3] += (group,)
+            continue
+        refusal = refusals.get(hostname) or _refusal(hostname, local, allowed)
+        if refusal is not None:
+            refused[refusal] += 1
+            if len(refusals) < REMEMBERED_NAMES:
+                refusals[hostname] = refusal
+            continue
+        names[hostname] = [root(hostname), place, 1, (group,)]
+    return Gathered(read, dict(refused), names)
+
+
+def packed(names: dict[str, list]) -> str:
+    """A Gathered's names as one string, a line each (hostname, root, place, links, groups,
+    tab-separated; no name, place or group holds a tab or a comma): sent from the reader
+    process, one string unpickles at once where a list a name would hold the worker's
+    interpreter for as long as the reading took to make them."""
+    return "\n".join(
+        f"{hostname}\t{name_root}\t{place}\t{links}\t{','.join(groups)}"
+        for hostname, (name_root, place, links, groups) in names.items()
+    )
+
+
+def unpacked(text: str) -> Iterator[tuple[str, list]]:
+    """The names `packed` made, one at a time, in their order."""
+    start, end = 0, len(text)
+    while start < end:
+        stop = text.find("\n", start)
+        if stop == -1:
+            stop = end
+        hostname, name_root, place, links, groups = text[start:stop].split("\t")
+        yield hostname, [name_root, place, int(links), tuple(groups.split(","))]
+        start = stop + 1
+
+
+class Judge:
+    """The deny list and the caps over a Gathered's names, a slice at a time (a heavy
+    response's names are judged in steps, the loop running between them)."""
+
+    def __init__(self, gathered: Gathered, denylist: DenyList, caps: NameCaps | None) -> None:
+        self.read = gathered.read
+        self.denylist = denylist
+        self.caps = caps
+        self.kept: list[FoundName] = []
+        self.dropped: Counter[str] = Counter(gathered.refused)
+        self.by_group: Counter[str] = Counter()
+        self.by_entry: Counter[str] = Counter()
+
+    def add(self, names: Iterable[tuple[str, list]]) -> int:
+        """Judge these names (hostname, Gathered entry), in the order they were found; how
+        many there were."""
+        denial_of, caps = self.denylist.denial, self.caps
+        dropped, by_group = self.dropped, self.by_group
+        count = 0
+        for hostname, (name_root, place, links, groups) in names:
+            count += 1
+            denial = denial_of(hostname)
+            if denial is not None:
+                dropped[denial.rule] += links
+                self.by_entry[denial.entry] += links
+            elif caps is None or caps.admits(hostname, name_root):
+                self.kept.append(FoundName(hostname, name_root, place, groups[0]))
+                by_group.update(groups)
             else:
-                rule = OVER_CAP
-        if rule is not None:
-            dropped[rule] += 1
-            if entry is not None:
-                by_entry[entry] += 1
-            continue
-        if (hostname, group) not in counted:
-            counted.add((hostname, group))
-            by_group[group] += 1
-    names = tuple(kept[hostname] for hostname in sorted(kept))
-    return FilteredLinks(names, read, dict(dropped), dict(by_group), dict(by_entry))
+                dropped[OVER_CAP] += links
+        return count
+
+    def links(self) -> FilteredLinks:
+        names = tuple(sorted(self.kept, key=_hostname_of))
+        by = (dict(self.dropped), dict(self.by_group), dict(self.by_entry))
+        return FilteredLinks(names, self.read, *by)
 
 
-def _refusal(
-    hostname: str, local: frozenset[str], denylist: DenyList, allowed: tuple[Network, ...]
-) -> tuple[str | None, str | None]:
-    """(the rule that drops a name, the deny entry if it is the deny list's): a name that
-    cannot exist, an address off the public web, then the deny list; or (None, None)."""
-    refusal = name_refusal(hostname, local) or _address_rule(hostname, allowed)
-    if refusal is not None:
-        return refusal, None
-    denial = denylist.denial(hostname)
-    return (denial.rule, denial.entry) if denial else (None, None)
+def _hostname_of(name: FoundName) -> str:
+    return name.hostname
+
+
+def _refusal(hostname: str, local: frozenset[str], allowed: tuple[Network, ...]) -> str | None:
+    """The rule that drops a name that cannot exist, or an address off the public web."""
+    return name_refusal(hostname, local) or _address_rule(hostname, allowed)
 
 
 def _address_rule(hostname: str, allowed: tuple[Network, ...]) -> str | None:

@@ -32,16 +32,13 @@ milliseconds. Stats `hostcrawl/memory/given_back` (times, also a metric) and
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import gc
 import logging
 import time
 
 from scrapy import signals
 
-from crawler.core import hostnames, suffixes, urls
 from crawler.extensions.in_flight import rss_bytes
+from crawler.network.memory import give_back
 
 log = logging.getLogger(__name__)
 
@@ -49,43 +46,8 @@ CHECK = 1.0  # seconds between looks at the RSS
 GROWTH = 16 * 2**20  # bytes over the RSS after the last give-back that call for one
 MIN_GAP = 5.0  # seconds between two give-backs at least
 STILL = 2 * 2**20  # bytes of growth between two looks that still count as not growing
-# Modules whose caches (functools.lru_cache, up to 65,536 names each) hold names.
-NAME_CACHES = (suffixes, hostnames, urls)
 # Stats that count hostile responses: names over the caps, reading stopped by its budget.
 FLOOD_STATS = ("hostcrawl/links/dropped/over_cap", "hostcrawl/extract/stopped/budget_spent")
-
-
-def _malloc_trim():
-    """glibc's malloc_trim, or None (another C library: musl, macOS)."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
-
-
-MALLOC_TRIM = _malloc_trim()
-
-
-def clear_name_caches() -> None:
-    """Empty every name cache: after a flood they hold its names, one entry per name."""
-    for module in NAME_CACHES:
-        for value in vars(module).values():
-            clear = getattr(value, "cache_clear", None)
-            if clear is not None:
-                clear()
-
-
-def give_back(flooded: bool) -> None:
-    """Empty the name caches after a flood, collect every generation, then hand free heap
-    pages back to the system."""
-    if flooded:
-        clear_name_caches()
-    gc.collect()
-    if MALLOC_TRIM is not None:
-        MALLOC_TRIM(0)
 
 
 def due(rss: int, last: int, settled: int, now: float, given: float) -> bool:

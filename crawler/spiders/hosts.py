@@ -49,10 +49,18 @@ from crawler.db.crawl import claims, unfinished
 from crawler.db.server.retry import in_thread_until_up
 from crawler.downloadermiddlewares.deny import request_denied
 from crawler.items import HostItem
+from crawler.network import reader
 from crawler.network.failures import classify
+from crawler.network.reader import READ_OFF_LOOP_STAT
 from crawler.network.request_meta import FAILED_AT, OUTCOME_BY_ITEM, request_hostname
 from crawler.shared import CrawlShared
-from crawler.spiders.discovery import LimitSettings, discover
+from crawler.spiders.discovery import (
+    LimitSettings,
+    discover,
+    discover_paced,
+    heavy,
+    parts_of,
+)
 
 # Stats: links a page offered that were not saved, by reason (crawler.core.links).
 DROPPED_PREFIX = "hostcrawl/links/dropped/"
@@ -133,6 +141,10 @@ class HostsSpider(scrapy.Spider):
             crawler.signals.connect(self._item_done, signal=signal)
         crawler.signals.connect(self._request_denied, signal=request_denied)
         crawler.signals.connect(self._forgive_in_flight, signal=scrapy.signals.spider_closed)
+        # The reader process of heavy responses (crawler.spiders.discovery) lives as the
+        # crawl: started as it opens (here), stopped as it closes.
+        reader.start()
+        crawler.signals.connect(reader.stop, signal=scrapy.signals.spider_closed)
 
     async def start(self):
         """Claim due hosts in batches while there is room; poll when none is due.
@@ -303,14 +315,27 @@ class HostsSpider(scrapy.Spider):
         )
 
     def parse(self, response: Response):
+        """The page's HostItem; a heavy response's, later, read off the event loop
+        (crawler.spiders.discovery: the other hosts go on meanwhile)."""
         hostname = response.meta["hostcrawl_hostname"]
         denylist = self.state.denylist.loaded
         limits = self.limits.of_fetch(response.meta, hostname)
-        links, title = discover(response, hostname, denylist, self.sources, self.local, limits)
+        args = (response, hostname, denylist, self.sources, self.local, limits)
+        parts = parts_of(response, self.sources)
+        if heavy(parts):
+            return self._page_read_off_loop(response, parts, limits, args)
+        return [self._page_item(response, limits, *discover(*args, parts=parts))]
+
+    async def _page_read_off_loop(self, response, parts, limits, args) -> list[HostItem]:
+        self.crawler.stats.inc_value(READ_OFF_LOOP_STAT)
+        read = await discover_paced(response, parts, *args[1:])
+        return [self._page_item(response, limits, *read)]
+
+    def _page_item(self, response: Response, limits, links: FilteredLinks, title) -> HostItem:
         stopped = limits.budget.stopped
         self._count_page(links, stopped, response.meta.get("hostcrawl_fallback"))
-        yield HostItem(
-            hostname,
+        return HostItem(
+            response.meta["hostcrawl_hostname"],
             OK,
             response.status,
             response.url,

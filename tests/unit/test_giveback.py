@@ -10,6 +10,7 @@ from scrapy.utils.test import get_crawler
 from crawler.core import suffixes, urls
 from crawler.extensions import giveback
 from crawler.extensions.giveback import GROWTH, MIN_GAP, STILL, MemoryGiveBack, due
+from crawler.network import memory
 
 MB = 2**20
 SETTLED = 120 * MB
@@ -27,15 +28,15 @@ def test_a_give_back_waits_for_the_growth_to_stop_and_for_its_gap():
 def test_the_name_caches_are_emptied_after_a_flood_only():
     suffixes.root("www.example.co.uk")
     urls._link_host("www.example.co.uk")
-    giveback.give_back(flooded=False)
+    memory.give_back(flooded=False)
     assert suffixes.root.cache_info().currsize > 0
-    giveback.give_back(flooded=True)
+    memory.give_back(flooded=True)
     assert suffixes.root.cache_info().currsize == 0
     assert urls._link_host.cache_info().currsize == 0
 
 
 def test_glibc_s_malloc_trim_is_found():
-    assert giveback.MALLOC_TRIM is not None  # the tests run on glibc (Debian)
+    assert memory.MALLOC_TRIM is not None  # the tests run on glibc (Debian)
 
 
 def test_a_burst_over_and_given_back_is_counted_and_said(monkeypatch, caplog):
@@ -43,7 +44,7 @@ def test_a_burst_over_and_given_back_is_counted_and_said(monkeypatch, caplog):
     rss = iter([300 * MB, 300 * MB, 200 * MB, 200 * MB])
     monkeypatch.setattr(giveback, "rss_bytes", lambda: next(rss))
     emptied = []
-    monkeypatch.setattr(giveback, "clear_name_caches", lambda: emptied.append(True))
+    monkeypatch.setattr(memory, "clear_name_caches", lambda: emptied.append(True))
     extension = MemoryGiveBack(crawler)
     extension.settled = extension.last = 150 * MB
     extension.given = float("-inf")  # no give-back yet

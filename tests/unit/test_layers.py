@@ -97,7 +97,7 @@ ROOMS = {
     "rules": {"network", "utils"},
     "shared": {"network", "rules"},
     "downloadermiddlewares": {"network", "shared"},
-    "extensions": {"shared"},
+    "extensions": {"network", "shared"},
     "items": set(),
     "logformatter": {"items"},
     "pipelines": {"items", "rules", "shared", "utils"},
