@@ -88,9 +88,11 @@ class HostWritePipeline:
 
     async def _finish(self, item: HostItem) -> Added:
         """Write a settled host; the names its page added, as the database answered."""
+        # Asked again after an outage: whatever it answers now settles it (and is forgotten).
+        asked_again = self.state.held.asked_again(item.hostname)
         if item.outcome == OK:
             self.state.world.heard(item.hostname)
-        elif is_silence(item.outcome):
+        elif is_silence(item.outcome) and not asked_again:
             await self._unless_ours(item)
         added = await self._finishes.submit(self._crawled(item))
         self.wildcards.saw(added)
@@ -117,8 +119,6 @@ class HostWritePipeline:
         answer us, says nothing about the host: it is held back (still claimed, so a
         draining crawl waits) and asked again when the world answers, not settled, and
         stays out of the trap window. Once: its answer to that second request settles it."""
-        if self.state.held.asked_again(item.hostname):
-            return
         began = time.monotonic() - self.waited.get(item.outcome, 0.0)
         started = self.state.in_flight.get(item.hostname, began)
         layer = failure_layer(item.outcome)

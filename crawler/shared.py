@@ -119,6 +119,7 @@ class CrawlShared:
         self._rechecks: asyncio.Task | None = None
         self._summaries: asyncio.Task | None = None
         self._outage_watch: asyncio.Task | None = None
+        self._renewals: asyncio.Task | None = None
         self._silence: tuple[datetime | None, bool, int] = (None, False, 0)
         self._told, self._told_at = self._silence, float("-inf")  # what the panel was told
         self._telling: asyncio.Task | None = None
@@ -241,6 +242,7 @@ class CrawlShared:
         self._rechecks = asyncio.ensure_future(self._recheck_deferred())
         self._summaries = asyncio.ensure_future(self._sum_up_outages())
         self._outage_watch = asyncio.ensure_future(self._watch_outages())
+        self._renewals = asyncio.ensure_future(self._renew_held())
 
     async def _recheck_deferred(self) -> None:
         """Deferred blocks (ours or another worker's) are looked at again now and then."""
@@ -256,17 +258,28 @@ class CrawlShared:
             self.world.sum_up_if_due()
 
     async def _watch_outages(self) -> None:
-        """While the world is silent, it is asked again every OUTAGE_RETRY_AFTER: the
-        hosts held back wait for its answer, and nothing else may ask (the crawl may have
-        nothing left); meanwhile their claims are renewed."""
-        held, asked = self.held, time.monotonic()
+        """While the world is silent, it is asked again at the layer that failed every
+        OUTAGE_RETRY_AFTER, or sooner when the crawl hears an answer: the hosts held back
+        wait for its answer, and nothing else may ask (the crawl may have nothing left)."""
         while True:
-            await asyncio.sleep(min(self.outage_check_every, held.renew_every()))
-            await held.renew_if_due()
-            if time.monotonic() - asked >= self.outage_check_every:
-                asked = time.monotonic()
-                if self.world.unproven_since is not None:
-                    await self.world.recheck(held.hosts())
+            await self.world.next_check(self.outage_check_every)
+            if self.world.unproven_since is not None:
+                asked = self.world.recheck(self.held.hosts())
+                await self._surviving("asking whether the world answers again", asked)
+
+    async def _renew_held(self) -> None:
+        """The claims of the hosts held back are renewed every third of a lease, apart
+        from the checks (one that waits out a silent canary must not let them run out)."""
+        while True:
+            await asyncio.sleep(self.held.renew_every())
+            await self._surviving("renewing the hosts held back", self.held.renew())
+
+    async def _surviving(self, what: str, step) -> None:
+        """One step of a watch that must go on: an error is logged, the next step runs."""
+        try:
+            await step
+        except Exception:
+            log.exception("%s failed; tried again at the next step", what)
 
     def _in_background(self, coroutine) -> None:
         task = asyncio.ensure_future(coroutine)
@@ -293,7 +306,7 @@ class CrawlShared:
             return  # never opened: nothing was started
         with contextlib.suppress(ValueError):
             answered_listeners.remove(self._heard_dns)
-        for task in (self._summaries, self._outage_watch):
+        for task in (self._summaries, self._outage_watch, self._renewals):
             if task is not None:
                 task.cancel()
         if self._rechecks is not None:

@@ -102,8 +102,9 @@ CRAWL_SETTINGS: tuple[Setting, ...] = (
         "OUTAGE_RETRY_AFTER",
         15.0,
         float,
-        "seconds between asks whether the world answers again while it does not; the hosts"
-        " held back meanwhile are asked again once it does",
+        "seconds between asks whether the world answers again (at the layer that failed)"
+        " while it does not; sooner when the crawl hears an answer; the hosts held back"
+        " meanwhile are asked again once it does",
         minimum=0.1,
     ),
     Setting(

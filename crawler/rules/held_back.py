@@ -1,18 +1,20 @@
 """Hosts held back in an outage: asked again once, when it ends, not on a timer.
 
 A failure that the world check finds ours (crawler.rules.world_check) says nothing about
-the host. The host is not settled: it stays claimed by this worker, with its lease, so a
-draining crawl waits for it and no other worker takes it. When the world answers again
-(the check's event, not a clock), every host held back is given back due now, and the
-crawl asks it once more. A host whose request began in an outage that has ended by the
-time it failed is given back at once. A worker that stops gives back what it holds; one
-killed leaves it to the lease, as any claim.
+the host. The host is not settled: it stays claimed by this worker, its lease renewed
+while the outage lasts, so no other worker takes it; and a draining crawl waits for it
+whatever its row's date (crawler.db.crawl.claims: a host held back and not settled since
+is pending). When the world answers again (the check's event, not a clock), every host
+held back is given back due now, and the crawl asks it once more. A host whose request
+began in an outage that has ended by the time it failed is given back at once. A lease
+that ran out all the same (a worker stalled past two thirds of it) brings the host back
+to this worker's own claim: still held, it is not fetched. A worker that stops gives
+back what it holds; one killed leaves it to the lease, as any claim.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from datetime import timedelta
 
 from sqlalchemy import Engine
@@ -35,7 +37,6 @@ class HeldBack:
         self._hosts: set[str] = set()
         # Given back at an outage's end, not yet answered since: their next failure settles.
         self._asked_again: set[str] = set()
-        self._renewed = time.monotonic()
 
     def renew_every(self) -> float:
         """Seconds between renewals of the leases held: a third of a lease."""
@@ -45,13 +46,19 @@ class HeldBack:
         return set(self._hosts)
 
     def asked_again(self, hostname: str) -> bool:
-        """Whether `hostname` was held back and given back already: its answer now settles
-        it, whatever the world check says. An outage that flaps (canaries that went away,
-        a world half there) would otherwise hold and give back one host for ever."""
+        """Whether `hostname` was held back and given back already (forgotten once asked):
+        its answer now settles it, whatever the world check says. An outage that flaps (a
+        world half there) would otherwise hold and give back one host for ever."""
         if hostname in self._asked_again:
             self._asked_again.discard(hostname)
             return True
         return False
+
+    def not_held(self, claimed: list[str]) -> list[str]:
+        """Of hosts this worker just claimed, the ones to fetch: a host it holds back came
+        back to its claim because the lease ran out; the claim renewed it, and it waits
+        for the outage's end like the others, not asked again on that timer."""
+        return [h for h in claimed if h not in self._hosts]
 
     async def hold(self, hostname: str, outcome: str) -> None:
         """Keep `hostname` claimed until the outage ends; given back at once if it has
@@ -66,12 +73,11 @@ class HeldBack:
             return
         await self._release([hostname])
 
-    async def renew_if_due(self) -> None:
+    async def renew(self) -> None:
         """The hosts held keep their claim however long the outage lasts (a lease that ran
         out would hand them to a claim: tried again on a timer, not at the end)."""
-        if not self._hosts or time.monotonic() - self._renewed < self.renew_every():
+        if not self._hosts:
             return
-        self._renewed = time.monotonic()
         renew, hosts = queue.renew_held, sorted(self._hosts)
         args = (self.engine, hosts, self.worker, self.lease)
         await in_thread_until_up("renewing the claims of hosts held back", renew, *args)

@@ -9,6 +9,7 @@ innocent root (docs/design.md, rule 5). Only a failure that may be the world's s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -57,8 +58,9 @@ class WorldCheck:
     for it. A canary that does not answer (NXDOMAIN included: our resolver lies) starts
     an outage; with no canary to ask, failures on several roots with nothing answering
     do. Each change is logged once, and an outage is summed up every `summary_every`
-    seconds. `on_change(unproven since or None, no canary at all, hosts held back)`
-    hears every unproven check and the return (stats, the panel's banner).
+    seconds; it ends only on an answer asked afresh at the layer that failed.
+    `on_change(unproven since or None, no canary at all, hosts held back)` hears every
+    unproven check and the return (stats, the panel's banner).
     """
 
     def __init__(
@@ -110,14 +112,25 @@ class WorldCheck:
         self._last: dict[str, tuple[float, bool | None, str]] = {}  # by layer
         self._running: dict[tuple[str, str], asyncio.Task] = {}
         self._chosen: dict[str, tuple[float, list[str]]] = {}  # canaries by other_than
+        self._wake, self._rechecked_at = None, NEVER  # the outage's watch: its news, its check
 
     def heard(self, hostname: str, layer: str = NETWORK) -> None:
-        """`hostname` answered us now (a page: NETWORK; a name resolved: DNS). A page
-        that answers ends an unproven spell: the world answers us again."""
+        """`hostname` answered us now (a page: NETWORK; a name resolved: DNS). In an outage
+        no proof (a connection made before it, a cached name): the watch asks sooner."""
         self.evidence.heard(hostname, layer)
         self.tally.answered(layer, time.monotonic())
-        if layer == NETWORK and self.unproven_since is not None:
-            self._note(True, "", NETWORK)
+        if self.unproven_since is not None and self._wake is not None:
+            self._wake.set()
+
+    async def next_check(self, every: float) -> None:
+        """When the outage's watch asks again: in `every` s, or when the crawl hears an
+        answer (at most once an interval)."""
+        self._wake = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), every)
+        rest = self._rechecked_at + self.interval - time.monotonic()
+        if rest > 0:
+            await asyncio.sleep(rest)
 
     async def answers(
         self,
@@ -197,10 +210,14 @@ class WorldCheck:
         try:
             answering, why = await self.answers("", began, layer, self.recent, hostname)
             if answering is None:
-                return await self._without_canary(hostname, began, layer)
+                why = await self._without_canary(hostname, began, layer)
+            elif answering is True:
+                why = ""
         finally:
             self._asking.discard(hostname)
-        return "" if answering is True else why
+        if why and layer == NETWORK and self.unproven_since is not None:
+            self.spell_layer = NETWORK  # the network fails: only a connection ends it now
+        return why
 
     async def _without_canary(self, hostname: str, began: float, layer: str) -> str:
         """No canary to ask: the failure waits `recent` seconds for news. Another root
@@ -299,6 +316,7 @@ class WorldCheck:
         one host held back (the least lately asked) is asked in its place."""
         if self.unproven_since is None:
             return
+        self._rechecked_at = time.monotonic()
         layer = self._layer(self.spell_layer)
         if await self._canaries(""):
             await self._shared_check(layer, "")

@@ -10,7 +10,11 @@ requests fakeweb saw per host, method and path: every host once, no HEAD.
   is held back, and no host is asked twice or with a HEAD.
 - An outage that ends (our resolver silent, then back): each host held back in it is
   asked again once, when it ends (not on a timer), and the crawl, run with
-  CLOSE_WHEN_DRAINED, waits for them.
+  CLOSE_WHEN_DRAINED, waits for them, whatever their rows' dates say meanwhile (a lease
+  that ran out, a date past the lease).
+- A network outage ends on a connection made afresh: a page answered over a connection
+  made before it proves nothing, and no host held back is given back (and settled by its
+  next failure) before the network answers again.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import pytest
 from sqlalchemy import text
 
 from crawler.db.crawl import queue
+from tests.e2e.conftest import CRAWL_TIMEOUT as CRAWL_BOUND
 from tests.e2e.conftest import host_facts, known_hosts, wait_until
 from tests.fakeweb import ADDRESSES, World
 
@@ -97,6 +102,22 @@ def test_one_failure_in_a_fresh_database_is_the_hosts_own(db, fakeweb_factory, c
     assert max(asked.values()) == 1, asked
 
 
+def date_rows(db, names: list[str], when: str) -> None:
+    with db.begin() as conn:
+        dated = text(f"UPDATE queue SET next_claim_at = {when} WHERE hostname = ANY(:n)")
+        conn.execute(dated, {"n": names})
+
+
+def claimed_within_a_lease(db, names: list[str], lease: int) -> bool:
+    """Every one of `names` claimed, due again within `lease` seconds from now."""
+    sql = (
+        "SELECT count(*) FROM queue WHERE hostname = ANY(:n) AND claimed_by IS NOT NULL"
+        " AND next_claim_at > now() AND next_claim_at <= now() + make_interval(secs => :s)"
+    )
+    with db.connect() as conn:
+        return conn.execute(text(sql), {"n": names, "s": lease}).scalar() == len(names)
+
+
 SILENT_ROOTS = [f"r{i}.test" for i in range(4)]  # several roots: an outage even unproven
 HELD = [f"h{j}.{r}" for r in SILENT_ROOTS for j in range(3)]
 
@@ -127,6 +148,16 @@ def test_hosts_held_back_in_an_outage_are_asked_again_once_when_it_ends(
         return set(held_tries(db)) == set(HELD) and STARTED in worker.log()
 
     wait_until(every_host_held_back, 90, "every host to be held back in the outage")
+    # Leases that ran out, and dates past the lease (a renewal late, or a now() read in
+    # another snapshot): the crawl waits for every host held back all the same, and asks
+    # none of them again on that timer.
+    date_rows(db, HELD[::2], "now() - interval '1 minute'")
+    date_rows(db, HELD[1::2], "now() + interval '1 hour'")
+    wait_until(
+        lambda: claimed_within_a_lease(db, HELD, 8) or worker.proc.poll() is not None,
+        90,
+        "the worker to hold every host again, within its lease",
+    )
     checks = len(web.dns_queries("canary.test"))
     wait_until(
         lambda: len(web.dns_queries("canary.test")) >= checks + 2 or worker.proc.poll() is not None,
@@ -148,4 +179,56 @@ def test_hosts_held_back_in_an_outage_are_asked_again_once_when_it_ends(
     asked = requests_per_host(web)
     assert all(asked[name, "GET", "/"] == 1 for name in HELD), asked
     assert not [key for key in asked if key[1] == "HEAD"], asked  # the canary is asked by DNS
+    assert max(asked.values()) == 1, asked
+
+
+KEPT = "kept.alive.test"  # its page answers over a connection made before the outage
+CUT = [f"h{j}.n{r}.test" for r in range(3) for j in range(2)]
+DRAINED = "nothing due and nothing in flight: drained"
+
+
+def test_a_network_outage_ends_on_a_new_connection_not_an_answer_over_an_old_one(
+    db, fakeweb_factory, start_crawler
+):
+    world = World()
+    world.site("canary.test")
+    world.site(KEPT)
+    world.answer_when_told(KEPT)
+    for name in CUT:
+        world.site(name)
+    web = fakeweb_factory(world)
+    queue.seed(db, [KEPT])
+    worker = start_crawler(
+        web, CANARY_HOSTS="canary.test", RETRY_TIMES=0, DOWNLOAD_TIMEOUT=CRAWL_BOUND
+    )
+    wait_until(lambda: web.fetches(KEPT), 60, f"{KEPT}'s page to be asked for")
+    web.set_network_down(True)  # every new connection is reset; kept.alive.test's stays
+    queue.seed(db, CUT)
+
+    def every_host_held_back() -> bool:
+        return set(held_tries(db)) == set(CUT) and STARTED in worker.log()
+
+    wait_until(every_host_held_back, 90, "every host to be held back in the outage")
+    web.answer_waiting()
+    wait_until(lambda: host_facts(db, KEPT).outcome is not None, 60, f"{KEPT} to settle")
+    checks = len(web.dns_queries("canary.test"))  # each check of the network looks it up
+    wait_until(
+        lambda: len(web.dns_queries("canary.test")) >= checks + 2 or ENDED in worker.log(),
+        90,
+        "two more checks of the network after that answer",
+    )
+    assert ENDED not in worker.log(), "an answer over an old connection ended the outage"
+    assert not [name for name in CUT if host_facts(db, name).outcome is not None]
+    web.set_network_down(False)
+    worker.wait()
+
+    log = worker.log()
+    assert log.count(STARTED) == 1 and log.count(ENDED) == 1
+    assert log.index(ENDED) < log.index(DRAINED)
+    assert all(host_facts(db, name).outcome == "OK" for name in [KEPT, *CUT])
+    assert held_tries(db) == dict.fromkeys(CUT, 1)  # held once, asked again once
+    asked = requests_per_host(web)
+    assert all(asked[name, "GET", "/"] == 1 for name in [KEPT, *CUT]), asked
+    # The one check that found the network back asked the canary's status line.
+    assert [key for key in asked if key[1] == "HEAD"] == [("canary.test", "HEAD", "/")], asked
     assert max(asked.values()) == 1, asked

@@ -146,3 +146,51 @@ def test_hosts_that_answered_a_moment_ago_are_not_asked_again(db):
 
     assert run(world.holds_back("odd.hostile.test", outcome="TCP_RESET")) == ""
     assert world.lookups == 0 and world.unproven_since is None
+
+
+class LayeredWorld(ScriptedWorld):
+    """A world check whose canaries answer per layer: `says[layer]`."""
+
+    def __init__(self, engine, says: dict[str, str]) -> None:
+        super().__init__(engine, canaries=["hub.test"])
+        self.says = says
+
+    async def ask(self, hostname: str, layer: str = "network") -> str:
+        self.lookups += 1
+        return self.says[layer]
+
+
+def test_a_page_heard_in_a_network_outage_ends_it_only_when_a_canary_connects(db):
+    world = LayeredWorld(db, {"dns": "OK", "network": "TCP_RESET"})
+
+    async def spell() -> list[bool]:
+        await world.holds_back("n1.down.test", layer="network", outcome="TCP_RESET")
+        # A page answered over a connection made before the outage: no proof by itself.
+        world.heard("kept.alive.test")
+        await world.recheck(set())
+        going_on = world.unproven_since is not None
+        world.says["network"] = "OK"
+        await world.recheck(set())
+        return [going_on, world.unproven_since is None]
+
+    assert run(spell()) == [True, True]
+
+
+def test_an_outage_whose_network_failed_is_not_ended_by_names_resolving(db):
+    world = LayeredWorld(db, {"dns": "DNS_TIMEOUT", "network": "DNS_TIMEOUT"})
+
+    async def spell() -> list[bool]:
+        await world.holds_back("n1.a.test", layer="dns", outcome="DNS_TIMEOUT")  # at DNS first
+        world.says = {"dns": "OK", "network": "TCP_RESET"}
+        world._last["network"] = (time.monotonic(), False, "no connection")  # a kept verdict
+        world.keep[False] = 60.0
+        await world.holds_back("n2.b.test", layer="network", outcome="TCP_RESET")
+        world._last.pop("dns")
+        assert await world.answers(layer="dns") == (True, "")  # a check at DNS: names resolve
+        await world.recheck(set())  # the watch asks at the layer that failed: the network
+        going_on = world.unproven_since is not None
+        world.says["network"] = "OK"
+        await world.recheck(set())
+        return [going_on, world.unproven_since is None]
+
+    assert run(spell()) == [True, True]
