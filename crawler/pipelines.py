@@ -91,7 +91,7 @@ class HostWritePipeline:
         # Asked again after an outage: whatever it answers now settles it (and is forgotten).
         asked_again = self.state.held.asked_again(item.hostname)
         if item.outcome == OK:
-            self.state.world.heard(item.hostname)
+            self.state.world.heard(item.hostname, began=self.state.in_flight.get(item.hostname))
         elif is_silence(item.outcome) and not asked_again:
             await self._unless_ours(item)
         added = await self._finishes.submit(self._crawled(item))

@@ -57,11 +57,15 @@ class Evidence:
         self._silent = {DNS: _Newest(SILENCES_KEPT), NETWORK: _Newest(SILENCES_KEPT)}
         self._news: asyncio.Event | None = None
 
-    def heard(self, hostname: str, layer: str) -> None:
-        """`hostname` answered us now at `layer` (a page answered: both layers)."""
+    def heard(self, hostname: str, layer: str, began: float | None = None) -> None:
+        """`hostname` answered us now at `layer` (a page answered: both layers). A page
+        proves the world answered as of `began`, when its fetch began: its connection,
+        made then, may have outlived the world's answers (a page over it is no news)."""
         now = time.monotonic()
+        at = now if began is None else min(began, now)
         for each in (DNS, NETWORK) if layer == NETWORK else (DNS,):
-            self._answered[each].note(root(hostname), now)
+            answered = self._answered[each]
+            answered.note(root(hostname), max(at, answered.get(root(hostname), NEVER)))
         self.contacted(hostname, layer, now)
         self._tell()
 

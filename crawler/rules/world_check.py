@@ -114,10 +114,11 @@ class WorldCheck:
         self._chosen: dict[str, tuple[float, list[str]]] = {}  # canaries by other_than
         self._wake, self._rechecked_at = None, NEVER  # the outage's watch: its news, its check
 
-    def heard(self, hostname: str, layer: str = NETWORK) -> None:
-        """`hostname` answered us now (a page: NETWORK; a name resolved: DNS). In an outage
-        no proof (a connection made before it, a cached name): the watch asks sooner."""
-        self.evidence.heard(hostname, layer)
+    def heard(self, hostname: str, layer: str = NETWORK, began: float | None = None) -> None:
+        """`hostname` answered us now (a page whose fetch `began` then: NETWORK; a name
+        resolved: DNS). In an outage no proof (a connection made before it, a cached
+        name): the watch asks sooner."""
+        self.evidence.heard(hostname, layer, began)
         self.tally.answered(layer, time.monotonic())
         if self.unproven_since is not None and self._wake is not None:
             self._wake.set()
@@ -151,9 +152,14 @@ class WorldCheck:
         """
         layer = self._layer(layer)
         while True:
-            heard = self.evidence.heard_at(layer, failing or other_than)
-            if crawl_says_it_answers(heard, newer_than, time.monotonic(), recent):
-                return True, ""
+            heard, now = self.evidence.heard_at(layer, failing or other_than), time.monotonic()
+            if crawl_says_it_answers(heard, newer_than, now, recent):
+                # An outage's first failure, too, follows an answer with nothing failing
+                # since: `recent` s after it began, the failures that follow it are in.
+                if heard.last_answer >= newer_than or now >= newer_than + recent:
+                    return True, ""
+                await self.evidence.news(newer_than + recent - now)
+                continue
             kept = self._kept(layer, newer_than)
             if kept is not None:
                 return kept

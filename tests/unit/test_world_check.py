@@ -194,3 +194,24 @@ def test_an_outage_whose_network_failed_is_not_ended_by_names_resolving(db):
         return [going_on, world.unproven_since is None]
 
     assert run(spell()) == [True, True]
+
+
+def test_an_outages_first_failure_waits_for_the_failures_that_follow(db):
+    world = ScriptedWorld(db, canaries=["hub.test"], says="TCP_RESET")
+    world.recent = 30.0  # a bound: the second failure ends the wait
+
+    async def onset() -> list[str]:
+        fetch_began = time.monotonic()
+        world.heard("ok.alive.test")  # a page answered a moment ago, nothing failed since
+        first = asyncio.ensure_future(
+            world.holds_back("n1.a.test", began=time.monotonic(), outcome="TCP_RESET")
+        )
+        await asyncio.sleep(0.01)
+        world.heard("old.conn.test", began=fetch_began)  # its fetch began before: no news
+        await asyncio.sleep(0.01)
+        assert not first.done()
+        second = await world.holds_back("n2.b.test", began=time.monotonic(), outcome="TCP_RESET")
+        return [await asyncio.wait_for(first, 30), second]
+
+    whys = run(onset())
+    assert all(why.startswith("resolver/network not answering") for why in whys), whys
