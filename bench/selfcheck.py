@@ -29,7 +29,8 @@ from crawler.core.hostnames import allowed_private_networks  # noqa: E402
 from crawler.db.rules import deny_entries, trap_windows  # noqa: E402
 from crawler.db.server.engine import PROJECT_ROOT, get_engine  # noqa: E402
 from crawler.network.resolver import OutcomeResolver, parse_nameservers  # noqa: E402
-from crawler.rules.world_check import SelfCheck, WorldCheck  # noqa: E402
+from crawler.rules.self_check import SelfCheck  # noqa: E402
+from crawler.rules.world_check import WorldCheck  # noqa: E402
 
 sys.path.insert(0, str(PROJECT_ROOT))  # the local test internet lives in tests/
 from tests.fakeweb import FakeWeb, World  # noqa: E402

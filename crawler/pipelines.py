@@ -19,13 +19,12 @@ from datetime import timedelta
 from scrapy.exceptions import DropItem
 
 from crawler.core.floods import FloodWatch
+from crawler.core.outages import is_silence
 from crawler.core.outcomes import (
     DNS_TIMEOUT,
     HTTP_ROBOTS_UNREACHABLE,
     HTTP_TIMEOUT,
-    NETWORK_FAILURES,
     OK,
-    REFUSED_BY_US,
     TCP_TIMEOUT,
     TLS_TIMEOUT,
 )
@@ -41,14 +40,6 @@ from crawler.shared import CrawlShared
 from crawler.utils.batcher import Batcher
 
 log = logging.getLogger(__name__)
-
-# Failures below HTTP: our own outage produces every one of them (a resolver that lies
-# answers NXDOMAIN), so they are the host's own only while the world answers us. Not our
-# own refusals (an address not in ALLOWED_PRIVATE_NETWORKS): nothing was sent, and they
-# settle at once whatever the world does. Nor HTTP_ROBOTS_UNREACHABLE: a 5xx is an
-# answer, and a robots.txt that hangs was connected to; it settles, tried again after
-# ROBOTS_UNREACHABLE_RETRY_AFTER.
-BELOW_HTTP = (NETWORK_FAILURES - REFUSED_BY_US) | {HTTP_TIMEOUT}
 
 
 class HostWritePipeline:
@@ -66,14 +57,9 @@ class HostWritePipeline:
         # sooner than a crawled host (2.4: a robots.txt is kept at most 24 hours).
         robots_after = timedelta(seconds=settings.getint("ROBOTS_UNREACHABLE_RETRY_AFTER"))
         self.after = {HTTP_ROBOTS_UNREACHABLE: robots_after}
-        self.retry = timedelta(seconds=settings.getfloat("OUTAGE_RETRY_AFTER"))
-        # A request that failed this long after the world answered again may have
-        # started (and waited out its timeouts) during the outage.
-        # The resolver asks a silent server twice.
-        timeouts = 2 * settings.getfloat("DNS_TIMEOUT") + settings.getfloat("DOWNLOAD_TIMEOUT")
-        self.outage_edge = (settings.getint("RETRY_TIMES") + 1) * timeouts
         # How long a failure of each kind waited before it came: the world's verdict
         # must be newer than the wait's start to say whose failure it was.
+        # The resolver asks a silent server twice.
         connect = settings.getfloat("CONNECT_TIMEOUT")
         self.waited = {
             DNS_TIMEOUT: 2 * settings.getfloat("DNS_TIMEOUT"),
@@ -104,14 +90,16 @@ class HostWritePipeline:
 
     async def _finish(self, item: HostItem) -> Added:
         """Write a settled host; the names its page added, as the database answered."""
+        # Asked again after an outage: whatever it answers now settles it (and is forgotten).
+        asked_again = self.state.held.asked_again(item.hostname)
         if item.outcome == OK:
-            self.state.world.heard(item.hostname)
-        elif item.outcome in BELOW_HTTP:
+            self.state.world.heard(item.hostname, began=self.state.in_flight.get(item.hostname))
+        elif is_silence(item.outcome) and not asked_again:
             await self._unless_ours(item)
         added = await self._finishes.submit(self._crawled(item))
         self.wildcards.saw(added)
         await self._watch_floods(item, added)
-        self.state.observe_soon(item.hostname, item.outcome)
+        self.state.observe_soon(item.hostname, item.outcome, judged=True)
         return added
 
     async def _watch_floods(self, item: HostItem, added: Added) -> None:
@@ -129,27 +117,21 @@ class HostWritePipeline:
         await in_thread_until_up("marking a name flood", mark, self.state.engine, flood.page, why)
 
     async def _unless_ours(self, item: HostItem) -> None:
-        """A failure while the world is not proven to answer us says nothing about the
-        host: it is tried again soon (still claimed, so a draining crawl waits), not
-        settled, and stays out of the trap window."""
+        """A failure that may be the world's silence, while the world is not proven to
+        answer us, says nothing about the host: it is held back (still claimed, so a
+        draining crawl waits) and asked again when the world answers, not settled, and
+        stays out of the trap window. Once: its answer to that second request settles it."""
         began = time.monotonic() - self.waited.get(item.outcome, 0.0)
+        started = self.state.in_flight.get(item.hostname, began)
         layer = failure_layer(item.outcome)
         world = self.state.world
-        why = await world.holds_back(item.hostname, self.outage_edge, began, layer, item.outcome)
+        why = await world.holds_back(item.hostname, began, layer, item.outcome, started)
         if not why:
             return
-        await in_thread_until_up(
-            "retrying a host",
-            queue.retry_soon,
-            self.state.engine,
-            [item.hostname],
-            self.retry,
-            item.outcome,
-        )
+        await self.state.held.hold(item.hostname, item.outcome)
         self.crawler.stats.inc_value("hostcrawl/outage/retried")
         raise DropItem(
-            f"{item.hostname}: {item.outcome} while {why}; tried again in"
-            f" {self.retry.total_seconds():.0f} s",
+            f"{item.hostname}: {item.outcome} while {why}; asked again once the world answers",
             # By rule, one per host and try: the outage itself is told by the world
             # check (a line as it starts, a summary now and then, a line as it ends).
             log_level="DEBUG",

@@ -19,21 +19,23 @@ import socket
 import time
 import weakref
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property
 
 from scrapy import signals
 
 from crawler.core.hostnames import is_subdomain
-from crawler.core.outcomes import REFUSED_BY_US, is_network_failure
+from crawler.core.outages import is_silence
 from crawler.db.rules import world_silences
 from crawler.db.server.engine import DatabaseUrlError, get_engine
 from crawler.db.server.retry import in_thread_until_up
 from crawler.network.resolver import OutcomeResolver, answered_listeners
-from crawler.rules.evidence import DNS
+from crawler.rules.evidence import DNS, failure_layer
+from crawler.rules.held_back import HeldBack
 from crawler.rules.live_deny_list import LiveDenyList
+from crawler.rules.self_check import SelfCheck
 from crawler.rules.trap_guard import TrapGuard
-from crawler.rules.world_check import SelfCheck, WorldCheck
+from crawler.rules.world_check import WorldCheck
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +119,13 @@ class CrawlShared:
         # is growing): where the in-flight control's ramp aims.
         self.due = 0
         self.recheck_every = settings.getfloat("TRAP_RECHECK_INTERVAL")
+        self.outage_check_every = settings.getfloat("OUTAGE_RETRY_AFTER")
         self._resolver: OutcomeResolver | None = None
         self._background: set[asyncio.Task] = set()
         self._rechecks: asyncio.Task | None = None
         self._summaries: asyncio.Task | None = None
+        self._outage_watch: asyncio.Task | None = None
+        self._renewals: asyncio.Task | None = None
         self._silence: tuple[datetime | None, bool, int] = (None, False, 0)
         self._told, self._told_at = self._silence, float("-inf")  # what the panel was told
         self._telling: asyncio.Task | None = None
@@ -153,6 +158,11 @@ class CrawlShared:
             nameservers=settings.get("DNS_NAMESERVERS"),
             connect_timeout=settings.getfloat("CONNECT_TIMEOUT"),
         )
+
+    @cached_property
+    def held(self) -> HeldBack:
+        lease = timedelta(seconds=self.crawler.settings.getint("CLAIM_LEASE"))
+        return HeldBack(self.engine, self.worker, lease, self.world)
 
     @cached_property
     def traps(self) -> TrapGuard:
@@ -191,6 +201,8 @@ class CrawlShared:
         stats = self.crawler.stats
         stats.set_value(UNPROVEN_SINCE, unproven_since)
         stats.max_value("hostcrawl/world/held_back", held)
+        if unproven_since is None:  # the outage's end: its hosts are asked again, once
+            self._in_background(self.held.release_all())
         self._silence = (unproven_since, never, held)
         # Unchanged, the row is still refreshed now and then: a silent row is a live worker.
         due = self._silence != self._told or time.monotonic() - self._told_at > REFRESH_SILENCE
@@ -235,6 +247,8 @@ class CrawlShared:
         await in_thread_until_up("loading the deny list", self.denylist.load)
         self._rechecks = asyncio.ensure_future(self._recheck_deferred())
         self._summaries = asyncio.ensure_future(self._sum_up_outages())
+        self._outage_watch = asyncio.ensure_future(self._watch_outages())
+        self._renewals = asyncio.ensure_future(self._renew_held())
 
     async def _recheck_deferred(self) -> None:
         """Deferred blocks (ours or another worker's) are looked at again now and then."""
@@ -249,17 +263,46 @@ class CrawlShared:
             await asyncio.sleep(1.0)
             self.world.sum_up_if_due()
 
-    def observe_soon(self, hostname: str, outcome: str) -> None:
-        """Feed a subdomain's outcome to its root's window, without holding anyone up."""
-        if is_subdomain(hostname):
-            task = asyncio.ensure_future(self._observe(hostname, outcome))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+    async def _watch_outages(self) -> None:
+        """While the world is silent, it is asked again at the layer that failed every
+        OUTAGE_RETRY_AFTER, or sooner when the crawl hears an answer: the hosts held back
+        wait for its answer, and nothing else may ask (the crawl may have nothing left)."""
+        while True:
+            await self.world.next_check(self.outage_check_every)
+            if self.world.unproven_since is not None:
+                asked = self.world.recheck(self.held.hosts())
+                await self._surviving("asking whether the world answers again", asked)
 
-    async def _observe(self, hostname: str, outcome: str) -> None:
-        ours = outcome in REFUSED_BY_US  # refused before anything was sent: the world aside
-        if is_network_failure(outcome) and not ours and not await self.world.proven():
-            return  # our outage, maybe: not the host's failure (the pipeline retries it)
+    async def _renew_held(self) -> None:
+        """The claims of the hosts held back are renewed every third of a lease, apart
+        from the checks (one that waits out a silent canary must not let them run out)."""
+        while True:
+            await asyncio.sleep(self.held.renew_every())
+            await self._surviving("renewing the hosts held back", self.held.renew())
+
+    async def _surviving(self, what: str, step) -> None:
+        """One step of a watch that must go on: an error is logged, the next step runs."""
+        try:
+            await step
+        except Exception:
+            log.exception("%s failed; tried again at the next step", what)
+
+    def _in_background(self, coroutine) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def observe_soon(self, hostname: str, outcome: str, judged: bool = False) -> None:
+        """Feed a subdomain's outcome to its root's window, without holding anyone up
+        (`judged`: the world check has found its failure the host's own already)."""
+        if is_subdomain(hostname):
+            self._in_background(self._observe(hostname, outcome, judged))
+
+    async def _observe(self, hostname: str, outcome: str, judged: bool) -> None:
+        if not judged and is_silence(outcome):
+            layer = failure_layer(outcome)
+            if await self.world.judge(hostname, layer=layer, outcome=outcome):
+                return  # our outage: not the host's failure
         if await self.traps.observe(hostname, outcome):
             self.crawler.stats.inc_value("hostcrawl/traps/blocked")
 
@@ -269,8 +312,9 @@ class CrawlShared:
             return  # never opened: nothing was started
         with contextlib.suppress(ValueError):
             answered_listeners.remove(self._heard_dns)
-        if self._summaries is not None:
-            self._summaries.cancel()
+        for task in (self._summaries, self._outage_watch, self._renewals):
+            if task is not None:
+                task.cancel()
         if self._rechecks is not None:
             self._rechecks.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -283,5 +327,6 @@ class CrawlShared:
         if self._telling is not None:
             await asyncio.gather(self._telling, return_exceptions=True)
         with contextlib.suppress(Exception):  # a stopped worker holds nothing back
+            await asyncio.wait_for(self.held.release_all(), 60)
             await asyncio.to_thread(world_silences.clear, self.engine, self.worker)
         self.denylist.stop()

@@ -82,7 +82,8 @@ def reactor_run(reactor, settings, options):
     """Run one audit on the asyncio reactor and return its Progress."""
     from crawler.network.resolver import OutcomeResolver
     from crawler.rules.dns_audit import Audit
-    from crawler.rules.world_check import SelfCheck, WorldCheck
+    from crawler.rules.self_check import SelfCheck
+    from crawler.rules.world_check import WorldCheck
     from crawler.shared import canary_hosts, crawl_engine, url_templates
 
     resolver = OutcomeResolver.from_settings(settings, reactor)

@@ -103,8 +103,10 @@ CRAWL_SETTINGS: tuple[Setting, ...] = (
         "OUTAGE_RETRY_AFTER",
         15.0,
         float,
-        "seconds until a host that failed while no canary answered is tried again",
-        minimum=0,
+        "seconds between asks whether the world answers again (at the layer that failed)"
+        " while it does not; sooner when the crawl hears an answer; the hosts held back"
+        " meanwhile are asked again once it does",
+        minimum=0.1,
     ),
     Setting(
         "TRAP_RECHECK_INTERVAL", 30.0, float, "seconds between looks at deferred blocks", minimum=1

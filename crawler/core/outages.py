@@ -1,6 +1,10 @@
-"""Why the world does not answer us, in one line an operator can act on. Pure.
+"""Our own outage, as against the web's answers: which failures may be the world's
+silence, when the crawl's own answers prove the world answers us, when failures with
+no canary to ask are an outage, and why the world does not answer us, in one line an
+operator can act on. Pure.
 
-While no canary answers, every failure below HTTP is held back. Which layer fails
+While no canary answers, every failure that may be the world's silence is held back
+(`SILENCES`; a refusal by our own rules never is). Which layer fails
 (our resolver, or our network), how many of the tries there failed, the most common
 error, and the settings behind that layer are what the operator needs to see: the log
 line, the panel's banner and the console's progress line all say it this way, e.g.
@@ -13,6 +17,19 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import dataclass
 
+from crawler.core.outcomes import (
+    DNS_NXDOMAIN,
+    DNS_REFUSED,
+    DNS_SERVFAIL,
+    DNS_TIMEOUT,
+    HTTP_TIMEOUT,
+    TCP_REFUSED,
+    TCP_RESET,
+    TCP_TIMEOUT,
+    TLS_HANDSHAKE,
+    TLS_TIMEOUT,
+)
+
 # The layers a failure is judged at (crawler.rules.evidence uses the same words).
 DNS = "dns"
 NETWORK = "network"
@@ -20,6 +37,77 @@ LAYER_NAMES = {DNS: "DNS", NETWORK: "network"}
 TRIES = {DNS: "lookups", NETWORK: "connections"}
 # An answer is tallied under this error: the empty string is no outcome.
 ANSWERED = ""
+
+# The one list of failures that may be the world's silence rather than the host's own:
+# nothing answered us at DNS, TCP or TLS, or what answered is what our own resolver or
+# network says when it is gone (a resolver that lies answers NXDOMAIN to every name; a
+# firewall resets or breaks every connection; a network gone mid-download times out).
+# Only these make the world check ask whether the world answers us, count towards an
+# outage, and are held back in one. Every other outcome is the host's answer or our own
+# rule's refusal (ADDRESS_REFUSED, HTTP_TOO_LARGE, a deny entry's IGNORED, robots.txt,
+# an answer we could not read): settled at once, never an outage. A kind of outcome
+# added later is outside it until it is named here.
+SILENCES = frozenset(
+    {
+        DNS_TIMEOUT,
+        DNS_SERVFAIL,
+        DNS_REFUSED,
+        DNS_NXDOMAIN,
+        TCP_TIMEOUT,
+        TCP_REFUSED,
+        TCP_RESET,
+        TLS_TIMEOUT,
+        TLS_HANDSHAKE,
+        HTTP_TIMEOUT,
+    }
+)
+# Before any host has answered in this database there is no canary to ask: failures on
+# this many roots, with no answer since, are our outage; fewer are the hosts' own.
+SEVERAL_ROOTS = 3
+NEVER = float("-inf")
+
+
+def is_silence(outcome: str | None) -> bool:
+    """Whether a failure may be the world's silence, ours (see SILENCES)."""
+    return outcome in SILENCES
+
+
+@dataclass(frozen=True)
+class Heard:
+    """What the crawl heard at one layer, apart from the failure being judged: when
+    another root last answered, when another host last failed in silence, and how many
+    roots failed in silence since the last answer (the failing host's root included).
+    Times are monotonic seconds."""
+
+    last_answer: float = NEVER
+    last_silence: float = NEVER
+    roots_silent: int = 0
+
+
+def crawl_says_it_answers(heard: Heard, began: float, now: float, recent: float) -> bool:
+    """The crawl's own answers prove the world answers us, with no probe sent: another
+    root answered after the failure's wait began, or - nothing having failed in silence
+    since - within the last `recent` seconds (a host that answered a moment ago is not
+    asked again to say what it just said)."""
+    if heard.last_answer == NEVER:
+        return False
+    if heard.last_answer >= began:
+        return True
+    return heard.last_answer >= now - recent and heard.last_silence <= heard.last_answer
+
+
+def silence_without_canary(heard: Heard) -> bool:
+    """With no canary to ask, whether the failures are our outage: several roots failing
+    in silence with no answer since. One root failing is that root's failure."""
+    return heard.roots_silent >= SEVERAL_ROOTS
+
+
+def no_canary_reason(heard: Heard) -> str:
+    """Why an outage was found without a canary, in the log's and the banner's words."""
+    return (
+        f"no host has answered yet in this database, and {heard.roots_silent} roots"
+        " failed with nothing answering since"
+    )
 
 
 @dataclass(frozen=True)

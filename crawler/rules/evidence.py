@@ -19,10 +19,12 @@ from crawler.core.hostnames import root
 
 # The layers a failure is judged at: a DNS failure needs a resolver that answers, one
 # of TCP or TLS a host that answers over the network (defined with the outages' words).
-from crawler.core.outages import DNS, NETWORK
+from crawler.core.outages import DNS, NETWORK, NEVER, Heard
 
 # Roots remembered per layer for "another root answered since": the newest few suffice.
 ROOTS_KEPT = 16
+# Hosts whose last failure in silence is remembered per layer, for "several roots".
+SILENCES_KEPT = 64
 # Hosts whose last contact is remembered, for the canaries' interval.
 CONTACTS_KEPT = 4096
 
@@ -52,30 +54,48 @@ class Evidence:
     def __init__(self) -> None:
         self._answered = {DNS: _Newest(ROOTS_KEPT), NETWORK: _Newest(ROOTS_KEPT)}
         self._contacted = {DNS: _Newest(CONTACTS_KEPT), NETWORK: _Newest(CONTACTS_KEPT)}
+        self._silent = {DNS: _Newest(SILENCES_KEPT), NETWORK: _Newest(SILENCES_KEPT)}
         self._news: asyncio.Event | None = None
 
-    def heard(self, hostname: str, layer: str) -> None:
-        """`hostname` answered us now at `layer` (a page answered: both layers)."""
+    def heard(self, hostname: str, layer: str, began: float | None = None) -> None:
+        """`hostname` answered us now at `layer` (a page answered: both layers). A page
+        proves the world answered as of `began`, when its fetch began: its connection,
+        made then, may have outlived the world's answers (a page over it is no news)."""
         now = time.monotonic()
+        at = now if began is None else min(began, now)
         for each in (DNS, NETWORK) if layer == NETWORK else (DNS,):
-            self._answered[each].note(root(hostname), now)
+            answered = self._answered[each]
+            answered.note(root(hostname), max(at, answered.get(root(hostname), NEVER)))
         self.contacted(hostname, layer, now)
+        self._tell()
+
+    def silent(self, hostname: str, layer: str) -> None:
+        """`hostname` failed at `layer` now in a way our own outage would (is_silence)."""
+        self._silent[layer].note(hostname, time.monotonic())
+        self._tell()
+
+    def _tell(self) -> None:
+        """Wake whoever waits for news."""
         if self._news is not None:
             self._news.set()
             self._news = None
 
+    def heard_at(self, layer: str, other_than: str, since: float = NEVER) -> Heard:
+        """What was heard at `layer` apart from `other_than`'s own failure: the newest
+        answer of another root, the newest silence of another host, and the roots silent
+        (`other_than`'s included) since that answer and `since`."""
+        skip = root(other_than) if other_than else ""
+        answers = [at for r, at in self._answered[layer].items() if r != skip]
+        last_answer = max(answers, default=NEVER)
+        silences = self._silent[layer]
+        last_silence = max((at for h, at in silences.items() if h != other_than), default=NEVER)
+        floor = max(last_answer, since)
+        roots = {root(h) for h, at in silences.items() if at > floor}
+        return Heard(last_answer, last_silence, len(roots))
+
     def contacted(self, hostname: str, layer: str, at: float | None = None) -> None:
         """We asked `hostname` at `layer` now (or `at`), whatever it answered."""
         self._contacted[layer].note(hostname, time.monotonic() if at is None else at)
-
-    def answered_since(self, layer: str, since: float, other_than: str = "") -> bool:
-        """Whether a root other than `other_than` answered at `layer` at `since` or later."""
-        for answered_root, at in reversed(self._answered[layer].items()):
-            if at < since:
-                return False
-            if answered_root != other_than:
-                return True
-        return False
 
     def last_contact(self, hostname: str, layer: str) -> float:
         """When `hostname` was last asked at `layer` (monotonic; -inf if not lately)."""

@@ -1,25 +1,15 @@
-"""Before a block, and before a failure is believed: is it the world, or is it us?
+"""Before a failure is believed: is it the world's silence, or is it us?
 
-Our own resolver or network going away makes every host fail. Two checks keep
-that from blocking an innocent root (docs/design.md, rule 5) or settling a live host as
-dead:
-
-- `WorldCheck`: the crawl's own answers first (another root answered us
-  after the failure began: `crawler.rules.evidence`), and only when the crawl has
-  said nothing since, a few canary hosts (CANARY_HOSTS, or by default hosts
-  that have ever answered OK in this database, newest first) asked directly,
-  each at most once a CANARY_INTERVAL — a fresh DNS lookup for a DNS failure,
-  else an HTTP status line. Only an answer proves the world answers us; until
-  one does, failures are ours.
-- `SelfCheck`: before a block is written, another root must answer us after
-  the proof came, and a sample of the window's names must still fail now.
-  Otherwise the block is deferred (the window stays, the panel shows a
-  banner) and looked at again later.
+Our own resolver or network going away makes every host fail. `WorldCheck` keeps that
+from settling a live host as dead, and `crawler.rules.self_check` from blocking an
+innocent root (docs/design.md, rule 5). Only a failure that may be the world's silence
+(`crawler.core.outages.SILENCES`) is judged here; a refusal by our own rules never is.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -29,14 +19,22 @@ from scrapy.utils.defer import deferred_to_future
 from sqlalchemy import Engine
 
 from crawler.core.hostnames import root
-from crawler.core.outages import FailureTally, LayerFailures, settings_to_check, why_silent
-from crawler.core.outcomes import DNS_ALIVE, OK, is_network_failure
+from crawler.core.outages import (
+    NEVER,
+    FailureTally,
+    LayerFailures,
+    crawl_says_it_answers,
+    no_canary_reason,
+    settings_to_check,
+    silence_without_canary,
+    why_silent,
+)
+from crawler.core.outcomes import DNS_ALIVE, OK
 from crawler.core.words import counted
 from crawler.db.rules import canaries as canary_db
-from crawler.db.rules import trap_windows
 from crawler.db.server.retry import in_thread_until_up
 from crawler.network.probes import front_page
-from crawler.rules.evidence import DNS, NETWORK, Evidence, failure_layer
+from crawler.rules.evidence import DNS, NETWORK, Evidence
 
 log = logging.getLogger(__name__)
 
@@ -44,23 +42,26 @@ CANARIES = 3
 # Canaries chosen per check: the recently contacted ones are passed over.
 CANDIDATES = 4
 NO_CANARY = "no host has answered yet in this database: no canary to prove the world answers us"
+# Why a failure whose request began in an outage that has ended is asked again once.
+BEGAN_IN_OUTAGE = "its request began while the world did not answer us"
 
 
 class WorldCheck:
     """Does the world answer us now? Heard from the crawl first, a canary asked last.
 
     A failure is the host's own when another root answered us at its layer after the
-    failure began (`crawler.rules.evidence`): a busy crawl proves itself without a probe.
-    Only when the crawl has said nothing since is a canary asked, and never a host
-    contacted (by the crawl or a check) in the last `interval` seconds: one check
-    answers every failure waiting for it, and a canary hears from us at most once an
-    interval, with our User-Agent. Proven only when a canary answers: no canary to ask
-    (no host has ever answered in this database) is no proof, and neither is a canary
-    that gets NXDOMAIN now (our resolver lies). Each change is logged once, with the
-    hosts held back meanwhile, and an unproven spell is summed up every
-    `summary_every` seconds: the log of an outage is a few lines. `on_change(unproven
-    since or None, no canary at all, hosts held back)` hears every unproven check and
-    the return (stats, the panel's banner).
+    failure began, or within the last `recent` seconds with no failure since
+    (`crawler.core.outages.crawl_says_it_answers`): a crawl proves itself without a
+    probe. Only when the crawl has said nothing is a canary asked (CANARY_HOSTS, or
+    hosts that ever answered OK in this database, newest first: a fresh DNS lookup for
+    a DNS failure, else an HTTP status line with our User-Agent), and never a host
+    contacted in the last `interval` seconds: one check answers every failure waiting
+    for it. A canary that does not answer (NXDOMAIN included: our resolver lies) starts
+    an outage; with no canary to ask, failures on several roots with nothing answering
+    do. Each change is logged once, and an outage is summed up every `summary_every`
+    seconds; it ends only on an answer asked afresh at the layer that failed.
+    `on_change(unproven since or None, no canary at all, hosts held back)` hears every
+    unproven check and the return (stats, the panel's banner).
     """
 
     def __init__(
@@ -89,6 +90,8 @@ class WorldCheck:
         self.on_change = on_change
         self.summary_every = summary_every
         self.interval = interval
+        # An answer this fresh stands for a canary's, which would not be asked sooner.
+        self.recent = interval
         self.user_agent = user_agent
         self.nameservers = nameservers
         self.connect_timeout = connect_timeout
@@ -99,7 +102,9 @@ class WorldCheck:
         self.keep = {True: keep_healthy, False: keep_unhealthy, None: keep_unhealthy}
         self.lookups = 0
         self.unproven_since: datetime | None = None
-        self.last_seen_down = float("-inf")  # monotonic
+        self.spell = 0  # outages so far: a host held back in one is released at its end
+        self.spell_layer = DNS  # NETWORK once the network failed in this outage
+        self.ended_at = NEVER  # when the last outage ended (monotonic)
         self.held: set[str] = set()  # hosts whose failure was ours, this unproven spell
         self.tries_held = 0  # failures held back this spell (a host may fail many times)
         self._summed_up = (0.0, 0)  # when the spell was last told (monotonic), tries then
@@ -108,20 +113,38 @@ class WorldCheck:
         self._last: dict[str, tuple[float, bool | None, str]] = {}  # by layer
         self._running: dict[tuple[str, str], asyncio.Task] = {}
         self._chosen: dict[str, tuple[float, list[str]]] = {}  # canaries by other_than
+        self._wake, self._rechecked_at = None, NEVER  # the outage's watch: its news, its check
 
-    def heard(self, hostname: str, layer: str = NETWORK) -> None:
-        """`hostname` answered us now (a page: NETWORK; a name resolved: DNS). A page
-        that answers ends an unproven spell: the world answers us again."""
-        self.evidence.heard(hostname, layer)
+    def heard(self, hostname: str, layer: str = NETWORK, began: float | None = None) -> None:
+        """`hostname` answered us now (a page whose fetch `began` then: NETWORK; a name
+        resolved: DNS). In an outage no proof (a connection made before it, a cached
+        name): the watch asks sooner."""
+        self.evidence.heard(hostname, layer, began)
         self.tally.answered(layer, time.monotonic())
-        if layer == NETWORK and self.unproven_since is not None:
-            self._note(True, "")
+        if self.unproven_since is not None and self._wake is not None:
+            self._wake.set()
+
+    async def next_check(self, every: float) -> None:
+        """When the outage's watch asks again: in `every` s, or when the crawl hears an
+        answer (at most once an interval)."""
+        self._wake = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), every)
+        rest = self._rechecked_at + self.interval - time.monotonic()
+        if rest > 0:
+            await asyncio.sleep(rest)
 
     async def answers(
-        self, other_than: str = "", newer_than: float = float("-inf"), layer: str = NETWORK
+        self,
+        other_than: str = "",
+        newer_than: float = NEVER,
+        layer: str = NETWORK,
+        recent: float = 0.0,
+        failing: str = "",
     ) -> tuple[bool | None, str]:
-        """(True, '') when a root other than `other_than` answered at `layer` at or
-        after `newer_than` (monotonic), (False, why) when no canary does, (None, why)
+        """(True, '') when a root other than `other_than` (and `failing`'s) answered at
+        `layer` at or after `newer_than` (monotonic), or in the last `recent` seconds with
+        no other host failing since; (False, why) when no canary does, (None, NO_CANARY)
         when there is no canary to ask.
 
         A failure that waited out a timeout began that long ago: an answer from before
@@ -130,8 +153,14 @@ class WorldCheck:
         """
         layer = self._layer(layer)
         while True:
-            if self.evidence.answered_since(layer, newer_than, other_than):
-                return True, ""
+            heard, now = self.evidence.heard_at(layer, failing or other_than), time.monotonic()
+            if crawl_says_it_answers(heard, newer_than, now, recent):
+                # An outage's first failure, too, follows an answer with nothing failing
+                # since: `recent` s after it began, the failures that follow it are in.
+                if heard.last_answer >= newer_than or now >= newer_than + recent:
+                    return True, ""
+                await self.evidence.news(newer_than + recent - now)
+                continue
             kept = self._kept(layer, newer_than)
             if kept is not None:
                 return kept
@@ -141,7 +170,10 @@ class WorldCheck:
                 if verdict[0] is not True or self._last[layer][0] >= newer_than:
                     return verdict
                 continue
-            wait = await self._until_a_canary_may_be_asked(layer, other_than)
+            canaries = await self._canaries(other_than)
+            if not canaries:
+                return None, NO_CANARY
+            wait = self._until_a_canary_may_be_asked(layer, canaries)
             if wait <= 0:
                 return await self._shared_check(layer, other_than)
             await self.evidence.news(wait)
@@ -172,40 +204,78 @@ class WorldCheck:
             if running is done:
                 del self._running[key]
 
-    async def proven(self) -> bool:
-        return (await self.answers())[0] is True
+    async def judge(
+        self, hostname: str, began: float = NEVER, layer: str = NETWORK, outcome: str = ""
+    ) -> str:
+        """Why a failure of `hostname` that may be the world's silence is ours ('' when
+        it is the host's own). `began`: when its wait began (monotonic); `layer`: where
+        it failed; `outcome`: its kind, tallied for the outage's reason."""
+        layer = self._layer(layer)
+        self.evidence.silent(hostname, layer)
+        self.tally.failed(layer, outcome or "unnamed", time.monotonic())
+        self._asking.add(hostname)
+        try:
+            answering, why = await self.answers("", began, layer, self.recent, hostname)
+            if answering is None:
+                why = await self._without_canary(hostname, began, layer)
+            elif answering is True:
+                why = ""
+        finally:
+            self._asking.discard(hostname)
+        if why and layer == NETWORK and self.unproven_since is not None:
+            self.spell_layer = NETWORK  # the network fails: only a connection ends it now
+        return why
+
+    async def _without_canary(self, hostname: str, began: float, layer: str) -> str:
+        """No canary to ask: the failure waits `recent` seconds for news. Another root
+        answering makes it the host's own; several roots failing with nothing answering
+        by then make it ours (an outage: a first crawl's dead hosts fail faster than its
+        live ones answer); else one failure is no outage."""
+        deadline = time.monotonic() + self.recent
+        while True:
+            now = time.monotonic()
+            heard = self.evidence.heard_at(layer, hostname, now - self.tally.span)
+            if crawl_says_it_answers(heard, began, now, self.recent):
+                return ""
+            if self.unproven_since is not None:
+                return self._why  # nothing has answered since the outage began
+            if now >= deadline:
+                if not silence_without_canary(heard):
+                    return ""
+                self._note(None, no_canary_reason(heard), layer)
+                return self._why
+            await self.evidence.news(deadline - now)
 
     async def holds_back(
         self,
         hostname: str,
-        edge: float,
-        began: float = float("-inf"),
+        began: float = NEVER,
         layer: str = NETWORK,
         outcome: str = "",
+        started: float = NEVER,
     ) -> str:
-        """Why a failure of `hostname` below HTTP is ours, not the host's ('' when it is
-        its own): the world is unproven now, or was in the last `edge` seconds (the
-        request may have started then). `began`: when the failure's wait began
-        (monotonic); `layer`: the layer it failed at; `outcome`: its kind, tallied for
-        the outage's reason. A failure held back counts in the logs."""
-        self.tally.failed(layer, outcome or "unnamed", time.monotonic())
-        self._asking.add(hostname)
-        try:
-            answering, why = await self.answers(newer_than=began, layer=layer)
-        finally:
-            self._asking.discard(hostname)
-        if answering is True and not self.down_within(edge):
-            return ""
-        self.held.add(hostname)
-        self.tries_held += 1
-        return why or "just after our resolver or network came back"
+        """Why a failure of `hostname` that may be the world's silence says nothing about
+        the host ('' when it is the host's own): the world is silent now (the host is
+        held back until it answers), or was while its request ran (`started`, monotonic:
+        it is asked again once, now). A failure held back counts in the logs."""
+        why = await self.judge(hostname, began, layer, outcome)
+        if not why and self.silent_since(started):
+            why = BEGAN_IN_OUTAGE
+        if why:
+            self.held.add(hostname)
+            self.tries_held += 1
+        return why
+
+    def silent_since(self, started: float) -> bool:
+        """Whether the world was silent at some moment since `started` (monotonic)."""
+        return self.unproven_since is not None or NEVER < started <= self.ended_at
 
     async def _canaries(self, other_than: str) -> list[str]:
-        """The canaries to ask, of roots other than `other_than` (chosen again after an
+        """The canaries to ask, of roots other than `other_than`'s (chosen again after an
         interval: every failure waiting asks, the database once)."""
         if self.canary_hosts:
             return [h for h in self.canary_hosts if root(h) != other_than]
-        chosen_at, canaries = self._chosen.get(other_than, (float("-inf"), []))
+        chosen_at, canaries = self._chosen.get(other_than, (NEVER, []))
         if time.monotonic() - chosen_at < max(self.interval, 1.0) and canaries:
             return canaries
         canaries = await in_thread_until_up(
@@ -219,12 +289,9 @@ class WorldCheck:
         self._chosen[other_than] = (time.monotonic(), canaries)
         return canaries
 
-    async def _until_a_canary_may_be_asked(self, layer: str, other_than: str) -> float:
+    def _until_a_canary_may_be_asked(self, layer: str, canaries: list[str]) -> float:
         """Seconds until some canary was last contacted `interval` ago (0: one may be
-        asked now, or there is none to ask and the check says so at once)."""
-        canaries = await self._canaries(other_than)
-        if not canaries:
-            return 0.0
+        asked now)."""
         soonest = min(self.evidence.last_contact(name, layer) for name in canaries)
         return soonest + self._interval(layer) - time.monotonic()
 
@@ -236,20 +303,35 @@ class WorldCheck:
     async def _check(self, layer: str, other_than: str) -> tuple[bool | None, str]:
         canaries = await self._canaries(other_than)
         if not canaries:
-            verdict: tuple[bool | None, str] = (None, NO_CANARY)
+            return None, NO_CANARY
+        due = time.monotonic() - self._interval(layer)
+        asked = [h for h in canaries if self.evidence.last_contact(h, layer) <= due]
+        asked = asked[:CANARIES] or canaries[:1]
+        outcomes = await asyncio.gather(*(self.ask(name, layer) for name in asked))
+        if OK in outcomes:
+            verdict: tuple[bool | None, str] = (True, "")
         else:
-            due = time.monotonic() - self._interval(layer)
-            asked = [h for h in canaries if self.evidence.last_contact(h, layer) <= due]
-            asked = asked[:CANARIES] or canaries[:1]
-            outcomes = await asyncio.gather(*(self.ask(name, layer) for name in asked))
-            if OK in outcomes:
-                verdict = (True, "")
-            else:
-                said = ", ".join(f"{n} {o}" for n, o in zip(asked, outcomes, strict=True))
-                verdict = (False, f"resolver/network not answering (canaries: {said})")
-        self._note(*verdict)
+            said = ", ".join(f"{n} {o}" for n, o in zip(asked, outcomes, strict=True))
+            verdict = (False, f"resolver/network not answering (canaries: {said})")
+        self._note(*verdict, layer)
         self._last[layer] = (time.monotonic(), *verdict)
         return verdict
+
+    async def recheck(self, held: set[str]) -> None:
+        """While the world is silent, ask it again at the layer that failed (the watch of
+        an outage: the hosts held back wait for its end, not for a timer). With no canary,
+        one host held back (the least lately asked) is asked in its place."""
+        if self.unproven_since is None:
+            return
+        self._rechecked_at = time.monotonic()
+        layer = self._layer(self.spell_layer)
+        if await self._canaries(""):
+            await self._shared_check(layer, "")
+            return
+        if held:
+            asked = min(sorted(held), key=lambda h: self.evidence.last_contact(h, layer))
+            answered = await self.ask(asked, layer) == OK
+            self._note(True if answered else None, "" if answered else self._why, layer)
 
     async def ask(self, hostname: str, layer: str = NETWORK) -> str:
         """The host asked directly now (OK when it answers): at DNS a fresh lookup, OK
@@ -262,11 +344,6 @@ class WorldCheck:
             return OK if resolution.outcome == DNS_ALIVE else resolution.outcome
         resolver, templates = self.resolver(), self.templates
         return await front_page(resolver, hostname, templates, self.timeout, self.user_agent)
-
-    def down_within(self, seconds: float) -> bool:
-        """Whether the world was seen unproven in the last `seconds` (a request that
-        started then may have failed for our outage, though it answers now)."""
-        return time.monotonic() - self.last_seen_down <= seconds
 
     def failing(self) -> tuple[LayerFailures | None, str]:
         """The layer failing most over the summary's span, and the settings behind it."""
@@ -284,34 +361,46 @@ class WorldCheck:
         failures, check = self.failing()
         return why_silent(failures, self.tally.span, check, verdict)
 
-    def _note(self, answering: bool | None, why: str) -> None:
+    def _note(self, answering: bool | None, why: str, layer: str) -> None:
+        """A verdict at `layer`: True ends an outage (one at DNS only an outage of DNS:
+        a name resolving says nothing of the network); else it starts or goes on."""
         if answering is True:
-            if self.unproven_since is not None:
-                spell = (datetime.now(UTC) - self.unproven_since).total_seconds()
-                log.warning(
-                    "the world answers again after %.0f s: %s held back (tried"
-                    " again, not settled); blocks resume",
-                    spell,
-                    counted(len(self.held), "host was", "hosts were"),
-                )
-                self.unproven_since = None
-                self.on_change(None, False, len(self.held))
+            if self.unproven_since is not None and (layer == NETWORK or self.spell_layer == DNS):
+                self._end()
             return
-        self.last_seen_down = now = time.monotonic()
         if self.unproven_since is None:
-            self.unproven_since = datetime.now(UTC)
-            self.held = set(self._asking)
-            self.tries_held = 0
-            self._summed_up = (now, 0)
-            log.warning(
-                "the world is not answering us (%s): blocks are held, and failures below"
-                " HTTP are tried again, not settled; %s held back",
-                self.reason(why),
-                counted(len(self.held), "host"),
-            )
+            self._start(why, layer)
+        elif layer == NETWORK:
+            self.spell_layer = NETWORK
         self._why = why
         self.sum_up_if_due()
-        self.on_change(self.unproven_since, why == NO_CANARY, len(self.held))
+        self.on_change(self.unproven_since, answering is None, len(self.held))
+
+    def _start(self, why: str, layer: str) -> None:
+        self.unproven_since = datetime.now(UTC)
+        self.spell += 1
+        self.spell_layer = layer
+        self.held = set(self._asking)
+        self.tries_held = 0
+        self._summed_up = (time.monotonic(), 0)
+        log.warning(
+            "the world is not answering us (%s): blocks are held, and failures below"
+            " HTTP are held back until it answers, not settled; %s held back",
+            self.reason(why),
+            counted(len(self.held), "host"),
+        )
+
+    def _end(self) -> None:
+        spell = (datetime.now(UTC) - self.unproven_since).total_seconds()
+        log.warning(
+            "the world answers again after %.0f s: %s held back (asked again"
+            " now, not settled); blocks resume",
+            spell,
+            counted(len(self.held), "host was", "hosts were"),
+        )
+        self.unproven_since = None
+        self.ended_at = time.monotonic()
+        self.on_change(None, False, len(self.held))
 
     def sum_up_if_due(self) -> None:
         """An unproven spell is told every `summary_every` seconds: at a check, or by the
@@ -334,61 +423,3 @@ class WorldCheck:
             now - told_at,
         )
         self._summed_up = (now, self.tries_held)
-
-
-class SelfCheck:
-    """`confirm(root, reason)`: block now (True), or defer the block (False)."""
-
-    def __init__(
-        self,
-        engine: Engine,
-        world: WorldCheck,
-        count: Callable[[str, int], None] = lambda key, n: None,
-        sample: int = 3,
-    ) -> None:
-        self.engine = engine
-        self.world = world
-        self.count = count
-        self.sample = sample
-
-    async def confirm(self, domain: str, reason: str) -> bool:
-        started, lookups = time.perf_counter(), self.world.lookups
-        window = await in_thread_until_up(
-            "reading a window", trap_windows.window, self.engine, domain
-        )
-        layers = {failure_layer(observed.outcome) for observed in window}
-        layer = DNS if layers == {DNS} else NETWORK
-        # Proof at the moment of the block: another root answers us after it came.
-        moment = time.monotonic()
-        answering, why = await self.world.answers(domain, newer_than=moment, layer=layer)
-        if answering is not True:
-            return await self._defer(domain, why)
-        still_alive = await self._alive_in_sample(window)
-        if still_alive:
-            return await self._defer(domain, still_alive)
-        cost_ms = 1000 * (time.perf_counter() - started)
-        asked = self.world.lookups - lookups
-        looked_up = counted(asked, "look-up")
-        log.info("self-check before blocking %s: %s, %.0f ms", domain, looked_up, cost_ms)
-        self.count("hostcrawl/traps/selfcheck/lookups", asked)
-        self.count("hostcrawl/traps/selfcheck/ms", round(cost_ms))
-        return True
-
-    async def _alive_in_sample(self, window: list) -> str:
-        """Why the window's failures are not real now ('' when a sample still fails):
-        each name asked again at the layer it failed at (a lookup for a DNS failure)."""
-        sample = window[: self.sample]
-        asked = (self.world.ask(o.hostname, failure_layer(o.outcome)) for o in sample)
-        now = await asyncio.gather(*asked)
-        for observed, outcome in zip(sample, now, strict=True):
-            if not is_network_failure(outcome):
-                return f"{observed.hostname} now gives {outcome} (was {observed.outcome})"
-        return ""
-
-    async def _defer(self, domain: str, why: str) -> bool:
-        log.warning("block of %s deferred: %s", domain, why)
-        self.count("hostcrawl/traps/deferred", 1)
-        await in_thread_until_up(
-            "deferring a block", trap_windows.defer_block, self.engine, domain, why
-        )
-        return False

@@ -168,7 +168,8 @@ class HostsSpider(scrapy.Spider):
                 self.lease,
                 self.root_limits,
             )
-            hosts = await self._unless_unfinished(claimed.hosts)
+            # A host held back in an outage whose lease ran out is held still, not fetched.
+            hosts = await self._unless_unfinished(s.held.not_held(claimed.hosts))
             self._count_claim(claimed)
             if not hosts and self.close_when_drained and await self._drained():
                 log.info("nothing due and nothing in flight: drained")

@@ -161,8 +161,8 @@ def crawl_settings(web, scheme: str = "http", **overrides) -> dict:
         "CLAIM_POLL_INTERVAL": 0.2,
         "DNS_TIMEOUT": 1,
         "DOWNLOAD_TIMEOUT": 3,
-        # A failure before any host has answered (no proof the world answers us) is tried
-        # again after this, not settled: test scale, like the timeouts.
+        # While the world does not answer us, it is asked again this often (its hosts held
+        # back wait for its answer): test scale, like the timeouts.
         "OUTAGE_RETRY_AFTER": 1,
         # A canary's front page is asked at most once a second (10 in production): a TCP
         # trap whose window fills with no other host answering waits that long a check.

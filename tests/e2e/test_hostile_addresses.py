@@ -7,11 +7,10 @@ not it. Links, redirects and DNS answers lead there, in IPv4 and IPv6 forms.
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy import text
 
 from crawler.db.crawl import queue
-from tests.e2e.conftest import EARLY_FAILURE, assert_within_bounds
+from tests.e2e.conftest import assert_within_bounds
 from tests.fakeweb import ADDRESSES, World
 
 SECRET = "INTERNAL-SECRET-TITLE"
@@ -51,7 +50,6 @@ def internal_world() -> World:
     return world
 
 
-@pytest.mark.refetches(EARLY_FAILURE)
 def test_links_redirects_and_dns_answers_to_internal_addresses_are_neither_fetched_nor_stored(
     db, fakeweb_factory, crawl
 ):

@@ -221,6 +221,10 @@ class FakeWeb:
         """Reset every HTTP(S) connection (True), as if our network were gone, or not."""
         self.command("network-down on" if down else "network-down off")
 
+    def answer_waiting(self) -> None:
+        """Answer the requests of hosts that answer only when told (World.answer_when_told)."""
+        self.command("answer-waiting")
+
     # -- logs ---------------------------------------------------------------
 
     def requests(self) -> list[dict]:

@@ -193,6 +193,16 @@ class Network:
 
 
 NETWORK = Network()
+# Requests of hosts that answer only when told (World.answer_when_told): (protocol, reply).
+WAITING: list[tuple[HttpProtocol, tuple]] = []
+
+
+def answer_waiting() -> int:
+    """Answer every request waiting to be told; how many there were."""
+    waiting, WAITING[:] = list(WAITING), []
+    for protocol, reply in waiting:
+        protocol._answered(reply)
+    return len(waiting)
 
 
 def reset(transport) -> None:
@@ -275,6 +285,9 @@ class HttpProtocol(asyncio.Protocol):
         timing = self.responses.timing.get(host, {})
         if timing.get("hang") and timing.get("path", path) == path:
             return  # in flight until the client gives up
+        if timing.get("told") and timing["path"] == path:
+            WAITING.append((self, reply))
+            return
         if timing.get("garbled"):
             garbled.send(self.transport, timing["garbled"])
             return

@@ -30,6 +30,7 @@ from .httpserver import (
     ResetProtocol,
     Responses,
     TlsBrokenProtocol,
+    answer_waiting,
 )
 from .world import ADDRESSES, World
 
@@ -161,7 +162,7 @@ def control_handler(responder: DnsResponder, stop: asyncio.Event):
     """asyncio.start_server callback for the line-based control port.
 
     Commands: "ping", "dns-silent on|off", "dns-nxdomain on|off", "network-down on|off",
-    "stop"; each is
+    "answer-waiting" (World.answer_when_told), "stop"; each is
     answered "ok" once it has taken effect, or "error ...".
     """
 
@@ -178,6 +179,8 @@ def control_handler(responder: DnsResponder, stop: asyncio.Event):
                 responder.nxdomain = command[1] == "on"
             elif command in (["network-down", "on"], ["network-down", "off"]):
                 NETWORK.down = command[1] == "on"
+            elif command == ["answer-waiting"]:
+                answer_waiting()
             elif command == ["stop"]:
                 stop.set()
             elif command != ["ping"]:

@@ -365,6 +365,14 @@ class World:
         self.timing[name] = {"hang": True} if path is None else {"hang": True, "path": path}
         return name
 
+    def answer_when_told(self, name: str, path: str = "/") -> str:
+        """Host `name` reads a request for `path` and answers it only when told
+        (FakeWeb.answer_waiting): an answer over a connection made long before."""
+        name = normalize_host(name)
+        self._ensure_served(name)
+        self.timing[name] = {"told": True, "path": path}
+        return name
+
     def trickle(self, name: str, chunk: int = 64, every: float = 0.5) -> str:
         """Host `name` sends its answer's head at once, then its body `chunk` bytes
         every `every` seconds."""

@@ -7,6 +7,7 @@ ends; a host held back by it is dropped at DEBUG, by its reason alone.
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 from scrapy import Spider
@@ -45,6 +46,11 @@ class SilentWorld(WorldCheck):
         return self.says
 
 
+async def sent_after_it(world: WorldCheck) -> str:
+    """What holds_back says of a request sent after the outage ended."""
+    return await world.holds_back("n0.down.test", started=time.monotonic())
+
+
 def told(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
 
@@ -54,11 +60,12 @@ def test_an_outage_is_a_line_as_it_starts_a_summary_and_a_line_as_it_ends(db, ca
 
     async def outage(world: SilentWorld) -> None:
         for i in range(HOSTS):
-            assert await world.holds_back(f"n{i % 50}.down.test", 0, outcome=DNS_TIMEOUT)
+            assert await world.holds_back(f"n{i % 50}.down.test", outcome=DNS_TIMEOUT)
         world.summary_every = 0  # the summary is due: the next check tells it
-        assert await world.holds_back("n0.down.test", edge=0)
+        assert await world.holds_back("n0.down.test")
         world.says = "OK"
-        assert await world.holds_back("n0.down.test", edge=-1) == ""  # no edge to wait out
+        await world.recheck(set())  # the outage's watch hears it answer again
+        assert await sent_after_it(world) == ""
 
     run(outage(SilentWorld(db, summary_every=3600)))
 
@@ -90,11 +97,14 @@ def crawler(db):
 def test_a_host_held_back_by_an_outage_is_dropped_at_debug_by_its_reason(crawler, monkeypatch):
     pipeline = HostWritePipeline.from_crawler(crawler)
 
-    async def unproven(hostname, edge, began, layer, outcome):
+    async def unproven(hostname, began, layer, outcome, started):
         return "resolver/network not answering"
 
+    async def held(hostname, outcome):
+        return None
+
     monkeypatch.setattr(CrawlShared.of(crawler).world, "holds_back", unproven)
-    monkeypatch.setattr("crawler.pipelines.queue.retry_soon", lambda *args: None)
+    monkeypatch.setattr(CrawlShared.of(crawler).held, "hold", held)
     item = HostItem("n1.down.test", DNS_TIMEOUT, final_url="http://n1.down.test/")
     with pytest.raises(DropItem) as dropped:
         run_in_loop(pipeline.process_item(item))
@@ -105,5 +115,5 @@ def test_a_host_held_back_by_an_outage_is_dropped_at_debug_by_its_reason(crawler
     logged = message % args[0] if args else message
     assert logged == (
         "Dropped: n1.down.test: DNS_TIMEOUT while resolver/network not answering;"
-        " tried again in 15 s"
+        " asked again once the world answers"
     )

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from crawler.core.outages import crawl_says_it_answers
 from crawler.network.probes import handshake
 from crawler.rules.evidence import DNS, NETWORK, Evidence, failure_layer
 from crawler.rules.world_check import WorldCheck
@@ -49,7 +50,7 @@ def test_another_root_answering_after_a_failure_began_proves_the_world_without_a
     async def crawl() -> str:
         began = time.monotonic()
         world.heard("www.other.test")  # a page of another root answered since
-        return await world.holds_back("n1.trap.test", edge=0, began=began)
+        return await world.holds_back("n1.trap.test", began=began)
 
     assert run(crawl()) == ""
     assert world.asked == []
@@ -59,22 +60,23 @@ def test_an_answer_from_before_the_failure_began_is_no_proof():
     evidence = Evidence()
     evidence.heard("www.other.test", NETWORK)
     heard_at = evidence.last_contact("www.other.test", NETWORK)
-    assert not evidence.answered_since(NETWORK, heard_at + 1)
-    assert evidence.answered_since(NETWORK, heard_at)
+    heard = evidence.heard_at(NETWORK, "n1.trap.test")
+    assert not crawl_says_it_answers(heard, heard_at + 1, heard_at + 1, recent=0)
+    assert crawl_says_it_answers(heard, heard_at, heard_at, recent=0)
 
 
 def test_an_answer_of_the_same_root_is_no_proof_for_that_root():
     evidence = Evidence()
     evidence.heard("a.trap.test", NETWORK)
-    assert not evidence.answered_since(NETWORK, float("-inf"), other_than="trap.test")
-    assert evidence.answered_since(NETWORK, float("-inf"), other_than="else.test")
+    assert evidence.heard_at(NETWORK, "trap.test").last_answer == float("-inf")
+    assert evidence.heard_at(NETWORK, "else.test").last_answer > float("-inf")
 
 
 def test_a_resolved_name_proves_the_resolver_not_the_network():
     evidence = Evidence()
     evidence.heard("www.other.test", DNS)
-    assert evidence.answered_since(DNS, float("-inf"))
-    assert not evidence.answered_since(NETWORK, float("-inf"))
+    assert evidence.heard_at(DNS, "").last_answer > float("-inf")
+    assert evidence.heard_at(NETWORK, "").last_answer == float("-inf")
 
 
 def test_twenty_failures_in_a_row_ask_each_canary_once():
@@ -85,7 +87,7 @@ def test_twenty_failures_in_a_row_ask_each_canary_once():
         whys = []
         for i in range(20):
             began = time.monotonic()  # each began after the last verdict
-            failure = world.holds_back(f"n{i}.trap.test", 0, began, NETWORK)
+            failure = world.holds_back(f"n{i}.trap.test", began, NETWORK)
             waiting = asyncio.ensure_future(failure)
             for _ in range(3):
                 await asyncio.sleep(0)
@@ -102,7 +104,7 @@ def test_failures_waiting_together_share_one_check():
 
     async def together() -> list[str]:
         began = time.monotonic()
-        waits = [world.holds_back(f"n{i}.trap.test", 0, began, DNS) for i in range(30)]
+        waits = [world.holds_back(f"n{i}.trap.test", began, DNS) for i in range(30)]
         return await asyncio.gather(*waits)
 
     assert run(together()) == [""] * 30
@@ -117,7 +119,7 @@ def test_a_canary_contacted_within_the_interval_waits_for_news_instead():
         world.evidence.contacted(canary, NETWORK)
 
     async def wait_for_news() -> str:
-        pending = asyncio.ensure_future(world.holds_back("n1.trap.test", 0))
+        pending = asyncio.ensure_future(world.holds_back("n1.trap.test"))
         await asyncio.sleep(0)
         assert not pending.done()
         world.heard("www.late.test")

@@ -25,6 +25,7 @@ from datetime import timedelta
 from sqlalchemy import Connection, Engine, text
 
 from crawler.db.crawl import rollups
+from crawler.db.crawl.counts import HELD
 from crawler.db.deployments import deployment_of
 from crawler.db.server.retry import retry_conflicts
 from crawler.db.server.sql_pieces import DUE, UNDER_ROOT, filled, under_params
@@ -49,6 +50,14 @@ DUE_ALL = text(filled(DUE, under=""))
 # A root held over its budget has nothing claimable until then: not pending.
 NOT_HELD = """AND NOT EXISTS (SELECT 1 FROM roots r
                          WHERE r.root = q.root AND r.held_until > now())"""
+# A host held back in our outage (crawler.rules.held_back) and not settled since: it is
+# asked again when the outage ends, so the crawl is pending whatever its row's date (a
+# lease renewed late, or run out, or a date read in another snapshot's now() on a cluster
+# made a draining crawl stop with every host held). Only hosts ever held back (the
+# partial ix_hosts_held_at); a row an entry took out of routing is not waited for.
+HELD_NOW = f"""
+    SELECT 1 FROM hosts h JOIN queue q ON q.root = h.root AND q.hostname = h.hostname
+     WHERE {HELD} AND q.status_reason IS NULL AND q.denied_by IS NULL"""
 CRAWL_PENDING = text(
     f"""
     SELECT EXISTS (SELECT 1 FROM queue
@@ -56,6 +65,7 @@ CRAWL_PENDING = text(
                       AND next_claim_at > now() AND next_claim_at <= now() + :lease
                       AND claimed_by IS NOT NULL)
         OR EXISTS ({filled(DUE, under=NOT_HELD)})
+        OR EXISTS ({HELD_NOW})
     """
 )
 # The oldest due rows, for a claim that found no root: a row dated by a hand-made change
@@ -134,8 +144,8 @@ def claim(
 
 
 def crawl_pending(engine: Engine, lease: timedelta = DEFAULT_LEASE) -> bool:
-    """True while a host is due, or any worker holds an unexpired claim (its links
-    may make more due).
+    """True while a host is due, any worker holds an unexpired claim (its links may
+    make more due), or a host is held back in an outage, whatever its date.
 
     One statement, so one snapshot: a finish that releases its claim and makes
     its links due in the same transaction cannot slip between two checks.

@@ -33,8 +33,11 @@ from crawler.db.server.estimates import DUE, count_rows
 # minutes without a word is a worker that is gone (crawler.db.rules.world_silences).
 STALE_SILENCE = timedelta(minutes=10)
 SPELL_SINCE = text("SELECT min(since) FROM world_silences WHERE checked_at > now() - :stale")
-# A host held back now: held during the spell, and no result written since.
-HELD_NOW = "h.held_at >= :since AND (h.last_crawled_at IS NULL OR h.last_crawled_at < h.held_at)"
+# A host held back (the rule the drain check shares, crawler.db.crawl.claims): held in an
+# outage, and no result written since.
+HELD = "h.held_at IS NOT NULL AND (h.last_crawled_at IS NULL OR h.last_crawled_at < h.held_at)"
+# Held back now: held during the spell.
+HELD_NOW = f"h.held_at >= :since AND {HELD}"
 HELD_BACK = text(f"SELECT count(*) FROM hosts h WHERE {HELD_NOW}")
 # A claim counts while its lease runs (crawler.db.deployments' claims).
 CLAIMED = "q.claimed_by IS NOT NULL AND q.next_claim_at > now()"

@@ -251,14 +251,33 @@ UNCHARGE = text(
 ).bindparams(*names_param("names", "roots"))
 
 
+# A held-back host its worker still holds: given back, due now, for any worker to claim.
+RELEASE_HELD = text(
+    "UPDATE queue SET next_claim_at = now(), claimed_by = NULL, claimed_at = NULL,"
+    " unfinished_claims = 0"
+    " WHERE root = ANY(:roots) AND hostname = ANY(:names) AND claimed_by = :worker"
+    f" AND status_reason IS NULL RETURNING {DATED}"
+).bindparams(*names_param("names", "roots"))
+
+
+# Its lease renewed while the outage lasts: a lease shorter than the outage would hand it
+# to a claim (a try on a timer). A later date needs no root's date lowered.
+RENEW_HELD = text(
+    "UPDATE queue SET next_claim_at = now() + :after"
+    " WHERE root = ANY(:roots) AND hostname = ANY(:names) AND claimed_by = :worker"
+    " AND status_reason IS NULL"
+).bindparams(*names_param("names", "roots"))
+
+
 @retry_conflicts
 def retry_soon(
     engine: Engine, hostnames: Sequence[str], after: timedelta, outcome: str | None = None
 ) -> None:
-    """Claimed hosts whose try said nothing about them (our own outage): due again
-    `after` from now, still claimed by their worker, so a draining crawl waits. The try
-    is counted on the host (held_tries, and its `outcome` as the last one held back) and
-    in this minute's failures of its layer (host_minutes), and not in its root's budget."""
+    """Claimed hosts whose try said nothing about them (our own outage): held back, due
+    again `after` from now (the lease, released sooner by `release_held`), still claimed
+    by their worker, so a draining crawl waits. The try is counted on the host
+    (held_tries, and its `outcome` as the last one held back) and in this minute's
+    failures of its layer (host_minutes), and not in its root's budget."""
     with engine.begin() as conn:
         pending = rollups.Rollups()
         for roots, names in by_shard_group(conn, {h: root(h) for h in hostnames}):
@@ -268,6 +287,27 @@ def retry_soon(
             pending.lower_next_due(conn.execute(RETRY_SOON, {**params, "after": after}).all())
         pending.count_held([outcome] * len(hostnames))
         pending.write(conn)
+
+
+@retry_conflicts
+def release_held(engine: Engine, hostnames: Sequence[str], worker: str) -> None:
+    """The world answers again: `worker`'s held-back hosts are due now (a row another
+    worker claimed since, its lease having run out, is left to it)."""
+    with engine.begin() as conn:
+        pending = rollups.Rollups()
+        for roots, names in by_shard_group(conn, {h: root(h) for h in hostnames}):
+            params = {"names": names, "roots": roots, "worker": worker}
+            pending.lower_next_due(conn.execute(RELEASE_HELD, params).all())
+        pending.write(conn)
+
+
+@retry_conflicts
+def renew_held(engine: Engine, hostnames: Sequence[str], worker: str, after: timedelta) -> None:
+    """`worker`'s held-back hosts stay claimed: due again `after` from now."""
+    with engine.begin() as conn:
+        for roots, names in by_shard_group(conn, {h: root(h) for h in hostnames}):
+            params = {"names": names, "roots": roots, "worker": worker, "after": after}
+            conn.execute(RENEW_HELD, params)
 
 
 @retry_conflicts
