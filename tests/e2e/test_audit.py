@@ -273,7 +273,7 @@ def test_resolver_survives_a_dns_server_that_goes_silent(db, fakeweb_factory, tm
     outcomes = audit_outcomes(db)
     assert all(outcomes[n] in ("DNS_ALIVE", "DNS_TIMEOUT") for n in names)
     assert deny_entries.list_entries(db, "blocked") == []
-    assert "audited 3000 hosts" in log_path.read_text()
+    assert "audited 3,000 hosts" in log_path.read_text()
 
 
 DEAD_ROOTS = [f"dead{i}.test" for i in range(6)]

@@ -85,7 +85,7 @@ def api(client, crawled):
 
 def test_the_main_page_names_no_denied_host(client, crawled, mode):
     html = client.get("/").get_data(as_text=True)
-    assert html.count("<svg") == 3 and "big.test: 12 hosts" in html  # health, hours, roots
+    assert html.count("<svg") == 4 and "big.test: 12 hosts" in html  # health, hours twice, roots
     assert names_denied(html) == []
     assert f".{TRAP}" not in html and f".{SOCIAL}" not in html
 
