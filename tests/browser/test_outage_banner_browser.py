@@ -20,16 +20,16 @@ pytest_plugins = ["tests.unit.test_panel_support"]
 NAMES = [f"n{i}.quiet{i}.test" for i in range(3)]
 
 
-def a_silent_resolver(page: Page, db, fakeweb_factory, width: int):
-    """NAMES seeded, their sites served but the resolver silent; the page at `width`:
+def a_silent_resolver(page: Page, db, fakeweb_factory, width: int, names=NAMES):
+    """`names` seeded, their sites served but the resolver silent; the page at `width`:
     the web."""
     page.set_viewport_size({"width": width, "height": 900})
     world = World()
-    for name in NAMES:
+    for name in names:
         world.site(name)
     web = fakeweb_factory(world)
     web.set_dns_silent(True)
-    queue.seed(db, NAMES)
+    queue.seed(db, names)
     return web
 
 

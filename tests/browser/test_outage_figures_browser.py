@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from crawler.db.crawl import counts
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.test_outage_banner_browser import NAMES, a_silent_resolver
+from tests.browser.test_outage_banner_browser import a_silent_resolver
 from tests.browser.test_roots_browser import log_in
 from tests.e2e.conftest import CrawlerProcess, crawl_settings
 from tests.unit.test_metrics import samples
@@ -26,6 +26,10 @@ from tests.waiting import wait_until
 pytest_plugins = ["tests.unit.test_panel_support"]
 
 WORKERS = 2
+# Each worker holds at most PER_WORKER hosts (its in-flight limit), so each holds three
+# roots of its own: enough for an outage before any host has answered (several roots).
+PER_WORKER = 3
+NAMES = [f"n{i}.quiet{i}.test" for i in range(WORKERS * PER_WORKER)]
 DNS_MINUTES = text(
     "SELECT to_char(minute AT TIME ZONE 'UTC', 'HH24:MI') FROM host_minutes"
     " GROUP BY minute HAVING sum(dns) > 0 ORDER BY 1"
@@ -41,7 +45,7 @@ def both_workers_held_every_host(db) -> bool:
     with db.connect() as conn:
         silent = conn.execute(text("SELECT count(*) FROM world_silences")).scalar_one()
         tries = conn.execute(text("SELECT sum(held_tries) FROM hosts")).scalar_one() or 0
-        return silent == WORKERS and counts.held_back(conn) == len(NAMES) and tries >= 2 * 3
+        return silent == WORKERS and counts.held_back(conn) == len(NAMES) and tries >= len(NAMES)
 
 
 def no_retry_pending(db) -> bool:
@@ -57,11 +61,11 @@ def shown(page: Page, selector: str) -> str:
 def test_the_views_agree_on_an_outage_seen_by_two_workers(
     page: Page, db, operators, fakeweb_factory, tmp_path, width
 ):
-    web = a_silent_resolver(page, db, fakeweb_factory, width)
+    web = a_silent_resolver(page, db, fakeweb_factory, width, NAMES)
     token = give_api_token(db, "alice", "t0k3n")
     log_in(page, "/")
 
-    settings = crawl_settings(web, CLOSE_WHEN_DRAINED=0, RETRY_TIMES=0)
+    settings = crawl_settings(web, CLOSE_WHEN_DRAINED=0, RETRY_TIMES=0, MAX_IN_FLIGHT=PER_WORKER)
     workers = [CrawlerProcess(settings, tmp_path / f"worker{i}.log") for i in range(WORKERS)]
     try:
         wait_until(lambda: both_workers_held_every_host(db), 120, "both workers to hold all")
@@ -86,7 +90,7 @@ def test_the_views_agree_on_an_outage_seen_by_two_workers(
     assert metrics[("hostcrawl_hosts_in_flight", ())] == truth.in_flight
 
     failed = truth.failed
-    assert failed.by_layer["DNS"] >= 2 * 3 and failed.tried == failed.held  # none settled
+    assert failed.by_layer["DNS"] >= len(NAMES) and failed.tried == failed.held  # none settled
     assert shown(page, "#health-failures") == f"100% of {failed.tried:,}"
     assert metrics[("hostcrawl_tried_recently", ())] == failed.tried
     for layer, n in failed.by_layer.items():

@@ -200,17 +200,19 @@ def test_an_outages_first_failure_waits_for_the_failures_that_follow(db):
     world = ScriptedWorld(db, canaries=["hub.test"], says="TCP_RESET")
     world.recent = 30.0  # a bound: the second failure ends the wait
 
+    def reset_now(hostname: str):
+        """A TCP_RESET of `hostname`'s fetch begun now."""
+        return world.holds_back(hostname, began=time.monotonic(), outcome="TCP_RESET")
+
     async def onset() -> list[str]:
         fetch_began = time.monotonic()
         world.heard("ok.alive.test")  # a page answered a moment ago, nothing failed since
-        first = asyncio.ensure_future(
-            world.holds_back("n1.a.test", began=time.monotonic(), outcome="TCP_RESET")
-        )
+        first = asyncio.ensure_future(reset_now("n1.a.test"))
         await asyncio.sleep(0.01)
         world.heard("old.conn.test", began=fetch_began)  # its fetch began before: no news
         await asyncio.sleep(0.01)
-        assert not first.done()
-        second = await world.holds_back("n2.b.test", began=time.monotonic(), outcome="TCP_RESET")
+        assert not first.done()  # waiting for what follows (bounded by world.recent)
+        second = await reset_now("n2.b.test")
         return [await asyncio.wait_for(first, 30), second]
 
     whys = run(onset())
