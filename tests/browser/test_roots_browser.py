@@ -24,6 +24,8 @@ def log_in(page: Page, then: str) -> None:
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     expect(page.locator(".who")).to_have_text("alice")
+    # the page's stylesheets too: a test that measures the layout must not read it unstyled
+    page.wait_for_load_state("load")
 
 
 def a_crawl_with_a_farm(db) -> None:
