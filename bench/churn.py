@@ -221,7 +221,7 @@ def prepare(url: str, defaults: bool) -> None:
     with engine.begin() as conn:
         conn.execute(
             text(
-                "UPDATE queue SET next_claim_at = now() - random() * interval '30 days'"
+                "UPDATE hosts SET next_claim_at = now() - random() * interval '30 days'"
                 " WHERE status_reason IS NULL AND denied_by IS NULL"
             )
         )
@@ -237,7 +237,7 @@ def prepare(url: str, defaults: bool) -> None:
             {"kept": CLAIMS_KEPT, "share": BACKFILL_SHARE},
         )
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text("VACUUM ANALYZE queue"))
+        conn.execute(text("VACUUM ANALYZE hosts"))
         conn.execute(text("VACUUM ANALYZE root_claims"))
     engine.dispose()
 

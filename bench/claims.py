@@ -28,7 +28,7 @@ no deny-entry check and no per-root limit
     WITH c AS (SELECT hostname FROM queue
                 WHERE status_reason IS NULL AND denied_by IS NULL AND next_claim_at <= now()
                ORDER BY next_claim_at LIMIT :n FOR UPDATE SKIP LOCKED)
-    UPDATE queue q SET next_claim_at = now() + interval '10 minutes'
+    UPDATE hosts q SET next_claim_at = now() + interval '10 minutes'
       FROM c WHERE q.hostname = c.hostname RETURNING q.hostname
 
 Before each round every dated row is made due again, the budget counters are
@@ -73,14 +73,14 @@ BARE = text(
     WITH c AS (SELECT hostname FROM queue
                 WHERE status_reason IS NULL AND denied_by IS NULL AND next_claim_at <= now()
                ORDER BY next_claim_at LIMIT :n FOR UPDATE SKIP LOCKED)
-    UPDATE queue q SET next_claim_at = now() + interval '10 minutes'
+    UPDATE hosts q SET next_claim_at = now() + interval '10 minutes'
       FROM c WHERE q.hostname = c.hostname RETURNING q.hostname
     """
 )
 NO_CHECK = " (it has no deny check and no per-root limit)"
 RESET = [
     text(
-        "UPDATE queue SET next_claim_at = now() - interval '1 hour', claimed_by = NULL"
+        "UPDATE hosts SET next_claim_at = now() - interval '1 hour', claimed_by = NULL"
         " WHERE next_claim_at IS NOT NULL"
     ),
     text("DELETE FROM root_claims"),
@@ -165,7 +165,7 @@ def one_big_root(rng: random.Random) -> tuple[list[str], list[str]]:
 def load(engine, names: list[str], sites: list[str]) -> DenyList:
     with engine.begin() as conn:
         conn.execute(
-            text("TRUNCATE change_log, trap_window, wildcard_probes, queue, hosts CASCADE")
+            text("TRUNCATE change_log, trap_window, wildcard_probes, hosts CASCADE")
         )
     before, after = sites[:3], sites[3:6]
     deny_entries.add_no_follow(engine, [*before, "doubleclick.net"], note="bench")
@@ -188,7 +188,7 @@ def reset(engine) -> None:
         for statement in RESET:
             conn.execute(statement)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text("VACUUM ANALYZE queue"))
+        conn.execute(text("VACUUM ANALYZE hosts"))
         conn.execute(text("VACUUM ANALYZE roots"))
 
 
@@ -259,7 +259,7 @@ def seed_distinct_roots(engine, rng: random.Random) -> None:
     while len(domains) < AFTER_SEED_ROOTS:
         domains.add(registered_domain(rng))
     with engine.begin() as conn:
-        conn.execute(text("TRUNCATE change_log, trap_window, root_claims, queue, hosts CASCADE"))
+        conn.execute(text("TRUNCATE change_log, trap_window, root_claims, hosts CASCADE"))
         conn.execute(text("TRUNCATE roots"))
     start = time.perf_counter()
     queue.seed(engine, sorted(domains))

@@ -212,7 +212,7 @@ def load(url: str, rng: random.Random) -> dict:
             for row in reasons:
                 copy.write_row(row)
         cur.execute(
-            "UPDATE queue q SET blocked_reason = r.reason, blocked_at = r.at"
+            "UPDATE hosts q SET blocked_reason = r.reason, blocked_at = r.at"
             " FROM reasons r WHERE q.hostname = r.hostname"
         )
         for name in no_follow:

@@ -118,10 +118,7 @@ def insert_stale_row(engine, hostname: str, root: str) -> None:
     """A due row saved by a worker whose deny list was stale (nothing took it out)."""
     with engine.begin() as conn:
         conn.execute(
-            text("INSERT INTO hosts (hostname, root) VALUES (:h, :r)"), {"h": hostname, "r": root}
-        )
-        conn.execute(
-            text("INSERT INTO queue (hostname, root, next_claim_at) VALUES (:h, :r, now())"),
+            text("INSERT INTO hosts (hostname, root, next_claim_at) VALUES (:h, :r, now())"),
             {"h": hostname, "r": root},
         )
         rollups.count_hosts(conn, new=[root])

@@ -1,8 +1,7 @@
 """`hostcrawl prune`: forget what is past its retention (crawler/db/crawl/retention.py).
 
 Workers already prune every PRUNE_INTERVAL seconds; this is for a deployment
-without running workers, a one-off after lowering a setting, or hosts rows left
-without a queue row by a hand-made change (which only this command looks for).
+without running workers, or a one-off after lowering a setting.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ SHOWN = {
 @friendly_errors
 def prune(change_log_days: int | None, probe_days: int | None, dry_run: bool) -> None:
     """Delete what is past each retention setting (see `hostcrawl settings`, group
-    retention) and hosts rows without a queue row."""
+    retention)."""
     rules = retention.Rules.from_environment()
     if change_log_days is not None:
         rules = dataclasses.replace(rules, change_log=change_log_days)
@@ -59,4 +58,3 @@ def prune(change_log_days: int | None, probe_days: int | None, dry_run: bool) ->
         keep = getattr(rules, kind)
         kept = f"older than {keep} {unit}" if keep else "none: all kept"
         click.echo(f"{what}: {verb} {getattr(pruned, kind):,} ({kept})")
-    click.echo(f"hosts without a queue row: {verb} {pruned.orphan_hosts:,}")

@@ -252,7 +252,7 @@ def leases_ran_out(db) -> bool:
 def host_facts(db, hostname: str):
     with db.connect() as conn:
         return conn.execute(
-            text("SELECT * FROM hosts JOIN queue USING (hostname, root) WHERE hostname = :h"),
+            text("SELECT * FROM hosts WHERE hostname = :h"),
             {"h": hostname},
         ).first()
 

@@ -118,7 +118,7 @@ def test_backoff_grows_with_each_failure_up_to_the_cap(db, fakeweb_factory):
         facts = host_facts(db, "gone.test")
         waits.append(round((facts.next_claim_at - facts.audited_at).total_seconds()))
         with db.begin() as conn:  # make it due again for the next round
-            conn.execute(text("UPDATE queue SET next_claim_at = now()"))
+            conn.execute(text("UPDATE hosts SET next_claim_at = now()"))
     assert waits == [120, 240, 480, 500]
 
 

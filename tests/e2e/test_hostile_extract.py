@@ -138,7 +138,7 @@ def test_a_host_whose_leases_ran_out_twice_in_flight_is_put_off_unfetched(
     web = fakeweb_factory(world)
     queue.seed(db, [*ORDINARY, "pill.test"])
     with db.begin() as conn:  # two workers froze on it until their leases ran out
-        conn.execute(text("UPDATE queue SET unfinished_claims = 2 WHERE hostname = 'pill.test'"))
+        conn.execute(text("UPDATE hosts SET unfinished_claims = 2 WHERE hostname = 'pill.test'"))
     worker = crawl(web)
     assert_crawled_within_bounds(db, web, worker)
     facts = host_facts(db, "pill.test")

@@ -26,7 +26,7 @@ def hold_all_but(db, domain: str, due: int) -> None:
     with db.begin() as conn:
         conn.execute(
             text(
-                "UPDATE queue SET next_claim_at = now() + interval '1 day'"
+                "UPDATE hosts SET next_claim_at = now() + interval '1 day'"
                 " WHERE root = :r AND hostname NOT IN"
                 " (SELECT hostname FROM queue WHERE root = :r AND next_claim_at <= now()"
                 "  AND hostname NOT IN (SELECT hostname FROM hosts WHERE outcome IS NOT NULL)"
@@ -41,7 +41,7 @@ def release(db, domain: str) -> None:
     with db.begin() as conn:
         conn.execute(
             text(
-                "UPDATE queue SET next_claim_at = now() WHERE root = :r AND hostname NOT IN"
+                "UPDATE hosts SET next_claim_at = now() WHERE root = :r AND hostname NOT IN"
                 " (SELECT hostname FROM hosts WHERE outcome IS NOT NULL)"
             ),
             {"r": domain},

@@ -104,7 +104,7 @@ def test_one_failure_in_a_fresh_database_is_the_hosts_own(db, fakeweb_factory, c
 
 def date_rows(db, names: list[str], when: str) -> None:
     with db.begin() as conn:
-        dated = text(f"UPDATE queue SET next_claim_at = {when} WHERE hostname = ANY(:n)")
+        dated = text(f"UPDATE hosts SET next_claim_at = {when} WHERE hostname = ANY(:n)")
         conn.execute(dated, {"n": names})
 
 

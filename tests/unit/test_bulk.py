@@ -87,7 +87,7 @@ def test_seed_allows_what_the_operator_allows(db):
 def test_a_second_run_answers_already_and_dates_a_dateless_row(db):
     insert_hosts(db, ["dateless.test"])
     with db.begin() as conn:
-        conn.execute(text("UPDATE queue SET next_claim_at = NULL"))
+        conn.execute(text("UPDATE hosts SET next_claim_at = NULL"))
     assert [c.status for c in bulk.collect(bulk.seed(db, ["x.test"]))] == ["queued"]
     again = bulk.collect(bulk.seed(db, ["x.test", "dateless.test"]))
     assert [c.status for c in again] == ["already", "already"]

@@ -52,12 +52,12 @@ def test_a_due_bound_is_only_ever_lowered(db):
 
 def test_a_known_host_without_a_date_dates_its_root_when_seeded_again(db):
     seed(db, "a.z.test")
-    execute(db, "UPDATE queue SET next_claim_at = NULL; UPDATE roots SET next_due_at = NULL")
+    execute(db, "UPDATE hosts SET next_claim_at = NULL; UPDATE roots SET next_due_at = NULL")
     assert roots(db) == {"z.test": (1, "none")}
     assert seed(db, "a.z.test") == ["already"]
     assert roots(db) == {"z.test": (1, "now")}
     # Beside a new host of the same root (its due bound comes with the count).
-    execute(db, "UPDATE queue SET next_claim_at = NULL; UPDATE roots SET next_due_at = NULL")
+    execute(db, "UPDATE hosts SET next_claim_at = NULL; UPDATE roots SET next_due_at = NULL")
     assert seed(db, "a.z.test", "b.z.test") == ["already", "queued"]
     assert roots(db) == {"z.test": (2, "now")}
 

@@ -41,14 +41,14 @@ SHOWN = sorted(
 HIDDEN = ["trap.test", "a.trap.test", "b.trap.test", "social.test", "www.social.test"]
 ENTRY = text(
     """
-    UPDATE queue SET status_reason = :rule, next_claim_at = NULL, note = :note,
+    UPDATE hosts SET status_reason = :rule, next_claim_at = NULL, note = :note,
            blocked_reason = :reason, blocked_at = CAST(:blocked_at AS timestamptz)
      WHERE root = :root AND hostname = :name
     """
 )
 TAKE_OUT = text(
     """
-    UPDATE queue SET denied_by = :name
+    UPDATE hosts SET denied_by = :name
      WHERE root = :root AND hostname LIKE '%.' || :name AND status_reason IS NULL
     """
 )

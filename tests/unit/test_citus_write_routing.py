@@ -24,7 +24,7 @@ def every_group(engine) -> list[str]:
     roots = [r for group in roots_by_shard(engine, 2).values() for r in group]
     queue.save_hosts(engine, [f"a.{r}" for r in roots])
     with engine.begin() as conn:
-        conn.execute(text("UPDATE queue SET claimed_by = 'w1', claimed_at = now()"))
+        conn.execute(text("UPDATE hosts SET claimed_by = 'w1', claimed_at = now()"))
     return roots
 
 

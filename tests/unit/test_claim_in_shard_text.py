@@ -16,7 +16,7 @@ from crawler.db.functions import sql_function
 
 # In the function: format()'s arguments for the group's shards, and the prepared
 # statement's parameters in the order it passes them.
-SHARDS = {"%1$s": "roots", "%2$s": "queue", "%3$s": "root_claims"}
+SHARDS = {"%1$s": "roots", "%2$s": "hosts", "%3$s": "root_claims"}
 PARAMETERS = (":locked", ":concurrency", ":budget", ":n", ":lease", ":worker")
 
 

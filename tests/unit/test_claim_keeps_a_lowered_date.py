@@ -14,7 +14,7 @@ from crawler.db.crawl import claims, queue, rollups
 from tests.waiting import WAITS_ON_A_LOCK, wait_until, waits_on_a_lock
 
 PUT_BACK = (
-    "UPDATE queue SET denied_by = NULL WHERE root = 'race.test' AND hostname = 'b.race.test'"
+    "UPDATE hosts SET denied_by = NULL WHERE root = 'race.test' AND hostname = 'b.race.test'"
     " RETURNING root, next_claim_at"
 )
 DATES = text(

@@ -25,16 +25,20 @@ SCHEMA_RELATIONS = text(
 )
 # The schema's relations only: the first claim of a process also reads pg_extension
 # (whether the database is a cluster, asked once), whose catalog locks are no root's.
+# One a relation or advisory key, whatever its modes (hosts is read, locked FOR UPDATE and
+# updated: three modes, one relation).
 OWN_LOCKS = text(
-    "SELECT l.locktype FROM pg_locks l LEFT JOIN pg_class c ON c.oid = l.relation"
-    " WHERE l.pid = pg_backend_pid() AND l.granted AND (l.locktype = 'advisory'"
-    " OR (l.locktype = 'relation' AND c.relnamespace = 'public'::regnamespace))"
+    "SELECT l.locktype FROM (SELECT DISTINCT locktype, relation, classid, objid, objsubid"
+    "                          FROM pg_locks WHERE pid = pg_backend_pid() AND granted) l"
+    " LEFT JOIN pg_class c ON c.oid = l.relation"
+    " WHERE l.locktype = 'advisory'"
+    " OR (l.locktype = 'relation' AND c.relnamespace = 'public'::regnamespace)"
 )
 
 
 def analyze(db) -> None:
     with db.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text("ANALYZE hosts, queue, roots"))
+        conn.execute(text("ANALYZE hosts, roots"))
 
 
 def seed_distinct_roots(db, n: int) -> None:

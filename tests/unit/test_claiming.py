@@ -35,7 +35,7 @@ def test_four_processes_claim_every_row_exactly_once(db, database_url):
     deny_entries.upsert_blocked(db, "blocked.test", "trap")
     deny_entries.add_no_follow(db, ["nofollow.test"])
     with db.begin() as conn:
-        conn.execute(text("UPDATE queue SET next_claim_at = NULL WHERE hostname = 'dateless.test'"))
+        conn.execute(text("UPDATE hosts SET next_claim_at = NULL WHERE hostname = 'dateless.test'"))
 
     context = multiprocessing.get_context("spawn")
     start = context.Manager().Event()
@@ -55,7 +55,7 @@ def test_expired_lease_makes_a_row_claimable_again(db):
     assert claims.claim(db, 10, "w1", lease=timedelta(minutes=10)) == ["lease.test"]
     assert claims.claim(db, 10, "w2") == []
     with db.begin() as conn:  # let the lease run out
-        conn.execute(text("UPDATE queue SET next_claim_at = now() - interval '1 second'"))
+        conn.execute(text("UPDATE hosts SET next_claim_at = now() - interval '1 second'"))
     assert claims.claim(db, 10, "w2") == ["lease.test"]
     with db.connect() as conn:
         assert conn.execute(text("SELECT claimed_by FROM queue")).scalar() == "w2"
@@ -66,10 +66,10 @@ def test_never_routed(db):
     deny_entries.upsert_blocked(db, "blocked.test", "trap")
     deny_entries.add_no_follow(db, ["nofollow.test"])
     with db.begin() as conn:
-        conn.execute(text("UPDATE queue SET next_claim_at = NULL WHERE hostname = 'dateless.test'"))
+        conn.execute(text("UPDATE hosts SET next_claim_at = NULL WHERE hostname = 'dateless.test'"))
         conn.execute(
             text(
-                "UPDATE queue SET next_claim_at = now() WHERE next_claim_at IS NULL"
+                "UPDATE hosts SET next_claim_at = now() WHERE next_claim_at IS NULL"
                 " AND hostname <> 'dateless.test'"
             )
         )
@@ -81,7 +81,7 @@ def test_claim_order_is_oldest_first(db, engine):
     with engine.begin() as conn:
         conn.execute(
             text(
-                "UPDATE queue SET next_claim_at = now() - interval '1 day'"
+                "UPDATE hosts SET next_claim_at = now() - interval '1 day'"
                 " WHERE hostname = 'old.test'"
             )
         )

@@ -30,7 +30,7 @@ def test_a_block_waits_for_a_finish_holding_a_trap_row_without_a_deadlock(
         # The finish's first statement: the crawled host's queue row.
         finish.execute(
             text(
-                "UPDATE queue SET next_claim_at = now() + interval '1 day'"
+                "UPDATE hosts SET next_claim_at = now() + interval '1 day'"
                 " WHERE root = 'trap.test' AND hostname = 'n1.trap.test'"
             )
         )

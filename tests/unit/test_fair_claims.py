@@ -82,7 +82,7 @@ def test_an_expired_lease_no_longer_counts(db):
     with db.begin() as conn:  # the dead worker's leases run out
         conn.execute(
             text(
-                "UPDATE queue SET next_claim_at = now() - interval '1 second'"
+                "UPDATE hosts SET next_claim_at = now() - interval '1 second'"
                 " WHERE claimed_by = 'dead'"
             )
         )
@@ -132,7 +132,7 @@ def test_hosts_saved_under_an_entry_never_starve_the_claims(db):
     with db.begin() as conn:  # the stale names are the oldest due rows
         conn.execute(
             text(
-                "UPDATE queue SET next_claim_at = now() - interval '1 day'"
+                "UPDATE hosts SET next_claim_at = now() - interval '1 day'"
                 " WHERE hostname LIKE 'y.stale%'"
             )
         )
@@ -213,5 +213,5 @@ def test_a_row_dated_by_hand_is_claimed_though_its_root_was_not_told(db):
     queue.save_hosts(db, ["a.late.test", "b.late.test"])
     finish(db, claims.claim_polite(db, 10, "w").hosts)  # both crawled: due in a week
     with db.begin() as conn:
-        conn.execute(text("UPDATE queue SET next_claim_at = now() WHERE hostname = 'a.late.test'"))
+        conn.execute(text("UPDATE hosts SET next_claim_at = now() WHERE hostname = 'a.late.test'"))
     assert claims.claim_polite(db, 10, "w").hosts == ["a.late.test"]

@@ -28,7 +28,7 @@ MIGRATIONS = Path(__file__).parents[2] / "migrations/versions"
 # new version fails here: raise the version, add a migration that installs it (a
 # database already migrated never sees an edit alone), then write the new pair here.
 STATED = {
-    "claim_in_shard": (4, "ba4b34b7a19353c864db3ce7b3a2e6941d008bd58e1cf77dabcc3f6d97c13e4a"),
+    "claim_in_shard": (5, "64fc3a0b16657219ab644448439d6edf4a0f81a37085ac1668c5631b7d271ee1"),
     "claim_in_shard_prepared": (
         1,
         "7fc135c96f994322e280a1158fcfaece64db5529d16816170107f79516f0288f",

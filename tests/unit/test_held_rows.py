@@ -33,7 +33,7 @@ def held_back(engine, hostname: str) -> None:
 def date(engine, hostname: str, when: str) -> None:
     with engine.begin() as conn:
         conn.execute(
-            text(f"UPDATE queue SET next_claim_at = {when} WHERE hostname = :h"), {"h": hostname}
+            text(f"UPDATE hosts SET next_claim_at = {when} WHERE hostname = :h"), {"h": hostname}
         )
 
 

@@ -1,8 +1,8 @@
 """Readers keep an index plan when an index goes (docs/scaling.md, "What each index is
-for"). hosts has no index by root and none over reversed names (migration 0028): a root's
-page walks the queue's index over reversed names, in order; the root filter of the list
-and the export takes the queue's partial indexes by root; and every host's facts are
-probed by hosts' key. On one server and on the cluster."""
+for"). hosts has no index by root (migration 0028) and one row a host (0030): a root's
+page walks the index over reversed names, in order; the root filter of the list and the
+export takes the partial indexes by root; a list reads each host once. On one server and
+on the cluster."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 
-from crawler.db.deployments import ONE_SERVER, deployment_of
+from crawler.db.deployments import deployment_of
 from crawler.db.operators import bulk
 from crawler.db.operators.export import export_statement
 from crawler.db.operators.host_filter import HostFilter
@@ -63,27 +63,24 @@ def farm(either):
     with either.begin() as conn:
         conn.execute(
             text(
-                f"UPDATE queue SET denied_by = 's.{SMALL}'"
+                f"UPDATE hosts SET denied_by = 's.{SMALL}'"
                 f" WHERE root = '{SMALL}' AND hostname LIKE '%.s.{SMALL}'"
             )
         )
     with either.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text("ANALYZE hosts; ANALYZE queue"))
+        conn.execute(text("ANALYZE hosts"))
     return either
 
 
-def test_a_roots_page_walks_the_reversed_names_of_the_queue_in_order(farm):
+def test_a_roots_page_walks_the_reversed_names_in_order(farm):
     page, *_ = keyset(
         root_rows.subdomain_statement(FARM), root_rows.SUBDOMAIN_ORDER, None, None, 50
     )
     nodes = worker_nodes(farm, page)
-    walks = reads_of(nodes, "queue")
-    assert [n["Node Type"] for n in walks] == ["Index Scan"], nodes
-    assert walks[0]["Index Name"].startswith("ix_queue_reversed"), nodes
+    walks = reads_of(nodes, "hosts")
+    assert [n["Node Type"] for n in walks] == ["Index Scan"], nodes  # the facts in its rows
+    assert walks[0]["Index Name"].startswith("ix_hosts_reversed"), nodes
     assert all(n["Node Type"] != "Sort" for n in nodes), nodes  # the page is the walk's order
-    # Each row's facts by hosts' whole key: no index of hosts' own over the names' tree.
-    probes = reads_of(nodes, "hosts")
-    assert probes and all(n.get("Index Name", "").startswith("pk_hosts") for n in probes), nodes
 
 
 def test_a_roots_page_shows_every_host_of_the_root_in_name_tree_order(farm):
@@ -101,39 +98,48 @@ def statement_on(db, make):
 
 
 @pytest.mark.parametrize(
-    ("make", "queue_indexes"),
+    ("make", "indexes"),
     [
-        (lambda found: export_statement(HostFilter(), found), None),
-        (lambda found: host_statement(HostFilter(outcome="none"), deployment=found), None),
         (
             lambda found: host_statement(HostFilter(root=SMALL), deployment=found),
-            {"ix_queue_root_due"},
+            {"ix_hosts_root_due"},
         ),
         (
             lambda found: export_statement(HostFilter(root=SMALL), found),
-            {"ix_queue_root_due"},
+            {"ix_hosts_root_due"},
         ),
         (
             lambda found: export_statement(HostFilter(root=SMALL, include_denied=True), found),
-            {"ix_queue_root_due", "ix_queue_hidden_root"},
+            {"ix_hosts_root_due", "ix_hosts_hidden_root"},
         ),
     ],
-    ids=["export", "list never crawled", "list of a root", "export of a root", "with denied"],
+    ids=["list of a root", "export of a root", "with denied"],
 )
-def test_a_hosts_facts_are_probed_by_its_key_and_a_root_by_the_queue(farm, make, queue_indexes):
+def test_a_root_is_read_by_its_partial_indexes(farm, make, indexes):
+    """The root's rows by its partial indexes, never a walk of every host."""
     nodes = worker_nodes(farm, statement_on(farm, make))
-    probes = reads_of(nodes, "hosts")
-    assert probes and all(n.get("Index Name", "pk_hosts").startswith("pk_hosts") for n in probes)
-    # A shard here holds about 1,300 hosts: its planner may read it whole for a hash join.
-    # On one server, and on any shard of a real size, the facts are probed by the key.
-    if deployment_of(farm) == ONE_SERVER:
-        assert all(n["Node Type"] == "Index Scan" for n in probes), nodes
-    if queue_indexes:  # the root's rows, by its partial indexes: never the whole queue
-        used = {n.get("Index Name", "").rsplit("_1", 1)[0] for n in reads_of_indexes(nodes)}
-        assert queue_indexes <= used, nodes
-        assert all(n["Node Type"] != "Seq Scan" for n in reads_of(nodes, "queue")), nodes
+    used = {n.get("Index Name", "").rsplit("_1", 1)[0] for n in reads_of_indexes(nodes)}
+    assert indexes <= used, nodes
+    assert all(n["Node Type"] != "Seq Scan" for n in reads_of(nodes, "hosts")), nodes
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda found: export_statement(HostFilter(), found),
+        lambda found: host_statement(HostFilter(outcome="none"), deployment=found),
+    ],
+    ids=["export", "list never crawled"],
+)
+def test_a_list_reads_each_host_once(farm, make):
+    """One row a host (0030): the list and the export read hosts in one walk, and the deny
+    test probes the entries' own index; no join of a host's row to another."""
+    nodes = worker_nodes(farm, statement_on(farm, make))
+    reads = reads_of(nodes, "hosts")
+    walks = [n for n in reads if not n.get("Index Name", "").startswith("ix_hosts_entries")]
+    assert len(walks) == 1, nodes
 
 
 def reads_of_indexes(nodes: list[dict]) -> list[dict]:
-    """The nodes that read an index of the queue."""
-    return [n for n in nodes if n.get("Index Name", "").startswith("ix_queue_")]
+    """The nodes that read an index of hosts."""
+    return [n for n in nodes if n.get("Index Name", "").startswith("ix_hosts_")]

@@ -43,7 +43,7 @@ def crawled(db):
     deny_entries.upsert_blocked(db, TRAP, "subdomain generator: 61 of 61 failed")
     deny_entries.add_no_follow(db, [SOCIAL], note="a platform")
     with db.begin() as conn:
-        conn.execute(text("ANALYZE hosts, queue"))
+        conn.execute(text("ANALYZE hosts"))
     return db
 
 
@@ -134,7 +134,7 @@ def test_a_host_a_stale_worker_saved_under_an_entry_is_named_nowhere(client, api
     from the list, and its root (a no_follow entry) from the chart of top roots. (The
     figures count it: they subtract the rows the entries took out of routing.)"""
     with crawled.begin() as conn:
-        conn.execute(text("UPDATE queue SET denied_by = NULL WHERE hostname = 'u0.social.test'"))
+        conn.execute(text("UPDATE hosts SET denied_by = NULL WHERE hostname = 'u0.social.test'"))
     assert names_denied(client.get("/").get_data(as_text=True)) == []
     assert names_denied(api.get("/api/stats").get_data(as_text=True)) == []
     assert "u0.social.test" not in {row["hostname"] for row in list_rows(api)}

@@ -49,7 +49,7 @@ def test_bad_input_shows_its_reason_beside_the_field_and_stores_nothing(client, 
 def test_preview_counts_what_an_entry_would_take_and_stores_nothing(client, db):
     insert_hosts(db, ["ex.test", "www.ex.test", "a.b.ex.test", "notex.test"])
     with db.begin() as conn:
-        conn.execute(text("UPDATE queue SET next_claim_at = NULL WHERE hostname = 'ex.test'"))
+        conn.execute(text("UPDATE hosts SET next_claim_at = NULL WHERE hostname = 'ex.test'"))
     response = post_form(
         client, "/no_follow", {"entries": "https://EX.test:8080/path", "preview": "Preview"}
     )

@@ -81,7 +81,7 @@ def loaded(db) -> Loaded:
         conn.execute(text("UPDATE hosts SET outcome = 'OK' WHERE abs(hashtext(hostname)) % 3 = 0"))
         # A stale worker saved a host under an entry after the entry was made:
         # denied_by is unset, yet the host must stay hidden.
-        conn.execute(text("UPDATE queue SET denied_by = NULL WHERE hostname LIKE 'a%.social.test'"))
+        conn.execute(text("UPDATE hosts SET denied_by = NULL WHERE hostname LIKE 'a%.social.test'"))
         stale = conn.execute(
             text("SELECT count(*) FROM queue WHERE hostname LIKE 'a%.social.test'")
         ).scalar()

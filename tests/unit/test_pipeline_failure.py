@@ -33,10 +33,7 @@ def pipeline(db):
 def claim_row(db, hostname: str):
     with db.connect() as conn:
         return conn.execute(
-            text(
-                "SELECT claimed_by, h.outcome FROM queue JOIN hosts h USING (hostname)"
-                " WHERE hostname = :h"
-            ),
+            text("SELECT claimed_by, outcome FROM hosts WHERE hostname = :h"),
             {"h": hostname},
         ).one()
 

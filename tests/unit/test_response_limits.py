@@ -126,7 +126,7 @@ LEASE = timedelta(seconds=600)
 def lease_runs_out(db, hostname: str) -> None:
     with db.begin() as conn:
         conn.execute(
-            text("UPDATE queue SET next_claim_at = now() - interval '1 s' WHERE hostname = :h"),
+            text("UPDATE hosts SET next_claim_at = now() - interval '1 s' WHERE hostname = :h"),
             {"h": hostname},
         )
 

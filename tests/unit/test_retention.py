@@ -1,5 +1,5 @@
 """Retention: every table that grows with time is pruned, by hand and on a schedule, one
-process at a time, in batches; trap windows keep their size; no orphans."""
+process at a time, in batches; trap windows keep their size."""
 
 from __future__ import annotations
 
@@ -20,11 +20,6 @@ from crawler.db.rules import deny_entries, trap_windows
 from crawler.extensions.pruning import ScheduledPrune
 from tests.loops import run as run_in_loop
 from tests.unit.test_cli import hostcrawl
-
-ORPHANS = (
-    "SELECT h.hostname FROM hosts h"
-    " WHERE NOT EXISTS (SELECT 1 FROM queue q WHERE q.hostname = h.hostname)"
-)
 
 
 def window_sizes(db) -> dict[str, int]:
@@ -111,14 +106,9 @@ def test_the_prune_command_and_its_settings(db, monkeypatch):
     assert refused.returncode == 2 and refused.stderr.startswith("error: ")
 
 
-def orphans(db) -> list[str]:
-    with db.connect() as conn:
-        return list(conn.execute(text(ORPHANS)).scalars())
-
-
-def test_every_writer_keeps_hosts_and_queue_rows_paired(db):
-    """hosts rows are referenced by their queue row: every way in makes both, the one
-    way out (a removed entry's own row) takes both."""
+def test_an_entry_only_row_goes_with_its_entry_and_every_host_stays(db):
+    """Every way in makes a host's one row; the one way out is a removed entry's own row
+    (never routed, crawled or audited)."""
     queue.save_hosts(db, ["a.test", "www.a.test"])
     queue.seed(db, ["seed.test"])
     page = FilteredLinks.of(["new.test", "www.new.test", "a.test"])
@@ -130,22 +120,10 @@ def test_every_writer_keeps_hosts_and_queue_rows_paired(db):
     trap_windows.record_outcomes(db, [("x.a.test", "DNS_NXDOMAIN")], size=50)
     with db.connect() as conn:
         known = set(conn.execute(text("SELECT hostname FROM hosts")).scalars())
+        in_queue = set(conn.execute(text("SELECT hostname FROM queue")).scalars())
     assert {"a.test", "www.a.test", "seed.test", "new.test", "www.new.test"} <= known
     assert "rule.test" not in known and "trap.test" not in known
-    assert orphans(db) == []
-    assert retention.prune(db).orphan_hosts == 0
-
-
-def test_prune_deletes_a_hosts_row_left_without_its_queue_row(db):
-    queue.save_hosts(db, ["a.test", "b.test"])
-    with db.begin() as conn:
-        conn.execute(text("DELETE FROM queue WHERE hostname = 'b.test'"))  # by hand
-    assert orphans(db) == ["b.test"]
-    assert retention.prune(db, dry_run=True).orphan_hosts == 1
-    assert retention.prune(db).orphan_hosts == 1
-    assert orphans(db) == []
-    with db.connect() as conn:
-        assert list(conn.execute(text("SELECT hostname FROM hosts")).scalars()) == ["a.test"]
+    assert in_queue == known  # the queue is a view of the same rows
 
 
 def test_prune_keeps_65_minutes_of_per_root_claim_counts(db):

@@ -23,10 +23,6 @@ AGED = [
     " SELECT 'r' || i || '.test', 'held back',"
     " now() - make_interval(days => CASE WHEN i < 7 THEN 10 ELSE 1 END)"
     " FROM generate_series(0, 9) i",
-    # Hosts rows left without their queue rows by a hand-made change (their roots counted).
-    "INSERT INTO hosts (hostname, root) SELECT 'o' || i || '.test', 'o' || i || '.test'"
-    " FROM generate_series(1, 4) i",
-    "INSERT INTO roots (root, hosts) SELECT 'o' || i || '.test', 1 FROM generate_series(1, 4) i",
     "INSERT INTO change_log (at, actor, action, hostname)"
     " SELECT now() - make_interval(days => CASE WHEN i <= 6 THEN 100 ELSE 1 END),"
     " 'test', 'block', 'a.test' FROM generate_series(1, 9) i",
@@ -54,7 +50,6 @@ def test_every_kind_is_pruned_in_batches_on_both_deployments(either, monkeypatch
     expected = retention.Pruned(
         change_log=6,
         wildcard_probes=5,
-        orphan_hosts=4,
         root_claims=10,
         trap_window=10,
         trap_deferrals=7,
@@ -74,6 +69,5 @@ def test_every_kind_is_pruned_in_batches_on_both_deployments(either, monkeypatch
     }
     with engine.connect() as conn:
         kept = conn.execute(text("SELECT root, hosts, window_size, window_failed FROM roots"))
-        orphans = [(f"o{i}.test", 0, 0, 0) for i in range(1, 5)]  # their roots count them out
-        assert sorted(kept.all()) == orphans + [(domain, 3, 2, 2) for domain in ROOTS]
+        assert sorted(kept.all()) == [(domain, 3, 2, 2) for domain in ROOTS]
     assert retention.prune(engine) == retention.Pruned()

@@ -12,7 +12,7 @@ from sqlalchemy import event, text
 
 from crawler.core.links import FilteredLinks
 from crawler.core.outcomes import ALIVE, counts_as_failed
-from crawler.db.crawl import claims, queue, retention
+from crawler.db.crawl import claims, queue
 from crawler.db.crawl.queue import Crawled, CrawlResult
 
 
@@ -69,24 +69,13 @@ def test_a_finish_keeps_the_roots_as_a_recount_would(db):
     again = claims.claim(db, 10, "w")  # the new ones (due now)
     queue.release(db, again)
     with db.begin() as conn:
-        conn.execute(text("UPDATE queue SET next_claim_at = now() WHERE hostname LIKE '%a.test'"))
+        conn.execute(text("UPDATE hosts SET next_claim_at = now() WHERE hostname LIKE '%a.test'"))
     later = [h for h in claims.claim(db, 10, "w") if h.endswith("a.test")]
     assert sorted(later) == ["a.test", "new.a.test", "www.a.test"]
     queue.finish_many(db, [crawled(h, "OK", {"e.test"}) for h in later])
     assert roots_table(db) == recounted(db)
     assert roots_table(db)["a.test"] == (3, 3, 0)  # www.a.test answered this time
     assert due_bounds(db) == []
-
-
-def test_pruned_hosts_leave_their_roots_counts(db):
-    """A gone host's counters move down (Counter's | once dropped negative counts, and
-    the root kept counting the host)."""
-    queue.save_hosts(db, ["a.test", "b.test"])
-    queue.finish_many(db, [crawled(h, "DNS_NXDOMAIN", set()) for h in claims.claim(db, 2, "w")])
-    with db.begin() as conn:
-        conn.execute(text("DELETE FROM queue WHERE hostname = 'b.test'"))  # an orphan, by hand
-    assert retention.prune(db).orphan_hosts == 1
-    assert roots_table(db) == recounted(db) == {"a.test": (1, 0, 1)}
 
 
 def test_a_finish_writes_roots_and_the_hour_once(db):

@@ -27,7 +27,7 @@ def analyses(db) -> dict[str, int]:
         rows = conn.execute(
             text(
                 "SELECT relname, analyze_count FROM pg_stat_user_tables"
-                " WHERE relname IN ('hosts', 'queue')"
+                " WHERE relname = 'hosts'"
             )
         )
         return dict(rows.all())
@@ -46,10 +46,10 @@ def test_a_large_bulk_write_analyzes_what_it_changed(db):
     before = analyses(db)
     bulk.collect(bulk.seed(db, hosts(HOSTS)))
     after = analyses(db)
-    assert after["hosts"] > before["hosts"] and after["queue"] > before["queue"]
+    assert after["hosts"] > before["hosts"]
     assert believed_rows(db, "hosts") == HOSTS
     deny_entries.add_no_follow(db, [f"e{i}.entry.test" for i in range(ENTRIES)])
-    assert believed_rows(db, "queue") == HOSTS + ENTRIES  # the entries' rows are known
+    assert believed_rows(db, "hosts") == HOSTS + ENTRIES  # the entries' rows are known
 
 
 @pytest.mark.parametrize(
@@ -64,7 +64,7 @@ def test_what_share_is_large(changed, rows, large):
 def stale(either):
     """2,000 queued hosts, analyzed; then 3,000 no_follow entries (200 over queued hosts)
     with the bulk write's ANALYZE off, and autovacuum's too (on a busy machine it may
-    analyze the queue at any moment): the planner believes there are no entries. On one
+    analyze hosts at any moment): the planner believes there are no entries. On one
     server, then on the cluster (where each shard's planner believes its own)."""
     db = either
     names = hosts(HOSTS)
@@ -73,7 +73,7 @@ def stale(either):
     entries = [f"d{i}.test" for i in range(0, 97, 10)] + [f"e{i}.x.test" for i in range(ENTRIES)]
     with mock.patch.object(statistics, "analyze_after_bulk_write", lambda *a, **k: []):
         deny_entries.add_no_follow(db, entries[:ENTRIES])
-    assert believed_rows(db, "queue") == HOSTS
+    assert believed_rows(db, "hosts") == HOSTS
     covered = {f"d{i}.test" for i in range(0, 97, 10)}
     yield db, sorted(n for n in names if n.split(".", 1)[1] not in covered)
     autovacuum(db, "RESET (autovacuum_enabled)")
@@ -81,8 +81,7 @@ def stale(either):
 
 def autovacuum(db, option: str = "SET (autovacuum_enabled = false)") -> None:
     with db.begin() as conn:
-        for table in ("queue", "hosts"):
-            conn.execute(text(f"ALTER TABLE {table} {option}"))
+        conn.execute(text(f"ALTER TABLE hosts {option}"))
 
 
 def plan_nodes(db, statement) -> list[dict]:
@@ -140,7 +139,7 @@ def test_the_entries_have_one_index_of_their_own(either):
             text(
                 "SELECT a.attname FROM pg_index i"
                 " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]"
-                " WHERE i.indrelid = 'queue'::regclass"
+                " WHERE i.indrelid = 'hosts'::regclass"
                 " AND pg_get_expr(i.indpred, i.indrelid) = '(status_reason IS NOT NULL)'"
             )
         )

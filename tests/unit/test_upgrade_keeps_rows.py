@@ -1,9 +1,10 @@
 """An upgrade in place loses nothing: a database at the previous head with rows in every
 table (hosts crawled and not, deny entries of both rules and the rows they took, trap
 windows, deferrals, users, the change log, silences ...), upgraded to head, holds every
-row and every value it held; only the indexes the new migrations drop are gone. On one
-server (a database of its own) and on the cluster (its database taken back to the
-previous head, then up again)."""
+row and every value it held; only the indexes the new migrations move are renamed. The
+rows are written at head by this code's writers and taken back to the previous head by
+its downgrade (0030 changes where the writers write). On one server (a database of its
+own) and on the cluster."""
 
 from __future__ import annotations
 
@@ -21,9 +22,35 @@ from crawler.db.rules import deny_entries
 from crawler.db.server import cluster, migrate
 from tests.dbhelpers import finish, record_outcomes
 
-PREVIOUS = "0028"
-DROPPED: set[str] = set()  # 0029 drops no index
-ADDED = {("host_minutes", "held")}  # by 0029, 0 in every row: compared apart
+PREVIOUS = "0029"
+# 0030: the queue's columns move into hosts, its table becomes a view of them.
+ROUTING = (
+    "next_claim_at",
+    "status_reason",
+    "blocked_reason",
+    "blocked_at",
+    "note",
+    "denied_by",
+    "claimed_by",
+    "claimed_at",
+    "unfinished_claims",
+)
+MOVED = {("hosts", column) for column in ROUTING}  # compared through the queue, as it reads
+QUEUE_INDEXES = (
+    "root_due",
+    "root_claimed",
+    "due",
+    "entries",
+    "denied_by",
+    "reversed",
+    "shown",
+    "hidden_root",
+    "hidden_sample",
+)
+DROPPED = {"pk_queue"} | {f"ix_queue_{name}" for name in QUEUE_INDEXES}
+CREATED = {f"ix_hosts_{name}" for name in QUEUE_INDEXES}
+# Every table of the schema, and the queue (a table at PREVIOUS, a view at head).
+RELATIONS = [*Base.metadata.tables, "queue"]
 
 # The tables no writer below fills, one row each, as their writers would put it.
 ROWS = [
@@ -78,25 +105,16 @@ COLUMNS = text(
 
 
 def dump(engine) -> dict[str, list[tuple]]:
-    """Every row of every table, each value as text, in one order (the columns the new
-    migrations add left out)."""
+    """Every row of every table and of the queue, each value as text, in one order (the
+    queue's columns that 0030 moves into hosts read through the queue)."""
     rows = {}
     with engine.connect() as conn:
-        for table in Base.metadata.tables:
-            names = [c for c in conn.execute(COLUMNS, {"t": table}).scalars()]
-            kept = ", ".join(f'"{c}"' for c in names if (table, c) not in ADDED)
+        for table in RELATIONS:
+            names = sorted(conn.execute(COLUMNS, {"t": table}).scalars())  # as named
+            kept = ", ".join(f'"{c}"' for c in names if (table, c) not in MOVED)
             found = conn.execute(text(f"SELECT ({kept})::text FROM {table} ORDER BY 1"))
             rows[table] = found.scalars().all()
     return rows
-
-
-def added_values(engine) -> set:
-    """The values of the columns the new migrations add (one each: their default)."""
-    with engine.connect() as conn:
-        return {
-            conn.execute(text(f"SELECT array_agg(DISTINCT {c}) FROM {t}")).scalar_one()[0]
-            for t, c in ADDED
-        }
 
 
 def indexes(engine) -> set[str]:
@@ -112,60 +130,50 @@ def head() -> str:
 def test_the_migrations_after_the_previous_head_are_the_ones_this_test_knows():
     script = ScriptDirectory.from_config(migrate.alembic_config())
     newer = [r.revision for r in script.iterate_revisions(head(), PREVIOUS)]
-    assert newer == ["0029"], "a new migration: move PREVIOUS on and say what it drops"
-
-
-def filled_by_todays_writers(engine) -> None:
-    """fill(), by this code's writers, which name the columns the new migrations add:
-    those stand in for the fill (their defaults), then go again."""
-    with engine.begin() as conn:
-        for table, column in ADDED:
-            conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} integer DEFAULT 0"))
-    fill(engine)
-    with engine.begin() as conn:
-        for table, column in ADDED:
-            conn.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
+    assert newer == ["0030"], "a new migration: move PREVIOUS on and say what it moves"
 
 
 def upgraded_in_place(engine) -> None:
-    """Fill the database at PREVIOUS, upgrade it to head: the same rows, values, indexes."""
-    filled_by_todays_writers(engine)
+    """Fill the database at head by this code's writers, take it back to PREVIOUS (0030's
+    downgrade makes the queue table of its day from the rows), and upgrade it to head
+    again: the same rows and values, the queue's indexes on hosts."""
+    fill(engine)
+    command.downgrade(migrate.alembic_config(), PREVIOUS)
     before, indexed = dump(engine), indexes(engine)
-    assert indexed >= DROPPED
+    assert indexed >= DROPPED and not indexed & CREATED
     migrate.upgrade_to_head()
     assert dump(engine) == before
-    assert added_values(engine) == {0}
-    assert indexes(engine) == indexed - DROPPED
+    assert indexes(engine) == indexed - DROPPED | CREATED
 
 
 @pytest.fixture
-def previous_database(engine, monkeypatch):
-    """A database of its own on the test server, migrated to PREVIOUS (dropped after);
-    named after this test process's own (under TEST_DATABASE_URL the server is shared)."""
+def new_database(engine, monkeypatch):
+    """A database of its own on the test server, migrated to head (dropped after); named
+    after this test process's own (under TEST_DATABASE_URL the server is shared)."""
     name = f"{engine.url.database}_upgrade"
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(engine.url.render_as_string(hide_password=False)).set(database=name)
     monkeypatch.setenv("DATABASE_URL", url.render_as_string(hide_password=False))
-    command.upgrade(migrate.alembic_config(), PREVIOUS)
-    previous = create_engine(url)
-    yield previous
-    previous.dispose()
+    migrate.upgrade_to_head()
+    database = create_engine(url)
+    yield database
+    database.dispose()
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
-def test_an_upgrade_from_the_previous_head_keeps_every_row(previous_database):
-    upgraded_in_place(previous_database)
+def test_an_upgrade_from_the_previous_head_keeps_every_row(new_database):
+    upgraded_in_place(new_database)
 
 
 def test_an_upgrade_of_the_cluster_keeps_every_row(cluster_db):
-    """The session's cluster, emptied, taken back to PREVIOUS (its tables stay
-    distributed), filled, and brought up to head again, whatever happens."""
+    """The session's cluster, emptied, filled, taken back to PREVIOUS (its tables stay
+    distributed, the queue's distributed again), and brought up to head again, whatever
+    happens."""
     with cluster_db.connect() as conn:
         assert cluster.topology(conn).distributed
-    command.downgrade(migrate.alembic_config(), PREVIOUS)
     try:
         upgraded_in_place(cluster_db)
     finally:

@@ -198,7 +198,7 @@ def entries_generation(conn) -> Generation:
 # marked "≈", less the hosts the list hides (counted: crawler.db.operators.hidden).
 
 RECENT = "SELECT 1 FROM hosts WHERE last_crawled_at > now() - interval '1 hour'"
-OUT_OF_ROUTING = "SELECT 1 FROM queue WHERE denied_by IS NOT NULL"
+OUT_OF_ROUTING = "SELECT 1 FROM hosts WHERE denied_by IS NOT NULL"
 
 
 def totals(conn, hidden: Hidden | None = None) -> dict:
@@ -315,11 +315,11 @@ AFTER = "WHERE (hosts, root) < (:after_hosts, :after_root)"
 # Each statement names the roots it reads (root = ANY): on a Citus cluster a query per
 # shard group, no join across them.
 ENTRIES_AMONG = text(
-    "SELECT hostname FROM queue WHERE status_reason IS NOT NULL"
+    "SELECT hostname FROM hosts WHERE status_reason IS NOT NULL"
     " AND hostname = ANY(:names) AND root = ANY(:roots)"
 ).bindparams(*names_param("names", "roots"))
 HIDDEN_BY_ROOT = text(
-    "SELECT q.root, count(*) AS n FROM queue q"
+    "SELECT q.root, count(*) AS n FROM hosts q"
     f" WHERE q.root = ANY(:roots) AND {HIDDEN_ROW} GROUP BY q.root"
 ).bindparams(*names_param("roots"))
 

@@ -18,22 +18,22 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from crawler.core.denylist import BLOCKED, RULES
 from crawler.db.crawl.dropped_links import links_dropped
-from crawler.db.models import QueueRow
-from crawler.db.operators.host_filter import PREFIX, QUEUE_REVERSED, search_condition
+from crawler.db.models import Host
+from crawler.db.operators.host_filter import PREFIX, REVERSED_NAME, search_condition
 from crawler.db.server.sql_pieces import names_param, suffix_range
 from webpanel.queries.paging import DEFAULT_LIMIT, SAMPLE_NAMES, Order, Page, paginate
 
 # -- deny entries (/no_follow, /blocked) ------------------------------------------------
 
-ENTRY_ORDER = Order((QueueRow.hostname,), ("str",))
+ENTRY_ORDER = Order((Host.hostname,), ("str",))
 
 # A page of entries is read in three statements, each one Citus runs as it is: the
 # entries (queue, every shard), then for the page's names the hosts each took out (by
-# ix_queue_denied_by, every shard: an entry above a root took hosts of other shards) and
+# ix_hosts_denied_by, every shard: an entry above a root took hosts of other shards) and
 # the change that added each (change_log, a table of the coordinator's own: Citus joins
 # no distributed table to it). On one server, the same three.
 TOOK_OUT = text(
-    "SELECT denied_by, count(*) FROM queue WHERE denied_by = ANY(:names) GROUP BY denied_by"
+    "SELECT denied_by, count(*) FROM hosts WHERE denied_by = ANY(:names) GROUP BY denied_by"
 ).bindparams(*names_param("names"))
 
 
@@ -55,10 +55,10 @@ def entry_statement(rule: str, q: str = "", match: str = PREFIX) -> Select:
     """Deny entries of one rule (their own columns; entry_lines() adds the rest)."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}")
-    stmt = select(
-        QueueRow.hostname, QueueRow.note, QueueRow.blocked_reason, QueueRow.blocked_at
-    ).where(QueueRow.status_reason == rule)
-    searched = search_condition(QueueRow.hostname, QUEUE_REVERSED, q, match)
+    stmt = select(Host.hostname, Host.note, Host.blocked_reason, Host.blocked_at).where(
+        Host.status_reason == rule
+    )
+    searched = search_condition(Host.hostname, REVERSED_NAME, q, match)
     return stmt if searched is None else stmt.where(searched)
 
 
@@ -123,7 +123,7 @@ def entry_page(
 
 def entry(conn, rule: str, hostname: str) -> EntryLine | None:
     """One deny entry (as on its list), or None."""
-    row = conn.execute(entry_statement(rule).where(QueueRow.hostname == hostname)).first()
+    row = conn.execute(entry_statement(rule).where(Host.hostname == hostname)).first()
     return entry_lines(conn, rule, [row])[0] if row else None
 
 
@@ -132,9 +132,9 @@ def entry_rules(conn, names: Sequence[str]) -> dict[str, str]:
     if not names:
         return {}
     rows = conn.execute(
-        select(QueueRow.hostname, QueueRow.status_reason).where(
-            QueueRow.hostname == any_(bindparam("names", list(names), type_=ARRAY(Text))),
-            QueueRow.status_reason.is_not(None),
+        select(Host.hostname, Host.status_reason).where(
+            Host.hostname == any_(bindparam("names", list(names), type_=ARRAY(Text))),
+            Host.status_reason.is_not(None),
         )
     )
     return dict(rows.all())
@@ -143,9 +143,9 @@ def entry_rules(conn, names: Sequence[str]) -> dict[str, str]:
 def entries_for_export(conn, rule: str):
     """Every entry of a rule, by hostname (for CSV)."""
     return conn.execute(
-        select(QueueRow.hostname, QueueRow.note, QueueRow.blocked_reason, QueueRow.blocked_at)
-        .where(QueueRow.status_reason == rule)
-        .order_by(QueueRow.hostname)
+        select(Host.hostname, Host.note, Host.blocked_reason, Host.blocked_at)
+        .where(Host.status_reason == rule)
+        .order_by(Host.hostname)
     ).all()
 
 
@@ -216,7 +216,7 @@ def exclusion_preview(conn, names: Sequence[str]) -> tuple[dict[str, Exclusion],
     under = """
         FROM unnest(:names, :los, :his) AS e(name, lo, hi)
         CROSS JOIN LATERAL (
-            SELECT q.hostname, q.next_claim_at FROM queue q
+            SELECT q.hostname, q.next_claim_at FROM hosts q
              WHERE (q.hostname = e.name
                     OR (reverse(q.hostname::text) >= e.lo AND reverse(q.hostname::text) < e.hi))
                AND q.status_reason IS NULL AND q.denied_by IS NULL) AS q

@@ -6,26 +6,20 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from sqlalchemy import (
-    Select,
-    func,
-    or_,
-    select,
-    true,
-)
+from sqlalchemy import Select, func, or_, select
 
 from crawler.db.deployments import Deployment, deployment_of
-from crawler.db.models import Host, QueueRow
-from crawler.db.operators.host_filter import SAME_HOST, HostFilter
+from crawler.db.models import Host
+from crawler.db.operators.host_filter import HostFilter
 from webpanel.queries.paging import DEFAULT_LIMIT, Order, Page, keyset, paginate
 
 # -- hosts (/) ----------------------------------------------------------------------
 
-# The list walks queue rows that no entry took out of routing (SHOWN: the ix_queue_shown
+# The list walks hosts that no entry took out of routing (SHOWN: the ix_hosts_shown
 # partial index, in hostname order), so a page never wades through thousands of hidden
 # hosts; each row then passes the deployment's exact deny test (HostFilter.conditions).
 HOST_SORTS: dict[str, Order] = {
-    "name": Order((QueueRow.hostname,), ("str",)),
+    "name": Order((Host.hostname,), ("str",)),
     "newest": Order((Host.discovered_at, Host.hostname), ("datetime", "str"), descending=True),
     "oldest": Order((Host.discovered_at, Host.hostname), ("datetime", "str")),
 }
@@ -43,21 +37,11 @@ HOST_COLUMNS = (
 
 
 def _hosts(flt: HostFilter, deployment: Deployment) -> Select:
-    """The list's query. By name and with no filter on hosts' columns, it walks
-    ix_queue_shown in order and looks each row's facts up by primary key (a
-    LATERAL … LIMIT 1, so the planner cannot choose a merge join along all of
-    hosts, hidden rows included). Otherwise the planner picks: the discovered_at,
-    outcome or root index may lead, each host's queue row looked up."""
-    on_queue, on_hosts = flt.conditions(deployment)
-    if flt.sort == "name" and not on_hosts:
-        facts = select(*HOST_COLUMNS).where(SAME_HOST, *on_hosts).limit(1).lateral("h")
-        return select(*facts.c).select_from(QueueRow).join(facts, true()).where(*on_queue)
-    return (
-        select(*HOST_COLUMNS)
-        .select_from(QueueRow)
-        .join(Host, SAME_HOST)
-        .where(*on_queue, *on_hosts)
-    )
+    """The list's query: by name, a walk of ix_hosts_shown in order; otherwise the
+    planner picks (the discovered_at, outcome or root index may lead). The facts are in
+    the row the walk reads (one row a host, 0030)."""
+    on_routing, on_facts = flt.conditions(deployment)
+    return select(*HOST_COLUMNS).where(*on_routing, *on_facts)
 
 
 def host_statement(
@@ -103,17 +87,13 @@ class HiddenMatches:
 
 def hidden_matches(conn, flt: HostFilter) -> HiddenMatches:
     """The hosts `flt` matches among the hidden rows: the deny entries themselves and the
-    rows an entry took out of routing (queue.denied_by names it). At most HIDDEN_CAP + 1
+    rows an entry took out of routing (hosts.denied_by names it). At most HIDDEN_CAP + 1
     rows are read, whatever the size of the lists."""
     on_queue, on_hosts = replace(flt, include_denied=True).conditions(deployment_of(conn))
-    entry = func.coalesce(QueueRow.denied_by, QueueRow.hostname).label("entry")
-    hidden = or_(QueueRow.status_reason.is_not(None), QueueRow.denied_by.is_not(None))
+    entry = func.coalesce(Host.denied_by, Host.hostname).label("entry")
+    hidden = or_(Host.status_reason.is_not(None), Host.denied_by.is_not(None))
     rows = conn.execute(
-        select(QueueRow.hostname, entry)
-        .select_from(QueueRow)
-        .join(Host, SAME_HOST)
-        .where(hidden, *on_queue, *on_hosts)
-        .limit(HIDDEN_CAP + 1)
+        select(Host.hostname, entry).where(hidden, *on_queue, *on_hosts).limit(HIDDEN_CAP + 1)
     ).all()
     rows = rows[:HIDDEN_CAP]
     per_entry = Counter(row.entry for row in rows)
@@ -126,37 +106,33 @@ def hidden_matches(conn, flt: HostFilter) -> HiddenMatches:
 
 
 def host_detail(conn, hostname: str):
-    """One host's crawl facts and its queue row (next claim, deny state), or None."""
-    stmt = (
-        select(
-            *HOST_COLUMNS,
-            Host.discovered_from,
-            Host.found_source,
-            Host.found_via,
-            Host.final_url,
-            Host.links_found,
-            Host.links_saved,
-            Host.links_filtered,
-            Host.links_over_cap,
-            Host.extract_stopped,
-            Host.name_flood,
-            Host.fail_streak,
-            Host.crawl_count,
-            Host.audited_at,
-            Host.audit_outcome,
-            Host.held_tries,
-            Host.held_at,
-            Host.held_outcome,
-            QueueRow.next_claim_at,
-            QueueRow.status_reason,
-            QueueRow.blocked_reason,
-            QueueRow.blocked_at,
-            QueueRow.note,
-            QueueRow.denied_by,
-            QueueRow.claimed_by,
-            QueueRow.claimed_at,
-        )
-        .outerjoin(QueueRow, SAME_HOST)
-        .where(Host.hostname == hostname)
-    )
+    """One host's crawl facts and its routing (next claim, deny state), or None."""
+    stmt = select(
+        *HOST_COLUMNS,
+        Host.discovered_from,
+        Host.found_source,
+        Host.found_via,
+        Host.final_url,
+        Host.links_found,
+        Host.links_saved,
+        Host.links_filtered,
+        Host.links_over_cap,
+        Host.extract_stopped,
+        Host.name_flood,
+        Host.fail_streak,
+        Host.crawl_count,
+        Host.audited_at,
+        Host.audit_outcome,
+        Host.held_tries,
+        Host.held_at,
+        Host.held_outcome,
+        Host.next_claim_at,
+        Host.status_reason,
+        Host.blocked_reason,
+        Host.blocked_at,
+        Host.note,
+        Host.denied_by,
+        Host.claimed_by,
+        Host.claimed_at,
+    ).where(Host.hostname == hostname)
     return conn.execute(stmt).first()

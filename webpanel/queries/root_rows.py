@@ -17,8 +17,8 @@ from sqlalchemy.engine import Row
 from crawler.core.hostnames import normalize, parents
 from crawler.core.outcomes import ALIVE
 from crawler.core.traps import Observation
-from crawler.db.models import Host, QueueRow, RootRow, WildcardProbe
-from crawler.db.operators.host_filter import PREFIX, QUEUE_REVERSED, SAME_HOST, search_condition
+from crawler.db.models import Host, RootRow, WildcardProbe
+from crawler.db.operators.host_filter import PREFIX, REVERSED_NAME, search_condition
 from crawler.db.server.sql_pieces import names_param, suffix_range
 from webpanel.queries.paging import DEFAULT_LIMIT, Order, Page, paginate
 
@@ -39,20 +39,20 @@ ROOT_SORTS: dict[str, Order] = {
 # Per root shown: due hosts (capped), budget use this hour, its wildcard probe, and its
 # entry-only rows: a deny entry's own row for a name never seen (never routed, crawled
 # or audited: crawler.db.rules.deny_entries forgets such a row with its entry), which roots.hosts
-# counts but is no host. A root has few entries (ix_queue_hidden_root). Every lookup is
+# counts but is no host. A root has few entries (ix_hosts_hidden_root). Every lookup is
 # by root, from the roots row: on a Citus cluster, within the root's shard.
 ROOT_EXTRAS = text(
     f"""
     SELECT r.root,
-           (SELECT count(*) FROM (SELECT 1 FROM queue q
+           (SELECT count(*) FROM (SELECT 1 FROM hosts q
                                    WHERE q.root = r.root AND q.status_reason IS NULL
                                      AND q.denied_by IS NULL AND q.next_claim_at <= now()
                                    LIMIT {DUE_CAP}) AS d) AS due,
            (SELECT coalesce(sum(c.claimed), 0) FROM root_claims c
              WHERE c.root = r.root AND c.minute > now() - interval '1 hour') AS claimed_hour,
-           (SELECT count(*) FROM queue q JOIN hosts h ON h.hostname = q.hostname AND h.root = q.root
-             WHERE q.root = r.root AND q.status_reason IS NOT NULL AND q.next_claim_at IS NULL
-               AND h.root = r.root AND h.last_crawled_at IS NULL AND h.audited_at IS NULL
+           (SELECT count(*) FROM hosts h
+             WHERE h.root = r.root AND h.status_reason IS NOT NULL AND h.next_claim_at IS NULL
+               AND h.last_crawled_at IS NULL AND h.audited_at IS NULL
                AND h.crawl_count = 0) AS entry_only,
            CASE WHEN r.held_until > now() THEN r.held_until END AS held_until,
            w.probe, w.outcome AS probe_outcome, w.checked_at AS probed_at
@@ -64,7 +64,7 @@ ROOT_EXTRAS = text(
 # The deny entries among the roots and the names above them (a forced bare suffix lives
 # in another shard than the roots under it: one query over the entries, by name).
 ENTRIES_AMONG = text(
-    "SELECT hostname, status_reason FROM queue"
+    "SELECT hostname, status_reason FROM hosts"
     " WHERE hostname = ANY(:names) AND status_reason IS NOT NULL"
 ).bindparams(*names_param("names"))
 
@@ -168,7 +168,7 @@ def root_line(conn, domain: str) -> RootLine | None:
     return lines(conn, [row])[0] if row else None
 
 
-SUBDOMAIN_ORDER = Order((QUEUE_REVERSED,), ("str",))
+SUBDOMAIN_ORDER = Order((REVERSED_NAME,), ("str",))
 
 
 def subdomain_page(
@@ -183,32 +183,25 @@ def subdomain_page(
 
 
 def subdomain_statement(domain: str) -> Select:
-    """The root's hosts, walked over the ix_queue_reversed range, each row's facts looked
-    up in hosts by its whole key.
+    """The root's hosts, walked over the ix_hosts_reversed range, in order.
 
-    The walk is over the queue, which has a row for every host (its writers make both in
-    one transaction), so hosts needs no index over reversed names of its own (0028). The
-    root test is written so that no index serves it (root is never NULL): on a root with
-    100,000 hosts, an index by root would fetch them all and sort them for 50 rows.
+    No index holds a root's hosts all together (its two partial indexes by root split
+    them by routing), so the root test is a filter of the walk; on a cluster it routes
+    the query to the root's shard.
     """
     domain = normalize(domain)
     # [reverse(root), the end of the names below it): the root itself and every name
-    # under it, as one range of ix_queue_reversed walked in order (no OR, which would
+    # under it, as one range of ix_hosts_reversed walked in order (no OR, which would
     # fetch and sort them all). Names that merely end in "-root" fall in it too; the
     # root test drops them.
     _, hi = suffix_range(domain)
-    reversed_name = QUEUE_REVERSED
-    return (
-        select(
-            Host.hostname, Host.outcome, Host.http_status, Host.last_crawled_at, Host.discovered_at
-        )
-        .select_from(QueueRow)
-        .join(Host, SAME_HOST)
-        .where(
-            reversed_name >= domain[::-1],
-            reversed_name < hi,
-            func.coalesce(QueueRow.root, QueueRow.hostname) == domain,
-        )
+    reversed_name = REVERSED_NAME
+    return select(
+        Host.hostname, Host.outcome, Host.http_status, Host.last_crawled_at, Host.discovered_at
+    ).where(
+        reversed_name >= domain[::-1],
+        reversed_name < hi,
+        Host.root == domain,
     )
 
 

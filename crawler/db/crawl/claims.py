@@ -56,11 +56,10 @@ NOT_HELD = """AND NOT EXISTS (SELECT 1 FROM roots r
 # made a draining crawl stop with every host held). Only hosts ever held back (the
 # partial ix_hosts_held_at); a row an entry took out of routing is not waited for.
 HELD_NOW = f"""
-    SELECT 1 FROM hosts h JOIN queue q ON q.root = h.root AND q.hostname = h.hostname
-     WHERE {HELD} AND q.status_reason IS NULL AND q.denied_by IS NULL"""
+    SELECT 1 FROM hosts h WHERE {HELD} AND h.status_reason IS NULL AND h.denied_by IS NULL"""
 CRAWL_PENDING = text(
     f"""
-    SELECT EXISTS (SELECT 1 FROM queue
+    SELECT EXISTS (SELECT 1 FROM hosts
                     WHERE status_reason IS NULL AND denied_by IS NULL
                       AND next_claim_at > now() AND next_claim_at <= now() + :lease
                       AND claimed_by IS NOT NULL)
@@ -70,10 +69,10 @@ CRAWL_PENDING = text(
 )
 # The oldest due rows, for a claim that found no root: a row dated by a hand-made change
 # (not through crawler.db.crawl.rollups) leaves its root's bound too late, and its root would
-# never be claimed. Bounded by the batch: an index range scan of ix_queue_due.
+# never be claimed. Bounded by the batch: an index range scan of ix_hosts_due.
 OLDEST_DUE = text(
     """
-    SELECT root, next_claim_at FROM queue
+    SELECT root, next_claim_at FROM hosts
      WHERE status_reason IS NULL AND denied_by IS NULL AND next_claim_at <= now()
      ORDER BY next_claim_at LIMIT :n
     """

@@ -40,12 +40,10 @@ HELD = "h.held_at IS NOT NULL AND (h.last_crawled_at IS NULL OR h.last_crawled_a
 HELD_NOW = f"h.held_at >= :since AND {HELD}"
 HELD_BACK = text(f"SELECT count(*) FROM hosts h WHERE {HELD_NOW}")
 # A claim counts while its lease runs (crawler.db.deployments' claims).
-CLAIMED = "q.claimed_by IS NOT NULL AND q.next_claim_at > now()"
-IN_FLIGHT = text(f"SELECT count(*) FROM queue q WHERE {CLAIMED}")
+CLAIMED = "h.claimed_by IS NOT NULL AND h.next_claim_at > now()"
+IN_FLIGHT = text(f"SELECT count(*) FROM hosts h WHERE {CLAIMED}")
 IN_FLIGHT_LESS_HELD = text(
-    f"SELECT count(*) FROM queue q WHERE {CLAIMED} AND NOT EXISTS ("
-    " SELECT 1 FROM hosts h WHERE h.hostname = q.hostname AND h.root = q.root"
-    f" AND {HELD_NOW})"
+    f"SELECT count(*) FROM hosts h WHERE {CLAIMED} AND ({HELD_NOW}) IS NOT TRUE"
 )
 # The failure share is of the hosts tried in the last few minutes: now, not the hour.
 SHARE_MINUTES = 5

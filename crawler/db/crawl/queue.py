@@ -53,28 +53,22 @@ class Crawled:
     recrawl_after: timedelta = timedelta(days=7)
 
 
+# New names in, due now; a known dateless row (made by a deny entry, whose entry went) is
+# dated when a link finds it. `new`: the row was inserted, not found (xmax 0).
 INSERT_HOSTS = text(
-    """
-    INSERT INTO hosts (hostname, root, discovered_from, found_source, found_via)
-    SELECT * FROM unnest(:names, :roots, :pages, :sources, :places)
-    ON CONFLICT (hostname, root) DO NOTHING
-    RETURNING hostname, discovered_from, root
+    f"""
+    INSERT INTO hosts (hostname, root, discovered_from, found_source, found_via, next_claim_at)
+    SELECT *, now() FROM unnest(:names, :roots, :pages, :sources, :places)
+    ON CONFLICT (hostname, root) DO UPDATE SET next_claim_at = excluded.next_claim_at
+     WHERE hosts.next_claim_at IS NULL AND hosts.status_reason IS NULL
+    RETURNING hostname, xmax = 0 AS new, {DATED}
     """
 ).bindparams(*names_param("names", "roots", "pages", "sources", "places"))
-QUEUE_HOSTS = text(
-    f"""
-    INSERT INTO queue (hostname, root, next_claim_at)
-    SELECT h, r, now() FROM unnest(:names, :roots) AS t(h, r)
-    ON CONFLICT (hostname, root) DO UPDATE SET next_claim_at = excluded.next_claim_at
-     WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
-    RETURNING {DATED}
-    """
-).bindparams(*names_param("names", "roots"))
 
 
 @retry_conflicts
 def save_hosts(engine: Engine, hostnames: Iterable[str], discovered_from: str | None = None) -> int:
-    """Insert normalized, allowed hostnames into hosts and the queue (due now).
+    """Insert normalized, allowed hostnames into hosts, due now.
 
     Idempotent. Returns how many hosts were new. Callers filter first; a
     dateless row (made by a deny entry) gets a date when a link finds it.
@@ -110,9 +104,9 @@ def insert_hosts(
     for _, hostnames in by_shard_group(conn, {h: name.root for h, (_, name) in first.items()}):
         rows = [first[h] for h in hostnames]
         params = {"names": hostnames, "roots": [name.root for _, name in rows]}
-        inserted = conn.execute(INSERT_HOSTS, {**params, **_found_columns(rows)}).all()
-        gathered.lower_next_due(conn.execute(QUEUE_HOSTS, params))
-        new += [first[h] for h, _, _ in inserted]
+        written = conn.execute(INSERT_HOSTS, {**params, **_found_columns(rows)}).all()
+        gathered.lower_next_due((root, due) for _, _, root, due in written)
+        new += [first[h] for h, is_new, _, _ in written if is_new]
     gathered.count_hosts(new=[name.root for _, name in new])
     gathered.count_hours(discovered=len(new))
     rollups.count_sources(conn, (name.group for _, name in new))
@@ -226,11 +220,11 @@ def schedule(
 
 # Once per shard group: `root = ANY(:roots)` of one group routes it to one worker.
 RETRY_SOON = text(
-    "UPDATE queue SET next_claim_at = now() + :after, unfinished_claims = 0"
+    "UPDATE hosts SET next_claim_at = now() + :after, unfinished_claims = 0"
     " WHERE root = ANY(:roots)"
     f" AND hostname = ANY(:names) AND status_reason IS NULL RETURNING {DATED}"
 ).bindparams(*names_param("names", "roots"))
-# Hosts before the queue, in hostname order: the lock order of a finish (write_results).
+# In hostname order: the lock order of a finish (write_results).
 HELD_BACK = text(
     "UPDATE hosts h SET held_tries = h.held_tries + 1, held_at = now(), held_outcome = :outcome"
     " FROM (SELECT hostname, root FROM hosts WHERE root = ANY(:roots) AND hostname = ANY(:names)"
@@ -244,7 +238,7 @@ HELD_BACK = text(
 # the root's, and one host tried every OUTAGE_RETRY_AFTER would spend 240 an hour.
 UNCHARGE = text(
     "UPDATE root_claims c SET claimed = greatest(c.claimed - t.n, 0)"
-    " FROM (SELECT root, date_trunc('minute', claimed_at) AS minute, count(*) AS n FROM queue"
+    " FROM (SELECT root, date_trunc('minute', claimed_at) AS minute, count(*) AS n FROM hosts"
     "        WHERE root = ANY(:roots) AND hostname = ANY(:names) AND claimed_at IS NOT NULL"
     "        GROUP BY 1, 2) AS t"
     " WHERE c.root = ANY(:roots) AND c.root = t.root AND c.minute = t.minute"
@@ -253,7 +247,7 @@ UNCHARGE = text(
 
 # A held-back host its worker still holds: given back, due now, for any worker to claim.
 RELEASE_HELD = text(
-    "UPDATE queue SET next_claim_at = now(), claimed_by = NULL, claimed_at = NULL,"
+    "UPDATE hosts SET next_claim_at = now(), claimed_by = NULL, claimed_at = NULL,"
     " unfinished_claims = 0"
     " WHERE root = ANY(:roots) AND hostname = ANY(:names) AND claimed_by = :worker"
     f" AND status_reason IS NULL RETURNING {DATED}"
@@ -263,7 +257,7 @@ RELEASE_HELD = text(
 # Its lease renewed while the outage lasts: a lease shorter than the outage would hand it
 # to a claim (a try on a timer). A later date needs no root's date lowered.
 RENEW_HELD = text(
-    "UPDATE queue SET next_claim_at = now() + :after"
+    "UPDATE hosts SET next_claim_at = now() + :after"
     " WHERE root = ANY(:roots) AND hostname = ANY(:names) AND claimed_by = :worker"
     " AND status_reason IS NULL"
 ).bindparams(*names_param("names", "roots"))

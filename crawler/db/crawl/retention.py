@@ -11,7 +11,6 @@
                                       has looked at for that long
     crawl_workers                     a day after a worker's last heartbeat (it was killed)
     host_minutes                      MINUTES_KEPT (3 hours): the health row reads one
-    hosts without a queue row         `hostcrawl prune` only (a scan of hosts)
     the whole crawl, figures and all  `forget_the_crawl`: a new demo in the demo's database
 
 Each worker runs `scheduled` every PRUNE_INTERVAL seconds (crawler/extensions/pruning.py);
@@ -59,14 +58,6 @@ OLD_WINDOW_ROWS = (
 STALE_DEFERRALS = (
     "SELECT root FROM trap_deferrals WHERE checked_at < now() - make_interval(days => :keep)"
 )
-# Every writer makes a hosts row and its queue row in one transaction, and the
-# queue row goes with its hosts row (ON DELETE CASCADE): a hosts row without
-# one is a leftover of a hand-made change, and nothing shows or routes it. (The queue row
-# is looked up by its whole key, root too: on a cluster, within the host's shard.)
-ORPHAN_HOSTS = (
-    "SELECT h.hostname, h.root FROM hosts h WHERE NOT EXISTS"
-    " (SELECT 1 FROM queue q WHERE q.root = h.root AND q.hostname = h.hostname)"
-)
 DEAD_WORKERS = "SELECT name FROM crawl_workers WHERE heartbeat_at < now() - interval '1 day'"
 # The dashboard's health row charts the last hour: a few more are kept for a look back.
 MINUTES_KEPT = 3
@@ -98,7 +89,6 @@ KINDS = {
         "TRAP_WINDOW_RETENTION_DAYS",
     ),
     "trap_deferrals": ("trap_deferrals", "root", STALE_DEFERRALS, "DEFERRAL_RETENTION_DAYS"),
-    "orphan_hosts": ("hosts", "hostname, root", ORPHAN_HOSTS, None),
     "crawl_workers": ("crawl_workers", "name", DEAD_WORKERS, None),
     "host_minutes": ("host_minutes", "minute, shard", OLD_MINUTES, None),
 }
@@ -132,7 +122,6 @@ class Pruned:
 
     change_log: int = 0
     wildcard_probes: int = 0
-    orphan_hosts: int = 0
     root_claims: int = 0
     host_hours: int = 0
     source_hours: int = 0
@@ -150,23 +139,21 @@ class Busy(Exception):
     """Another process holds the retention lock: it is pruning now."""
 
 
-def prune(
-    engine: Engine, rules: Rules = Rules(), dry_run: bool = False, orphans: bool = True
-) -> Pruned:
-    """Forget what is past each rule of `rules`, and (`orphans`) hosts rows without a queue
-    row. Waits for a batch of another process to end; never prunes at once with it."""
-    return _prune(engine, rules, dry_run, orphans, wait=True)
+def prune(engine: Engine, rules: Rules = Rules(), dry_run: bool = False) -> Pruned:
+    """Forget what is past each rule of `rules`. Waits for a batch of another process to
+    end; never prunes at once with it."""
+    return _prune(engine, rules, dry_run, wait=True)
 
 
 def scheduled(engine: Engine, rules: Rules) -> Pruned | None:
     """The schedule's prune: None, deleting nothing, when another process is pruning."""
     try:
-        return _prune(engine, rules, dry_run=False, orphans=False, wait=False)
+        return _prune(engine, rules, dry_run=False, wait=False)
     except Busy:
         return None
 
 
-def _prune(engine: Engine, rules: Rules, dry_run: bool, orphans: bool, wait: bool) -> Pruned:
+def _prune(engine: Engine, rules: Rules, dry_run: bool, wait: bool) -> Pruned:
     run = count if dry_run else delete
     gone = {
         kind: run(engine, kind, {"keep": keep}, wait)
@@ -175,8 +162,6 @@ def _prune(engine: Engine, rules: Rules, dry_run: bool, orphans: bool, wait: boo
     }
     for kind in ("crawl_workers", "host_minutes"):  # kept by a rule of their own
         gone[kind] = run(engine, kind, {}, wait)
-    if orphans:
-        gone["orphan_hosts"] = run(engine, "orphan_hosts", {}, wait)
     return Pruned(**gone)
 
 
@@ -190,7 +175,6 @@ def count(engine: Engine, kind: str, params: dict, wait: bool = True) -> int:
 # What a delete from these tables returns, and what it moves in crawler.db.crawl.rollups.
 ROLLED_UP = {
     "trap_window": ("root", lambda conn, rows: rollups.recount_windows(conn, (r for (r,) in rows))),
-    "hosts": ("root, outcome", lambda conn, rows: rollups.count_hosts(conn, gone=rows)),
 }
 
 
@@ -229,7 +213,7 @@ KEPT_ON_A_FRESH_START = frozenset({"users", "login_failures"})
 
 
 def forget_the_crawl(engine: Engine) -> int:
-    """Empty every table of the crawl: its hosts and queue, its deny entries and change
+    """Empty every table of the crawl: its hosts (the queue with them), its deny entries and change
     log, and every figure kept beside them (roots, claims, host_hours, source_hours,
     host_minutes, workers, silences), so that a new crawl in this database (a second demo)
     starts its figures from zero; the operators stay. Returns how many hosts went."""

@@ -31,7 +31,7 @@ MAX_UNFINISHED_LEASES = 2
 # Once per shard group: `root = ANY(:roots)` of one group routes it to one worker.
 COUNT_CLAIMS = text(
     """
-    UPDATE queue SET unfinished_claims = least(unfinished_claims + 1, 32767)
+    UPDATE hosts SET unfinished_claims = least(unfinished_claims + 1, 32767)
      WHERE root = ANY(:roots) AND hostname = ANY(:names)
     RETURNING hostname, unfinished_claims
     """
@@ -55,7 +55,7 @@ def count_claims(engine: Engine, hostnames: Sequence[str]) -> list[str]:
 # A row another worker claimed meanwhile (this one's lease ran out) keeps its count.
 FORGIVE = text(
     """
-    UPDATE queue SET unfinished_claims = greatest(unfinished_claims - 1, 0)
+    UPDATE hosts SET unfinished_claims = greatest(unfinished_claims - 1, 0)
      WHERE root = ANY(:roots) AND hostname = ANY(:names) AND claimed_by = :worker
     """
 ).bindparams(*names_param("names", "roots"))

@@ -76,7 +76,7 @@ CLAIM_IN_SHARD = (
 # groups, read on every shard with no lock; then the claim within one group's roots
 # (`:group`, which routes it), group after group.
 DUE_ROOTS = f"""
-    SELECT q.root, get_shard_id_for_distribution_column('roots', q.root) FROM queue q
+    SELECT q.root, get_shard_id_for_distribution_column('roots', q.root) FROM hosts q
      WHERE q.status_reason IS NULL AND q.denied_by IS NULL
        AND q.next_claim_at <= now() {{under}}
        AND NOT {under_an_entry("q")}
@@ -85,14 +85,14 @@ DUE_ROOTS = f"""
 """
 CLAIM_IN_GROUP = f"""
     WITH due AS (
-        SELECT q.hostname FROM queue q
+        SELECT q.hostname FROM hosts q
          WHERE q.status_reason IS NULL AND q.denied_by IS NULL
            AND q.next_claim_at <= now() AND q.root = ANY(:group) {{under}}
            AND NOT {under_an_entry("q", scope="AND d.root = ANY(:group)")}
          ORDER BY q.next_claim_at
          LIMIT :n
            FOR UPDATE OF q SKIP LOCKED)
-    UPDATE queue q
+    UPDATE hosts q
        SET next_claim_at = now() + :lease, claimed_by = :worker, claimed_at = now()
       FROM due WHERE q.root = ANY(:group) AND q.hostname = due.hostname
     RETURNING q.hostname

@@ -41,7 +41,7 @@ WALK_AND_LOCK = text(
     locked AS MATERIALIZED (
         SELECT due.root, due.most - busy.n AS most, due.i FROM due
          CROSS JOIN LATERAL (
-               SELECT count(*) AS n FROM queue q
+               SELECT count(*) AS n FROM hosts q
                 WHERE q.root = due.root AND q.claimed_by IS NOT NULL
                   AND q.next_claim_at > now()) busy
          WHERE CASE WHEN busy.n < due.most
@@ -72,7 +72,7 @@ WALK_AND_LOCK = text(
 CLAIM_FROM_ROOTS = text(
     f"""
     WITH busy AS (
-        SELECT root, count(*) AS n FROM queue
+        SELECT root, count(*) AS n FROM hosts
          WHERE root = ANY(:locked) AND claimed_by IS NOT NULL AND next_claim_at > now()
          GROUP BY root),
     used AS (
@@ -88,7 +88,7 @@ CLAIM_FROM_ROOTS = text(
         SELECT r.root, r.room, p.hostname, p.next_claim_at,
                row_number() OVER (PARTITION BY r.root ORDER BY p.next_claim_at) AS rank
           FROM room r CROSS JOIN LATERAL (
-               SELECT q.hostname, q.next_claim_at FROM queue q
+               SELECT q.hostname, q.next_claim_at FROM hosts q
                 WHERE q.root = r.root
                   AND q.status_reason IS NULL AND q.denied_by IS NULL
                   AND q.next_claim_at <= now() AND NOT {under_an_entry("q")}
@@ -98,14 +98,14 @@ CLAIM_FROM_ROOTS = text(
     picked AS (
         SELECT hostname FROM found WHERE rank <= room ORDER BY next_claim_at LIMIT :n),
     healed AS (
-        UPDATE queue q SET denied_by = (
-                SELECT d.hostname FROM queue d
+        UPDATE hosts q SET denied_by = (
+                SELECT d.hostname FROM hosts d
                  WHERE d.root = q.root
                    AND d.hostname = ANY(host_parents(q.hostname)) AND d.hostname <> q.hostname
                    AND d.status_reason IS NOT NULL
                  ORDER BY length(d.hostname) DESC LIMIT 1)
           FROM (SELECT c.hostname FROM room r CROSS JOIN LATERAL (
-                    SELECT c.hostname FROM queue c
+                    SELECT c.hostname FROM hosts c
                      WHERE c.root = r.root
                        AND c.status_reason IS NULL AND c.denied_by IS NULL
                        AND c.next_claim_at <= now() AND {under_an_entry("c")}
@@ -115,7 +115,7 @@ CLAIM_FROM_ROOTS = text(
          WHERE q.hostname = covered.hostname
         RETURNING q.hostname),
     claimed AS (
-        UPDATE queue q
+        UPDATE hosts q
            SET next_claim_at = now() + :lease, claimed_by = :worker, claimed_at = now()
           FROM picked WHERE q.hostname = picked.hostname
         RETURNING q.hostname, q.root),
@@ -126,7 +126,7 @@ CLAIM_FROM_ROOTS = text(
         ON CONFLICT (root, minute) DO UPDATE SET claimed = c.claimed + excluded.claimed),
     settled AS (
         SELECT r.root,
-               least((SELECT min(q.next_claim_at) FROM queue q
+               least((SELECT min(q.next_claim_at) FROM hosts q
                        WHERE q.root = r.root
                          AND q.status_reason IS NULL AND q.denied_by IS NULL
                          AND q.hostname NOT IN (SELECT hostname FROM claimed)
@@ -157,7 +157,7 @@ CLAIM_FROM_ROOTS = text(
 # entry of their root, all of them or (UNDER_ROOT) those of one root and below.
 BARE_CLAIM = f"""
     WITH due AS ({DUE} FOR UPDATE OF q SKIP LOCKED)
-    UPDATE queue q
+    UPDATE hosts q
        SET next_claim_at = now() + :lease, claimed_by = :worker, claimed_at = now()
       FROM due WHERE q.hostname = due.hostname
     RETURNING q.hostname

@@ -16,7 +16,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from crawler.db.deployments.claims_cluster import Cluster as ClusterClaims
 from crawler.db.deployments.params import DATED, DUES, RESULT_PARAMS, SCHEDULE_PARAMS
-from crawler.db.models import QueueRow
+from crawler.db.models import Host
 from crawler.db.server import cluster as citus
 from crawler.db.server.sql_pieces import names_param
 
@@ -47,7 +47,7 @@ SCHEDULE = text(
     WITH t AS MATERIALIZED (
         SELECT hostname, host_root, now() + after AS at
           FROM unnest(:names, :host_roots, :afters) AS u(hostname, host_root, after))
-    UPDATE queue q SET claimed_by = NULL, claimed_at = NULL, unfinished_claims = 0,
+    UPDATE hosts q SET claimed_by = NULL, claimed_at = NULL, unfinished_claims = 0,
            next_claim_at = CASE WHEN q.status_reason IS NULL OR q.claimed_by IS NOT NULL
                                 THEN t.at ELSE q.next_claim_at END
       FROM t
@@ -86,7 +86,7 @@ RECOUNT_WINDOWS = text(
     """
 ).bindparams(*names_param("roots", "failures"))
 
-ENTRY = QueueRow.__table__.alias("d")
+ENTRY = Host.__table__.alias("d")
 
 
 def visible(hostname: ColumnElement, root: ColumnElement) -> ColumnElement[bool]:

@@ -2,20 +2,21 @@
 -- call. crawler.db.server.cluster.distribute makes it a distributed function co-located with
 -- `roots` by its `anchor` argument, so Citus delegates a call to the worker holding the
 -- anchor's shard group, where it runs one server's statements (crawler.db.deployments.
--- claims_one_server) on that group's shards: %1$s the shard of `roots`, %2$s of `queue`,
+-- claims_one_server) on that group's shards: %1$s the shard of `roots`, %2$s of `hosts`,
 -- %3$s of `root_claims`. Called on a node that does not hold the group it raises; a group
 -- whose shards a shard move or DDL holds is passed over. On one server (no citus) it runs
 -- on the tables themselves.
 --
--- version: 4
+-- version: 5
 --
 -- Its versions, each named by the migration that installs it (crawler/db/functions):
 --   1 (0020) the walk, lock and claim as three texts from the caller;
 --   2 (0021) walks on, page after page, until the locked roots have room;
 --   3 (0023) the three statements written out here, no texts (a new signature);
---   4 (0024) keeps a root's date that a writer lowered while the claim ran.
+--   4 (0024) keeps a root's date that a writer lowered while the claim ran;
+--   5 (0030) claims from hosts, which holds the queue's columns (one row per host).
 -- The body is installed as it stands: a change of one word in it is a new version and a
--- migration that names it. Its comments name the modules of version 4's day
+-- migration that names it. Its comments name the modules as they were when it was written
 -- (crawler.db.claims_one_server is now crawler.db.deployments.claims_one_server).
 CREATE OR REPLACE FUNCTION claim_in_shard(
     anchor varchar, n int, walk int, walk_most int, concurrency int, budget int,
@@ -23,7 +24,7 @@ CREATE OR REPLACE FUNCTION claim_in_shard(
 RETURNS TABLE (kind text, name varchar)
 LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
-    shards text[] := ARRAY['roots', 'queue', 'root_claims'];
+    shards text[] := ARRAY['roots', 'hosts', 'root_claims'];
     walk_sql text;
     lock_sql text;
     claim_sql text;

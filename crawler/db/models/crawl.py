@@ -10,7 +10,6 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     Float,
-    ForeignKeyConstraint,
     Index,
     Integer,
     SmallInteger,
@@ -25,10 +24,14 @@ from crawler.db.models.base import HOSTNAME, Base, Timestamp, reversed_name
 
 
 class Host(Base):
-    """A discovered hostname and the facts of its last crawl.
+    """A discovered hostname: the facts of its last crawl, and its routing state (a deny
+    entry when status_reason is set). One row a host, its name stored once (migration
+    0030: the queue was a table of its own, keyed by the same name); `queue` is a view
+    of its routing columns, for the operators' SQL (docs/design.md).
 
     Every writer of its rows keeps `roots` and `host_hours` in the same transaction
-    (crawler.db.crawl.rollups; triggers until migration 0015).
+    (crawler.db.crawl.rollups; triggers until migration 0015), and every writer that dates
+    a routable row lowers `roots.next_due_at` in it (crawler.db.crawl.rollups.lower_next_due).
     """
 
     __tablename__ = "hosts"
@@ -69,26 +72,7 @@ class Host(Base):
     held_at: Mapped[datetime | None] = mapped_column(Timestamp)
     held_outcome: Mapped[str | None] = mapped_column(String(32))
 
-    __table_args__ = (
-        # No index by root, none over reversed names: the queue's serve those readers, and
-        # one by root drew the planner away from the key for a host's facts (0028).
-        Index("ix_hosts_discovered_at", "discovered_at"),
-        Index("ix_hosts_outcome", "outcome"),
-        # The banner's count of hosts held back in an outage: only hosts ever held back.
-        Index("ix_hosts_held_at", "held_at", postgresql_where=text("held_at IS NOT NULL")),
-    )
-
-
-class QueueRow(Base):
-    """Routing state of a hostname; a deny entry when status_reason is set.
-
-    Every writer that dates a routable row lowers `roots.next_due_at` in the same
-    transaction (crawler.db.crawl.rollups.lower_next_due).
-    """
-
-    __tablename__ = "queue"
-
-    hostname: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
+    # Routing (the queue's columns until 0030).
     next_claim_at: Mapped[datetime | None] = mapped_column(Timestamp)
     status_reason: Mapped[str | None] = mapped_column(String(16))
     blocked_reason: Mapped[str | None] = mapped_column(Text)
@@ -101,24 +85,25 @@ class QueueRow(Base):
     claimed_at: Mapped[datetime | None] = mapped_column(Timestamp)
     # Claims in a row that no finish released (crawler.db.crawl.unfinished): a poison pill's.
     unfinished_claims: Mapped[int] = mapped_column(SmallInteger, server_default="0")
-    # hosts.root, for per-root claims; every writer gives it. In the key, as in hosts'.
-    root: Mapped[str] = mapped_column(HOSTNAME, primary_key=True)
 
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["hostname", "root"], ["hosts.hostname", "hosts.root"], ondelete="CASCADE"
-        ),
         CheckConstraint("status_reason IN ('blocked', 'no_follow')", name="status_reason"),
+        # No index by root alone (0028): it drew the planner away from the key for a
+        # host's facts. A root's rows: ix_hosts_root_due and ix_hosts_hidden_root.
+        Index("ix_hosts_discovered_at", "discovered_at"),
+        Index("ix_hosts_outcome", "outcome"),
+        # The banner's count of hosts held back in an outage: only hosts ever held back.
+        Index("ix_hosts_held_at", "held_at", postgresql_where=text("held_at IS NOT NULL")),
         # Per-root claims (migration 0006): a root's oldest routable rows, and its claims.
         Index(
-            "ix_queue_root_due",
+            "ix_hosts_root_due",
             "root",
             "next_claim_at",
             postgresql_where=text("status_reason IS NULL AND denied_by IS NULL"),
         ),
-        Index("ix_queue_root_claimed", "root", postgresql_where=text("claimed_by IS NOT NULL")),
+        Index("ix_hosts_root_claimed", "root", postgresql_where=text("claimed_by IS NOT NULL")),
         Index(
-            "ix_queue_due",
+            "ix_hosts_due",
             "next_claim_at",
             postgresql_where=text("status_reason IS NULL AND denied_by IS NULL"),
         ),
@@ -127,30 +112,30 @@ class QueueRow(Base):
         # predate a big block list made the probes scan that one whole. Its rule lets the
         # dashboard count the entries by rule index-only.
         Index(
-            "ix_queue_entries",
+            "ix_hosts_entries",
             "hostname",
             postgresql_include=["status_reason"],
             postgresql_where=text("status_reason IS NOT NULL"),
         ),
-        Index("ix_queue_denied_by", "denied_by", postgresql_where=text("denied_by IS NOT NULL")),
-        Index("ix_queue_reversed", reversed_name("hostname")),
+        Index("ix_hosts_denied_by", "denied_by", postgresql_where=text("denied_by IS NOT NULL")),
+        Index("ix_hosts_reversed", reversed_name("hostname")),
         # The panel's host list walks this in hostname order, never through the rows
         # an entry took out of routing (migration 0003).
         Index(
-            "ix_queue_shown",
+            "ix_hosts_shown",
             "hostname",
             postgresql_where=text("status_reason IS NULL AND denied_by IS NULL"),
         ),
         # Its complement, by root: the rows the main page's figures leave out (0012).
         Index(
-            "ix_queue_hidden_root",
+            "ix_hosts_hidden_root",
             "root",
             postgresql_where=text("status_reason IS NOT NULL OR denied_by IS NOT NULL"),
         ),
         # The same rows in the order of a hash of the name: counted index-only, and a
         # sample of them read by the dashboard (crawler.db.operators.hidden, 0018).
         Index(
-            "ix_queue_hidden_sample",
+            "ix_hosts_hidden_sample",
             text("(hashtext(hostname::text) & 65535)"),
             "hostname",
             "root",

@@ -79,7 +79,7 @@ DENIED = text(
     """
     SELECT DISTINCT ON (s.hostname) s.hostname, d.hostname AS entry, d.status_reason AS rule
       FROM bulk_names s
-      JOIN queue d ON d.hostname = ANY(host_parents(s.hostname))
+      JOIN hosts d ON d.hostname = ANY(host_parents(s.hostname))
      WHERE d.status_reason IS NOT NULL
      ORDER BY s.hostname, length(d.hostname) DESC
     """
@@ -87,6 +87,7 @@ DENIED = text(
 UNSTAGE = text("DELETE FROM bulk_names WHERE hostname = ANY(:names)").bindparams(
     *names_param("names")
 )
+# The staged names not yet known, dateless (a deny entry's own rows).
 INSERT_HOSTS = text(
     """
     INSERT INTO hosts (hostname, root)
@@ -95,13 +96,16 @@ INSERT_HOSTS = text(
     RETURNING hostname, root
     """
 )
-QUEUE_SEEDS = text(
+# The staged names as seeds: new ones due now, and a known dateless row (its entry went)
+# dated. `new`: the row was inserted, not found (xmax 0).
+SEED_HOSTS = text(
     """
-    INSERT INTO queue (hostname, root, next_claim_at)
+    INSERT INTO hosts (hostname, root, next_claim_at)
     SELECT hostname, root, now() FROM bulk_names ORDER BY hostname
     ON CONFLICT (hostname, root) DO UPDATE SET next_claim_at = excluded.next_claim_at
-     WHERE queue.next_claim_at IS NULL AND queue.status_reason IS NULL
-    RETURNING root, CASE WHEN denied_by IS NULL THEN next_claim_at END
+     WHERE hosts.next_claim_at IS NULL AND hosts.status_reason IS NULL
+    RETURNING hostname, root, xmax = 0 AS new,
+              CASE WHEN denied_by IS NULL THEN next_claim_at END
     """
 )
 
@@ -241,21 +245,30 @@ def copy_text(value: str | None) -> str:
     return NULL if value is None else value.translate(_COPY_ESCAPES)
 
 
-def insert_staged_hosts(
-    conn: Connection, due_now: bool = False, pending: rollups.Rollups | None = None
-) -> dict[str, str]:
-    """The staged names not yet known, as hosts rows (counted in their roots and hour):
-    {hostname: root}. `due_now`: they are about to be queued due now (count_hosts).
-    `pending`: counted there, for the caller to write after its row locks."""
+def insert_staged_hosts(conn: Connection, pending: rollups.Rollups | None = None) -> dict[str, str]:
+    """The staged names not yet known, as dateless hosts rows (counted in their roots and
+    hour): {hostname: root}. `pending`: counted there, for the caller to write after its
+    row locks."""
     new = dict(tuples(conn, INSERT_HOSTS))
+    count_new(conn, new, pending=pending)
+    return new
+
+
+def count_new(
+    conn: Connection,
+    new: dict[str, str],
+    due_now: bool = False,
+    pending: rollups.Rollups | None = None,
+) -> None:
+    """New hosts ({hostname: root}) in their roots and hour. `due_now`: they are queued
+    due now (count_hosts). `pending`: counted there, for the caller to write."""
     if pending is not None:
         pending.count_hosts(new=new.values())
         pending.count_hours(discovered=len(new))
-        return new
+        return
     rollups.count_hosts(conn, new=new.values(), due_now=due_now)
     rollups.count_hours(conn, discovered=len(new))
     rollups.count_sources(conn, (None for _ in new))  # a seed or an entry: no source
-    return new
 
 
 def tuples(conn: Connection, statement: TextClause) -> list[tuple]:
@@ -367,11 +380,12 @@ def _write_seeds(engine: Engine, batch: Batch) -> None:
         conn.execute(text("SET LOCAL synchronous_commit = off"))
         stage(conn, batch)
         refuse_denied(conn, batch)
-        new = insert_staged_hosts(conn, due_now=True)
+        written = tuples(conn, SEED_HOSTS)
+        new = {hostname: root for hostname, root, is_new, _ in written if is_new}
+        count_new(conn, new, due_now=True)
         # The new hosts' roots are due now already; only known hosts re-dated may lower more.
         lowered = set(new.values())
-        dated = tuples(conn, QUEUE_SEEDS)
-        rollups.lower_next_due(conn, (row for row in dated if row[0] not in lowered))
+        rollups.lower_next_due(conn, ((r, due) for _, r, _, due in written if r not in lowered))
     for hostname, i in batch.first.items():
         if batch.results[i] is None:
             batch.settle(hostname, "queued" if hostname in new else "already")

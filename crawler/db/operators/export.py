@@ -16,8 +16,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.elements import ColumnElement
 
 from crawler.db.deployments import Deployment, deployment_of
-from crawler.db.models import Host, QueueRow
-from crawler.db.operators.host_filter import SAME_HOST, HostFilter
+from crawler.db.models import Host
+from crawler.db.operators.host_filter import HostFilter
 
 FORMATS = ("csv", "jsonl")
 COLUMNS = (
@@ -55,13 +55,7 @@ def export_statement(
         neutralised(c) if for_spreadsheet and c.key in ("title", "final_url") else c
         for c in COLUMNS
     ]
-    return (
-        select(*columns)
-        .select_from(QueueRow)
-        .join(Host, SAME_HOST)
-        .where(*on_queue, *on_hosts)
-        .order_by(QueueRow.hostname)
-    )
+    return select(*columns).where(*on_queue, *on_hosts).order_by(Host.hostname)
 
 
 def csv_chunks(engine: Engine, flt: HostFilter) -> Iterator[bytes]:

@@ -8,7 +8,7 @@ indexed apart (migrations 0012 and 0018).
 
 Their share of the figures needs each hidden host's facts (outcome, dates, source), one
 hosts lookup each, about 4 µs: 180,000 hidden rows were a second of every refresh (and
-counting them alone, tens of ms). ix_queue_hidden_sample orders them by a hash of the
+counting them alone, tens of ms). ix_hosts_hidden_sample orders them by a hash of the
 name, which spreads them evenly: the rows below a cut of it are a fair sample. The rows
 below PROBE_CUT (1/64) are counted first; while that says about 2 x HIDDEN_SAMPLE rows
 or fewer, every hidden row is counted and looked up (exact); past it, the cut takes about
@@ -40,8 +40,8 @@ HIDDEN_ROW = "(q.status_reason IS NOT NULL OR q.denied_by IS NOT NULL)"
 BUCKET = "(hashtext(q.hostname::text) & 65535)"
 
 PROBE_CUT = 1_024  # 1/64 of the hash space: counted first, to size the sample
-HIDDEN_BELOW_CUT = text(f"SELECT count(*) FROM queue q WHERE {HIDDEN_ROW} AND {BUCKET} < :cut")
-# An index-only scan of ix_queue_entries, which includes the rule (0027).
+HIDDEN_BELOW_CUT = text(f"SELECT count(*) FROM hosts q WHERE {HIDDEN_ROW} AND {BUCKET} < :cut")
+# An index-only scan of ix_hosts_entries, which includes the rule (0027).
 ENTRY_COUNTS = text(
     "SELECT count(*) FILTER (WHERE status_reason = 'blocked') AS blocked,"
     " count(*) FILTER (WHERE status_reason = 'no_follow') AS no_follow"
@@ -49,8 +49,9 @@ ENTRY_COUNTS = text(
 )
 # Per looked-up hidden host: its outcome, the hour of its discovery (with its source)
 # and of its latest crawl when they fall in the window, and whether that crawl was in
-# the last hour. The LATERAL ... LIMIT 1 keeps the hosts lookup a probe of its key
-# whatever the planner believes (at 20 hidden rows it would rather scan hosts); on
+# the last hour. The hidden rows are walked index-only (ix_hosts_hidden_sample holds
+# their name, root and rule), each one's facts probed by its key (LATERAL ... LIMIT 1,
+# whatever the planner believes: at 20 hidden rows it would rather scan hosts); on
 # (hostname, root), so that on a Citus cluster it stays within each shard group.
 HIDDEN_FIGURES = text(
     f"""
@@ -62,7 +63,7 @@ HIDDEN_FIGURES = text(
                 THEN date_trunc('hour', h.last_crawled_at, 'UTC') END AS crawl_hour,
            count(*) AS n,
            count(*) FILTER (WHERE h.last_crawled_at > now() - interval '1 hour') AS recent
-      FROM queue q
+      FROM hosts q
      CROSS JOIN LATERAL (
            SELECT outcome, discovered_at, last_crawled_at, found_source FROM hosts
             WHERE hostname = q.hostname AND root = q.root LIMIT 1) h

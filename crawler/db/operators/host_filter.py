@@ -17,7 +17,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from crawler.core.hostnames import normalize
 from crawler.db.deployments import Deployment
-from crawler.db.models import Host, QueueRow
+from crawler.db.models import Host
 from crawler.db.server.sql_pieces import suffix_range
 
 PREFIX = "prefix"
@@ -25,16 +25,13 @@ DOMAIN = "domain"
 MATCHES = (PREFIX, DOMAIN)
 NEVER_CRAWLED = "none"
 
-# The expression of the ix_*_reversed indexes: reverse(hostname::text).
-QUEUE_REVERSED = func.reverse(cast(QueueRow.hostname, Text))
+# The expression of the ix_hosts_reversed index: reverse(hostname::text).
+REVERSED_NAME = func.reverse(cast(Host.hostname, Text))
 
-# Queue rows that no entry took out of routing (the ix_queue_shown partial index).
-SHOWN = and_(QueueRow.status_reason.is_(None), QueueRow.denied_by.is_(None))
-# Its complement: an entry's own row, or one an entry took (ix_queue_hidden_root).
-HIDDEN = or_(QueueRow.status_reason.is_not(None), QueueRow.denied_by.is_not(None))
-
-# A host's facts and its queue row share the whole key: on a cluster, the same shard.
-SAME_HOST = and_(Host.hostname == QueueRow.hostname, Host.root == QueueRow.root)
+# Hosts that no entry took out of routing (the ix_hosts_shown partial index).
+SHOWN = and_(Host.status_reason.is_(None), Host.denied_by.is_(None))
+# Its complement: an entry's own row, or one an entry took (ix_hosts_hidden_root).
+HIDDEN = or_(Host.status_reason.is_not(None), Host.denied_by.is_not(None))
 
 
 @dataclass(frozen=True)
@@ -52,11 +49,11 @@ class HostFilter:
     def conditions(
         self, deployment: Deployment
     ) -> tuple[list[ColumnElement[bool]], list[ColumnElement[bool]]]:
-        """(on queue, on hosts) SQL conditions, with the deployment's deny test;
-        HostnameError for a search or root that is no hostname."""
-        shown = deployment.visible(QueueRow.hostname, QueueRow.root)
+        """(on routing, on facts) SQL conditions on hosts, with the deployment's deny
+        test; HostnameError for a search or root that is no hostname."""
+        shown = deployment.visible(Host.hostname, Host.root)
         on_queue = [] if self.include_denied else [SHOWN, shown]
-        searched = search_condition(QueueRow.hostname, QUEUE_REVERSED, self.q, self.match)
+        searched = search_condition(Host.hostname, REVERSED_NAME, self.q, self.match)
         if searched is not None:
             on_queue.append(searched)
         on_hosts = []
@@ -72,12 +69,12 @@ class HostFilter:
 
 
 def of_root(name: str, include_denied: bool) -> ColumnElement[bool]:
-    """The queue rows of the root `name`: the shown ones by ix_queue_root_due; with the
-    hidden ones, each half by its own partial index (the other, ix_queue_hidden_root), as
+    """The hosts of the root `name`: the shown ones by ix_hosts_root_due; with the
+    hidden ones, each half by its own partial index (the other, ix_hosts_hidden_root), as
     no index holds a root's rows all together (0028)."""
     if not include_denied:
-        return QueueRow.root == name
-    return or_(and_(QueueRow.root == name, SHOWN), and_(QueueRow.root == name, HIDDEN))
+        return Host.root == name
+    return or_(and_(Host.root == name, SHOWN), and_(Host.root == name, HIDDEN))
 
 
 def prefix_bounds(prefix: str) -> tuple[str, str]:

@@ -28,7 +28,7 @@ from crawler.db.server.sql_pieces import names_below, names_param, suffix_range
 # roots (:above), which are always shorter.
 NEAREST_ENTRY = """
     coalesce(
-      (SELECT d.hostname FROM queue d
+      (SELECT d.hostname FROM hosts d
         WHERE d.root = q.root AND d.root = ANY(:roots)
           AND d.hostname = ANY(host_parents(q.hostname)) AND d.hostname <> q.hostname
           AND d.status_reason IS NOT NULL
@@ -39,7 +39,7 @@ NEAREST_ENTRY = """
 
 # Every routed row under a new entry (:entries, of the group), in the entry's root, leaves
 # routing, credited to the nearest new entry. OFFSET 0 keeps the row filters out of the
-# lateral scan, so it is always the range scan of ix_queue_reversed, whatever the planner
+# lateral scan, so it is always the range scan of ix_hosts_reversed, whatever the planner
 # believes of the queue's size.
 TAKE_OUT_UNDER = text(
     """
@@ -47,7 +47,7 @@ TAKE_OUT_UNDER = text(
         SELECT DISTINCT ON (r.hostname) r.hostname, s.hostname AS entry
           FROM unnest(:entries, :entry_roots) AS s(hostname, root)
          CROSS JOIN LATERAL (
-               SELECT hostname, denied_by, status_reason FROM queue
+               SELECT hostname, denied_by, status_reason FROM hosts
                 WHERE root = ANY(:roots) AND root = s.root
                   AND reverse(hostname::text) >= reverse(s.hostname) || '.'
                   AND reverse(hostname::text) < reverse(s.hostname) || '/'
@@ -55,9 +55,9 @@ TAKE_OUT_UNDER = text(
          WHERE r.denied_by IS NULL AND r.status_reason IS NULL
          ORDER BY r.hostname, length(s.hostname) DESC),
     locked AS (
-        SELECT q.hostname, under.entry FROM queue q JOIN under USING (hostname)
+        SELECT q.hostname, under.entry FROM hosts q JOIN under USING (hostname)
          WHERE q.root = ANY(:roots) ORDER BY q.hostname FOR UPDATE OF q)
-    UPDATE queue q SET denied_by = locked.entry FROM locked
+    UPDATE hosts q SET denied_by = locked.entry FROM locked
      WHERE q.hostname = locked.hostname AND q.root = ANY(:roots)
     """
 ).bindparams(*names_param("entries", "entry_roots", "roots"))
@@ -67,23 +67,23 @@ TAKE_OUT_UNDER = text(
 # the nearest.
 TAKE_OUT_UNDER_ABOVE = text(
     f"""
-    UPDATE queue SET denied_by = :entry
+    UPDATE hosts SET denied_by = :entry
      WHERE {names_below("hostname")} AND denied_by IS NULL AND status_reason IS NULL
     """
 )
 # The roots holding rows taken out by entries above roots: the shard groups to put back in.
 ROOTS_DENIED_BY = text(
-    "SELECT DISTINCT root FROM queue WHERE denied_by = ANY(:entries)"
+    "SELECT DISTINCT root FROM hosts WHERE denied_by = ANY(:entries)"
 ).bindparams(*names_param("entries"))
 # The standing entries among the given names (in their own roots: bare suffixes).
 STANDING = text(
-    "SELECT hostname FROM queue"
+    "SELECT hostname FROM hosts"
     " WHERE hostname = ANY(:names) AND root = ANY(:names) AND status_reason IS NOT NULL"
 ).bindparams(*names_param("names"))
 PUT_BACK = text(
     f"""
-    UPDATE queue q SET denied_by = {NEAREST_ENTRY}
-      FROM (SELECT hostname, denied_by FROM queue
+    UPDATE hosts q SET denied_by = {NEAREST_ENTRY}
+      FROM (SELECT hostname, denied_by FROM hosts
              WHERE root = ANY(:roots) AND denied_by = ANY(:entries)
              ORDER BY hostname FOR UPDATE) AS t
      WHERE q.hostname = t.hostname AND q.root = ANY(:roots)
@@ -100,11 +100,11 @@ PUT_BACK = text(
 DENY_ONE = text(
     """
     WITH entry AS (
-        SELECT EXISTS (SELECT 1 FROM queue
+        SELECT EXISTS (SELECT 1 FROM hosts
                         WHERE hostname = :entry AND root = :entry_root
                           AND status_reason IS NOT NULL)
                AS stands, now() AS now)
-    UPDATE queue q SET claimed_by = NULL, claimed_at = NULL, unfinished_claims = 0,
+    UPDATE hosts q SET claimed_by = NULL, claimed_at = NULL, unfinished_claims = 0,
            denied_by = CASE WHEN q.status_reason IS NULL AND entry.stands
                             THEN :entry ELSE q.denied_by END,
            next_claim_at = CASE WHEN q.status_reason IS NULL OR q.claimed_by IS NOT NULL

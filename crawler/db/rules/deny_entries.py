@@ -57,46 +57,27 @@ KEPT = {BLOCKED: (BLOCKED, NO_FOLLOW), NO_FOLLOW: (NO_FOLLOW,)}
 REMOVAL = {BLOCKED: ("unblock", "unblocked"), NO_FOLLOW: ("no_follow.remove", "removed")}
 
 COVERING_ENTRIES = text(
-    "SELECT hostname, status_reason FROM queue"
+    "SELECT hostname, status_reason FROM hosts"
     " WHERE hostname = ANY(host_parents(:h)) AND status_reason IS NOT NULL"
 )
-ALL_ENTRIES = text("SELECT hostname, status_reason FROM queue WHERE status_reason IS NOT NULL")
+ALL_ENTRIES = text("SELECT hostname, status_reason FROM hosts WHERE status_reason IS NOT NULL")
 LIST_ENTRIES = text(
-    "SELECT hostname, blocked_reason, blocked_at, note FROM queue"
+    "SELECT hostname, blocked_reason, blocked_at, note FROM hosts"
     " WHERE status_reason = :rule ORDER BY hostname"
 )
 
-# New names become entries as they are inserted (the stage's note is a no_follow's note,
-# a block's reason); existing rows are changed by SET_ENTRY below.
-INSERT_ENTRY = {
-    NO_FOLLOW: text(
-        """
-        INSERT INTO queue (hostname, root, status_reason, note)
-        SELECT hostname, root, 'no_follow', note FROM bulk_names ORDER BY hostname
-        ON CONFLICT (hostname, root) DO NOTHING
-        RETURNING hostname
-        """
-    ),
-    BLOCKED: text(
-        """
-        INSERT INTO queue (hostname, root, status_reason, blocked_reason, blocked_at)
-        SELECT hostname, root, 'blocked', note, now() FROM bulk_names ORDER BY hostname
-        ON CONFLICT (hostname, root) DO NOTHING
-        RETURNING hostname
-        """
-    ),
-}
+# The staged names become entries: rows new to hosts (made dateless) and known ones.
 SET_ENTRY = {
     NO_FOLLOW: text(
         """
-        UPDATE queue q SET status_reason = 'no_follow', note = s.note
+        UPDATE hosts q SET status_reason = 'no_follow', note = s.note
           FROM bulk_names s
          WHERE q.hostname = s.hostname AND q.status_reason IS DISTINCT FROM 'no_follow'
         """
     ),
     BLOCKED: text(
         """
-        UPDATE queue q SET status_reason = 'blocked', blocked_reason = s.note, blocked_at = now()
+        UPDATE hosts q SET status_reason = 'blocked', blocked_reason = s.note, blocked_at = now()
           FROM bulk_names s
          WHERE q.hostname = s.hostname AND q.status_reason IS DISTINCT FROM 'blocked'
         """
@@ -108,7 +89,7 @@ SET_ENTRY = {
 # table of the coordinator's) inside a locking CTE.
 LOCK_NAMED = text(
     """
-    SELECT hostname, status_reason FROM queue
+    SELECT hostname, status_reason FROM hosts
      WHERE root = ANY(:roots) AND hostname = ANY(:names)
      ORDER BY hostname FOR UPDATE
     """
@@ -116,22 +97,21 @@ LOCK_NAMED = text(
 REMOVE_ENTRIES = text(
     """
     WITH old AS (
-        SELECT hostname, blocked_reason, note FROM queue
+        SELECT hostname, blocked_reason, note FROM hosts
          WHERE root = ANY(:roots) AND hostname = ANY(:names) AND status_reason = :rule
          ORDER BY hostname FOR UPDATE)
-    UPDATE queue q SET status_reason = NULL, blocked_reason = NULL, blocked_at = NULL, note = NULL
+    UPDATE hosts q SET status_reason = NULL, blocked_reason = NULL, blocked_at = NULL, note = NULL
       FROM old WHERE q.hostname = old.hostname AND q.root = ANY(:roots)
     RETURNING q.hostname, coalesce(old.blocked_reason, old.note), q.root,
               CASE WHEN q.denied_by IS NULL THEN q.next_claim_at END
     """
 ).bindparams(*names_param("roots", "names"))
 # A row made only to hold an entry (never routed, crawled or audited) is no host:
-# once the entry goes, so does the row (its queue row with it, ON DELETE CASCADE).
+# once the entry goes, so does the row.
 FORGET_ENTRY_ONLY_ROWS = text(
     """
-    DELETE FROM hosts h USING queue q
-     WHERE h.hostname = ANY(:names) AND q.hostname = h.hostname AND q.root = h.root
-       AND q.status_reason IS NULL AND q.next_claim_at IS NULL
+    DELETE FROM hosts h
+     WHERE h.hostname = ANY(:names) AND h.status_reason IS NULL AND h.next_claim_at IS NULL
        AND h.last_crawled_at IS NULL AND h.audited_at IS NULL AND h.crawl_count = 0
     RETURNING h.root, h.outcome
     """
@@ -263,8 +243,7 @@ def _write_entries(engine: Engine, batch: Batch, rule: str, actor: str, note: st
         # in the crawl's finish order: a block taking a trap's rows out of routing while
         # a finish wrote their results deadlocked (each held what the other wanted next).
         pending = rollups.Rollups()
-        new = insert_staged_hosts(conn, pending=pending)
-        fresh = set(conn.execute(INSERT_ENTRY[rule]).scalars())
+        fresh = insert_staged_hosts(conn, pending=pending)
         groups = deployments.by_shard_group(conn, {h: root(h) for h in batch.first})
         previous: dict[str, str | None] = {}
         for roots, names in groups:
@@ -281,7 +260,7 @@ def _write_entries(engine: Engine, batch: Batch, rule: str, actor: str, note: st
             record_batch(conn, actor, ADD_ACTION[rule], added, details, note)
             announce(conn, "add", added, rule)
         pending.write(conn)
-        rollups.count_sources(conn, (None for _ in new))  # an entry's own row: no source
+        rollups.count_sources(conn, (None for _ in fresh))  # an entry's own row: no source
     for hostname in batch.first:
         was = previous.get(hostname)
         if was in KEPT[rule]:

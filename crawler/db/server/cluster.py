@@ -2,7 +2,7 @@
 
 On a database where the `citus` extension exists and workers are added, `hostcrawl db
 upgrade` distributes every table kept per root by `root`, co-located with `roots`: a
-root's hosts, queue rows, window, claims, deferral, wildcard probe and dropped links
+root's hosts (their queue rows in them), window, claims, deferral, wildcard probe and dropped links
 live in one shard group, so every statement about one host goes to one worker. The small
 shared tables (users, login failures, the change log, world silences, the hourly and
 per-minute figures) stay plain tables on the coordinator: nothing joins them to the
@@ -26,12 +26,11 @@ from crawler.core.words import counted
 from crawler.db.server.sql_pieces import names_param
 
 DISTRIBUTION_COLUMN = "root"
-# Distributed in this order: roots first (the others co-locate with it), hosts before
-# queue (the queue's foreign key needs its target distributed).
+# Distributed in this order: roots first (the others co-locate with it). The queue is
+# columns of hosts (0030), and its view a view.
 PER_ROOT_TABLES = (
     "roots",
     "hosts",
-    "queue",
     "trap_window",
     "root_claims",
     "trap_deferrals",

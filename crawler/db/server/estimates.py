@@ -17,7 +17,7 @@ from crawler.db.deployments import deployment_of
 EXACT_BELOW = 200_000
 # Hosts due now that the list would show (no entry took them out of routing).
 DUE = (
-    "SELECT 1 FROM queue WHERE status_reason IS NULL AND denied_by IS NULL"
+    "SELECT 1 FROM hosts WHERE status_reason IS NULL AND denied_by IS NULL"
     " AND next_claim_at <= now()"
 )
 HOSTS = "SELECT 1 FROM hosts"

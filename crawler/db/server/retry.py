@@ -29,20 +29,13 @@ MAX_PAUSE = 15.0
 
 
 CONFLICT_ATTEMPTS = 5
-# A foreign key violation too: a row this transaction saw (a hosts row its insert skipped
-# as known) was deleted by another that committed meanwhile (an unblock forgetting an
-# entry-only name), so the queue row that needs it fails. Run again, the insert sees the
-# name as new.
-CONFLICTS = (
-    pg_errors.DeadlockDetected,
-    pg_errors.SerializationFailure,
-    pg_errors.ForeignKeyViolation,
-)
+# (A foreign key violation was one too while the queue's rows referred to hosts' rows:
+# one table since 0030.)
+CONFLICTS = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 
 
 def is_conflict(exc: BaseException) -> bool:
-    """A deadlock, a serialization failure or a row deleted under us: the transaction may
-    simply run again."""
+    """A deadlock or a serialization failure: the transaction may simply run again."""
     return isinstance(exc, DBAPIError) and isinstance(exc.orig, CONFLICTS)
 
 

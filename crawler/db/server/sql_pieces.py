@@ -55,7 +55,7 @@ def under_an_entry(row: str, scope: str = "") -> str:
     middleware refuses a host under one before download. `scope`: more filters on the
     entry `d` (a cluster's routing pin)."""
     return f"""EXISTS (
-               SELECT 1 FROM queue d
+               SELECT 1 FROM hosts d
                 WHERE d.root = {row}.root {scope}
                   AND d.hostname = ANY((host_parents({row}.hostname))[2:])
                   AND d.status_reason IS NOT NULL)"""
@@ -68,7 +68,7 @@ UNDER_ROOT = f"AND (q.hostname = :root OR ({names_below('q.hostname')}))"
 # Routable and due, under no deny entry, oldest first: what a claim takes. {under}
 # narrows it (UNDER_ROOT).
 DUE = f"""
-    SELECT q.hostname FROM queue q
+    SELECT q.hostname FROM hosts q
      WHERE q.status_reason IS NULL AND q.denied_by IS NULL
        AND q.next_claim_at <= now() {{under}}
        AND NOT {under_an_entry("q")}

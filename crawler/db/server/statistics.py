@@ -26,7 +26,7 @@ T = TypeVar("T")
 # at least MIN_CHANGED rows (a small table is cheap to plan either way).
 LARGE_SHARE = 0.1
 MIN_CHANGED = 1_000
-BULK_TABLES = ("hosts", "queue")
+BULK_TABLES = ("hosts",)
 
 # Rows and changes since the last ANALYZE, as the statistics system last heard them:
 # a backend reports its writes within a second or so of committing them.
