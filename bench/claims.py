@@ -164,9 +164,7 @@ def one_big_root(rng: random.Random) -> tuple[list[str], list[str]]:
 
 def load(engine, names: list[str], sites: list[str]) -> DenyList:
     with engine.begin() as conn:
-        conn.execute(
-            text("TRUNCATE change_log, trap_window, wildcard_probes, hosts CASCADE")
-        )
+        conn.execute(text("TRUNCATE change_log, trap_window, wildcard_probes, hosts CASCADE"))
     before, after = sites[:3], sites[3:6]
     deny_entries.add_no_follow(engine, [*before, "doubleclick.net"], note="bench")
     for i in range(0, len(names), 1_000):

@@ -25,10 +25,7 @@ ENTRIES = 3_000
 def analyses(db) -> dict[str, int]:
     with db.connect() as conn:
         rows = conn.execute(
-            text(
-                "SELECT relname, analyze_count FROM pg_stat_user_tables"
-                " WHERE relname = 'hosts'"
-            )
+            text("SELECT relname, analyze_count FROM pg_stat_user_tables WHERE relname = 'hosts'")
         )
         return dict(rows.all())
 
