@@ -32,9 +32,18 @@ def run_migrations_online() -> None:
         _run(connection)
 
 
+# On Citus, a distributed function or view is created or dropped over one connection per
+# worker, which a parallel write to the shards earlier in the same transaction rules out
+# (0030 copies the queue's rows, then makes a view and installs the claim): the
+# migrations' writes to the shards go one connection per worker.
+CITUS = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+
+
 def _run(connection) -> None:
     context.configure(connection=connection, target_metadata=target_metadata)
     with context.begin_transaction():
+        if connection.exec_driver_sql(CITUS).scalar():
+            connection.exec_driver_sql("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
         context.run_migrations()
 
 

@@ -81,7 +81,6 @@ CITUS = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
 
 
 def upgrade() -> None:
-    _one_connection_per_worker()
     for column in routing():
         op.add_column("hosts", column)
     assigned = ", ".join(f"{name} = q.{name}" for name in NAMES)
@@ -100,7 +99,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    _one_connection_per_worker()
     op.execute("DROP VIEW queue")
     op.create_table(
         "queue",
@@ -145,13 +143,6 @@ def _create_indexes(table: str) -> None:
             postgresql_where=sa.text(where) if where else None,
             postgresql_include=include or [],
         )
-
-
-def _one_connection_per_worker() -> None:
-    """On Citus: a function is created over one connection per worker, which a parallel
-    write to the shards earlier in the transaction rules out."""
-    if op.get_bind().execute(sa.text(CITUS)).scalar():
-        op.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
 
 
 def _hosts_distributed() -> bool:

@@ -19,15 +19,15 @@ BEGIN
     RAISE EXCEPTION 'could not run distributed query with FOR UPDATE/SHARE commands'
         USING ERRCODE = 'feature_not_supported';
 END $$;
-CREATE TRIGGER hc_test_refuse BEFORE UPDATE ON queue
+CREATE TRIGGER hc_test_refuse BEFORE UPDATE ON hosts
     FOR EACH STATEMENT EXECUTE FUNCTION hc_test_refuse();
 """
-ALLOW = "DROP TRIGGER IF EXISTS hc_test_refuse ON queue; DROP FUNCTION IF EXISTS hc_test_refuse();"
+ALLOW = "DROP TRIGGER IF EXISTS hc_test_refuse ON hosts; DROP FUNCTION IF EXISTS hc_test_refuse();"
 
 
 @pytest.fixture
 def refuse_claims(db):
-    """Call it to make every UPDATE of the queue fail from then on."""
+    """Call it to make every UPDATE of hosts (the queue's rows) fail from then on."""
 
     def refuse() -> None:
         with db.begin() as conn:

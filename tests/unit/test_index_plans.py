@@ -17,11 +17,12 @@ from crawler.db.operators import bulk
 from crawler.db.operators.export import export_statement
 from crawler.db.operators.host_filter import HostFilter
 from webpanel.queries import root_rows
-from webpanel.queries.host_rows import host_statement
+from webpanel.queries.host_rows import host_page, host_statement
 from webpanel.queries.paging import keyset
 
 FARM = "farm.test"
 SMALL = "small.test"  # 30 hosts, 10 of them out of routing
+SMALL_SHOWN = [f"y{i}.{SMALL}" for i in range(10, 30)]
 
 
 def worker_nodes(db, statement) -> list[dict]:
@@ -90,6 +91,27 @@ def test_a_roots_page_shows_every_host_of_the_root_in_name_tree_order(farm):
     shown = [r.hostname for r in first.rows + second.rows]
     tree = sorted((f"h{i}.s{i % 7}.{FARM}" for i in range(20_000)), key=lambda n: n[::-1])
     assert shown == tree[:1000]
+
+
+@pytest.mark.parametrize("outcome", ["", "none"])
+@pytest.mark.parametrize("sort", ["newest", "oldest"])
+def test_the_list_by_date_walks_the_shown_hosts_in_the_pages_order(farm, sort, outcome):
+    # A bulk seed dates a batch of 20,000 names alike: by a date alone, each page read and
+    # sorted that whole run by name, and walked the entries newer than it (0031).
+    flt = HostFilter(outcome=outcome, sort=sort)
+    nodes = worker_nodes(farm, statement_on(farm, lambda found: host_statement(flt, found)))
+    walks = [n for n in reads_of(nodes, "hosts") if "shown_by_date" in n.get("Index Name", "")]
+    assert walks and walks[0]["Node Type"] == "Index Scan", nodes
+    assert walks[0]["Scan Direction"] == ("Backward" if sort == "newest" else "Forward"), nodes
+    assert all("Sort" not in n["Node Type"] for n in nodes), nodes  # the walk is the order
+    with farm.begin() as conn:
+        first = host_page(conn, flt, limit=40)
+        second = host_page(conn, flt, after=first.next, limit=40)
+    shown = [(r.discovered_at, r.hostname) for r in first.rows + second.rows]
+    assert shown == sorted(shown, reverse=sort == "newest") and len(set(shown)) == 80
+    if sort == "newest":  # the last batch's 20 shown names, then the run of 20,000 before it
+        assert [h for _, h in shown[:20]] == sorted(SMALL_SHOWN, reverse=True)
+        assert len({d for d, _ in shown[20:]}) == 1
 
 
 def statement_on(db, make):

@@ -37,9 +37,9 @@ HOST_COLUMNS = (
 
 
 def _hosts(flt: HostFilter, deployment: Deployment) -> Select:
-    """The list's query: by name, a walk of ix_hosts_shown in order; otherwise the
-    planner picks (the discovered_at, outcome or root index may lead). The facts are in
-    the row the walk reads (one row a host, 0030)."""
+    """The list's query: by name, a walk of ix_hosts_shown in order; by date, of
+    ix_hosts_shown_by_date; otherwise the planner picks (the outcome or a root's index may
+    lead). The facts are in the row the walk reads (one row a host, 0030)."""
     on_routing, on_facts = flt.conditions(deployment)
     return select(*HOST_COLUMNS).where(*on_routing, *on_facts)
 
