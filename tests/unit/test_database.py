@@ -72,7 +72,7 @@ def test_finish_failing_half_way_writes_nothing(db, monkeypatch):
     def crash(*args, **kwargs):
         raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(queue, "schedule", crash)
+    monkeypatch.setattr(queue, "insert_hosts", crash)  # after the results write
     with pytest.raises(RuntimeError, match="injected"):
         finish(db, "page.test", CrawlResult(OK, 200), ["http://new.test/"])
     assert hostnames(db) == {"page.test"}

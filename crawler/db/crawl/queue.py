@@ -151,7 +151,6 @@ def finish_many(engine: Engine, crawled: Sequence[Crawled]) -> list[Added]:
         pending = rollups.Rollups()
         write_results(conn, crawled, pending)
         new = insert_hosts(conn, unknown, pending) if any(n for _, n in unknown) else []
-        schedule(conn, [(host.hostname, host.recrawl_after) for host in crawled], pending)
         pending.write(conn)
         dropped_links.add(conn, dropped_links.gathered(h.links.by_entry for h in crawled))
     known.remember(name.hostname for _, names in unknown for name in names)  # committed
@@ -167,17 +166,18 @@ def _named_by(host: Crawled) -> tuple[FoundName, ...]:
 
 
 def write_results(conn: Connection, crawled: Sequence[Crawled], pending: rollups.Rollups) -> None:
-    """The hosts' results, one statement per shard group (on one server, one): it locks
-    the rows to read their outcome before, which Citus runs only within one shard.
-    Their rollups go to `pending`."""
+    """The hosts' results, their claims released and their next dates, one statement per
+    shard group (on one server, one): it locks the rows to read their outcome before,
+    which Citus runs only within one shard. Their rollups go to `pending`."""
     roots = [root(host.hostname) for host in crawled]
     statement = deployment_of(conn).write_results
     for group in shard_groups(conn, set(roots)):
         part = [i for i, r in enumerate(roots) if r in group]
         params = results_params([crawled[i] for i in part], [roots[i] for i in part])
         written = conn.execute(statement, params).all()
-        pending.count_hosts(crawled=[(r, before, now) for r, _, before, now in written])
-        pending.count_hours(crawled=[(h, now) for _, h, _, now in written])
+        pending.count_hosts(crawled=[(r, before, now) for r, _, before, now, _ in written])
+        pending.count_hours(crawled=[(h, now) for _, h, _, now, _ in written])
+        pending.lower_next_due((r, due) for r, _, _, _, due in written)
 
 
 def results_params(crawled: Sequence[Crawled], roots: Sequence[str]) -> dict:
@@ -197,6 +197,7 @@ def results_params(crawled: Sequence[Crawled], roots: Sequence[str]) -> dict:
         "over_cap": [host.links.dropped.get(OVER_CAP, 0) for host in crawled],
         "stopped": [r.extract_stopped for r in results],
         "failed": [is_network_failure(r.outcome) for r in results],
+        "afters": [host.recrawl_after for host in crawled],
     }
 
 

@@ -27,17 +27,22 @@ WRITE_RESULTS = text(
            links_found = t.found, links_saved = t.saved,
            links_filtered = t.filtered, links_over_cap = t.over_cap,
            extract_stopped = t.stopped, crawl_count = h.crawl_count + 1,
-           fail_streak = CASE WHEN t.failed THEN h.fail_streak + 1 ELSE 0 END
-      FROM (SELECT u.*, o.outcome AS before
+           fail_streak = CASE WHEN t.failed THEN h.fail_streak + 1 ELSE 0 END,
+           claimed_by = NULL, claimed_at = NULL, unfinished_claims = 0,
+           next_claim_at = CASE WHEN h.status_reason IS NULL OR h.claimed_by IS NOT NULL
+                                THEN t.at ELSE h.next_claim_at END
+      FROM (SELECT u.*, o.outcome AS before, now() + u.after AS at
               FROM unnest(:names, :roots, :outcomes, :statuses, :urls, :titles, :schemes,
-                          :found, :saved, :filtered, :over_cap, :stopped, :failed)
+                          :found, :saved, :filtered, :over_cap, :stopped, :failed, :afters)
                 AS u(hostname, root, outcome, status, url, title, scheme, found, saved,
-                     filtered, over_cap, stopped, failed)
+                     filtered, over_cap, stopped, failed, after)
               JOIN hosts o USING (hostname, root)
              WHERE o.root = ANY(:roots)
              ORDER BY hostname FOR UPDATE OF o) AS t
      WHERE h.root = ANY(:roots) AND h.hostname = t.hostname AND h.root = t.root
-    RETURNING h.root, h.hostname, t.before, h.outcome
+    RETURNING h.root, h.hostname, t.before, h.outcome,
+              CASE WHEN h.status_reason IS NULL AND h.denied_by IS NULL
+                   THEN h.next_claim_at END
     """
 ).bindparams(*RESULT_PARAMS)
 # The dates are taken before the update, in a materialized CTE: Citus allows no

@@ -15,7 +15,8 @@ from crawler.db.server.sql_pieces import INTS, names_param
 DATED = """root, CASE WHEN status_reason IS NULL AND denied_by IS NULL
                    THEN next_claim_at END"""
 
-# A crawled batch's results, one array per column (crawler.db.crawl.queue.results_params).
+# A crawled batch's results and next dates' delays, one array per column
+# (crawler.db.crawl.queue.results_params).
 RESULT_PARAMS = (
     *names_param("names", "roots", "outcomes", "urls", "titles", "schemes", "stopped"),
     *(
@@ -23,6 +24,7 @@ RESULT_PARAMS = (
         for name in ("statuses", "found", "saved", "filtered", "over_cap")
     ),
     bindparam("failed", type_=ARRAY(Boolean)),
+    bindparam("afters", type_=ARRAY(Interval)),
 )
 # Each name, its root and its delay to the next claim.
 SCHEDULE_PARAMS = (*names_param("names", "host_roots"), bindparam("afters", type_=ARRAY(Interval)))
