@@ -22,7 +22,7 @@ from sqlalchemy import create_engine, text
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 NODE_BUFFERS_MB = 256
-PER_ROOT_TABLES = ("roots", "hosts", "queue", "trap_window")  # the ones with many rows
+PER_ROOT_TABLES = ("roots", "hosts", "trap_window")  # the ones with many rows
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 

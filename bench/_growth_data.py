@@ -5,9 +5,9 @@ row): root i is `<6 hex of md5(i)>-<i>.<suffix>` and each root has SUBS_PER_ROOT
 subdomains (www., mail., ...), so 200,000 roots are 1,000,000 hosts. Outcomes,
 dates and statuses are picked from md5 as bench/panel.py's corpus weights them.
 
-Indexes, primary keys and the queue -> hosts foreign key are dropped before a
-load and built after it (one sort per index instead of millions of random
-inserts); VACUUM ANALYZE then sets the visibility map and the statistics.
+Indexes and primary keys are dropped before a load and built after it (one sort
+per index instead of millions of random inserts); VACUUM ANALYZE then sets the
+visibility map and the statistics.
 """
 
 from __future__ import annotations
@@ -51,21 +51,17 @@ GENERATED = f"""
                  i % {ENTRY_EVERY} = 0 AND i < {ENTRY_EVERY * ENTRY_ROOTS} AS entry_root
             FROM h)
 """
+# One row per host (migration 0030): its facts and its routing (the queue's columns).
 INSERT_HOSTS = f"""{GENERATED}
     INSERT INTO hosts (hostname, root, discovered_at, discovered_from, outcome, http_status,
-                       title, last_crawled_at, crawl_count)
+                       title, last_crawled_at, crawl_count, next_claim_at, status_reason,
+                       denied_by, blocked_reason, blocked_at)
     SELECT hostname, root, discovered_at, CASE WHEN j > 0 THEN root END,
            CASE WHEN NOT (entry_root AND j = 0) THEN outcome END,
            CASE WHEN outcome = 'OK' THEN 200 END,
            CASE WHEN outcome = 'OK' THEN 'Home of ' || hostname END,
            CASE WHEN outcome IS NOT NULL THEN crawled_at END,
-           CASE WHEN outcome IS NOT NULL THEN 1 ELSE 0 END
-      FROM g
-"""
-INSERT_QUEUE = f"""{GENERATED}
-    INSERT INTO queue (hostname, next_claim_at, status_reason, denied_by, blocked_reason,
-                       blocked_at {{root_column}})
-    SELECT hostname,
+           CASE WHEN outcome IS NOT NULL THEN 1 ELSE 0 END,
            CASE WHEN entry_root AND j = 0 THEN NULL
                 WHEN outcome IS NULL THEN discovered_at
                 ELSE crawled_at + interval '7 days' END,
@@ -75,7 +71,7 @@ INSERT_QUEUE = f"""{GENERATED}
            CASE WHEN entry_root AND j > 0 THEN root END,
            CASE WHEN entry_root AND j = 0 AND i % {ENTRY_EVERY * BLOCKED_EVERY} = 0
                 THEN 'trap: ' || root || ': 4 of the last 4 subdomains failed' END,
-           CASE WHEN entry_root AND j = 0 THEN discovered_at END {{root_value}}
+           CASE WHEN entry_root AND j = 0 THEN discovered_at END
       FROM g
 """
 INSERT_WINDOWS = f"""{GENERATED}
@@ -86,12 +82,11 @@ INSERT_WINDOWS = f"""{GENERATED}
 # Entries with no host below: hosts rows of their own, out of routing.
 INSERT_STANDALONE = """
     WITH e AS (SELECT k, 'nf' || k || '-' || substr(md5(k::text), 1, 5) || '.example' AS name
-                 FROM generate_series(:lo, :hi - 1) AS k),
-    ins AS (INSERT INTO hosts (hostname, root) SELECT name, name FROM e)
-    INSERT INTO queue (hostname, status_reason, blocked_reason, blocked_at {root_column})
-    SELECT name, CASE WHEN k % :blocked_every = 0 THEN 'blocked' ELSE 'no_follow' END,
+                 FROM generate_series(:lo, :hi - 1) AS k)
+    INSERT INTO hosts (hostname, root, status_reason, blocked_reason, blocked_at)
+    SELECT name, name, CASE WHEN k % :blocked_every = 0 THEN 'blocked' ELSE 'no_follow' END,
            CASE WHEN k % :blocked_every = 0 THEN 'trap: ' || name END,
-           now() - (k % 86400) * interval '1 second' {root_value}
+           now() - (k % 86400) * interval '1 second'
       FROM e
 """
 # One change-log row per 10 hosts, over 120 days (so a 90-day retention has work to do).
@@ -122,7 +117,7 @@ def entry_root(i: int) -> bool:
 
 # -- dropping and building the indexes -------------------------------------------------------
 
-TABLES = ("hosts", "queue", "trap_window", "change_log", "roots")
+TABLES = ("hosts", "trap_window", "change_log", "roots")
 
 
 def index_definitions(conn) -> list[tuple[str, str]]:
@@ -139,21 +134,13 @@ def index_definitions(conn) -> list[tuple[str, str]]:
 
 KEYS = [
     ("hosts", "pk_hosts", "PRIMARY KEY (hostname, root)"),
-    ("queue", "pk_queue", "PRIMARY KEY (hostname, root)"),
     ("trap_window", "pk_trap_window", "PRIMARY KEY (root, hostname)"),
 ]
-FOREIGN_KEY = (
-    "queue",
-    "fk_queue_hostname_hosts",
-    "FOREIGN KEY (hostname, root) REFERENCES hosts (hostname, root) ON DELETE CASCADE",
-)
 
 
 def drop_keys_and_indexes(conn) -> list[tuple[str, str]]:
-    """Drop the FK, the primary keys and every other index; their definitions."""
+    """Drop the primary keys and every other index; their definitions."""
     indexes = index_definitions(conn)
-    table, name, _ = FOREIGN_KEY
-    conn.execute(text(f"ALTER TABLE {table} DROP CONSTRAINT {name}"))
     for table, name, _ in KEYS:
         conn.execute(text(f"ALTER TABLE {table} DROP CONSTRAINT {name}"))
     for name, _ in indexes:
@@ -167,8 +154,6 @@ def build_keys_and_indexes(conn, indexes: list[tuple[str, str]]) -> None:
         conn.execute(text(f"ALTER TABLE {table} ADD CONSTRAINT {name} {ddl}"))
     for _, ddl in indexes:
         conn.execute(text(ddl))
-    table, name, ddl = FOREIGN_KEY
-    conn.execute(text(f"ALTER TABLE {table} ADD CONSTRAINT {name} {ddl}"))
 
 
 def vacuum_analyze(engine: Engine) -> None:
@@ -177,20 +162,6 @@ def vacuum_analyze(engine: Engine) -> None:
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE"))
         conn.execute(text("CHECKPOINT"))
-
-
-def with_root(conn, statement: str, value: str) -> str:
-    """`statement` filling queue.root itself where the schema has it (the per-root
-    claims: a trigger would look each row's root up, one query per row)."""
-    has_root = conn.execute(
-        text(
-            "SELECT 1 FROM information_schema.columns"
-            " WHERE table_name = 'queue' AND column_name = 'root'"
-        )
-    ).first()
-    return statement.format(
-        root_column=", root" if has_root else "", root_value=f", {value}" if has_root else ""
-    )
 
 
 # The per-root counters, made from the same generated rows (its triggers are off
@@ -235,24 +206,20 @@ def failures() -> list[str]:
 
 
 def insert_rows(conn, roots: tuple[int, int], audit: tuple[int, int], entries: bool) -> None:
-    """Roots [lo, hi) with their hosts, queue rows, trap windows and counters, change-log
+    """Roots [lo, hi) with their hosts, trap windows and counters, change-log
     rows [lo, hi), and (entries=True) the standalone deny entries, in `conn`'s transaction."""
     lo, hi = roots
     conn.execute(text("SET LOCAL synchronous_commit = off"))
     # Triggers off (the keys are rebuilt and checked after; counters rebuilt below).
     conn.execute(text("SET LOCAL session_replication_role = replica"))
-    queue_rows = with_root(conn, INSERT_QUEUE, "root")
-    for statement in (INSERT_HOSTS, queue_rows, INSERT_WINDOWS):
+    for statement in (INSERT_HOSTS, INSERT_WINDOWS):
         conn.execute(text(statement), {"lo": lo, "hi": hi})
     if has_roots(conn):
         conn.execute(text(INSERT_ROOTS), {"lo": lo, "hi": hi, "failures": failures()})
     conn.execute(text(INSERT_AUDIT), {"lo": audit[0], "hi": audit[1]})
     if entries:
         standalone = {"lo": 0, "hi": STANDALONE_ENTRIES}
-        conn.execute(
-            text(with_root(conn, INSERT_STANDALONE, "name")),
-            {**standalone, "blocked_every": BLOCKED_EVERY},
-        )
+        conn.execute(text(INSERT_STANDALONE), {**standalone, "blocked_every": BLOCKED_EVERY})
         if has_roots(conn):
             conn.execute(text(INSERT_STANDALONE_ROOTS), standalone)
     if conn.execute(text("SELECT to_regclass('host_hours')")).scalar() is not None:
@@ -279,9 +246,6 @@ def add_entries(engine: Engine, lo: int, hi: int) -> None:
     """More standalone deny entries (numbers [lo, hi)), for the deny-list size test."""
     with engine.begin() as conn:
         conn.execute(text("SET LOCAL session_replication_role = replica"))  # as in load()
-        conn.execute(
-            text(with_root(conn, INSERT_STANDALONE, "name")),
-            {"lo": lo, "hi": hi, "blocked_every": BLOCKED_EVERY},
-        )
+        conn.execute(text(INSERT_STANDALONE), {"lo": lo, "hi": hi, "blocked_every": BLOCKED_EVERY})
         if has_roots(conn):
             conn.execute(text(INSERT_STANDALONE_ROOTS), {"lo": lo, "hi": hi})

@@ -30,7 +30,7 @@ TABLE_WRITES = """
            pg_stat_get_xact_tuples_updated(c.oid), pg_stat_get_xact_tuples_hot_updated(c.oid),
            (SELECT count(*) FROM pg_index i WHERE i.indrelid = c.oid)
       FROM pg_class c
-     WHERE c.relname IN ('hosts', 'queue', 'roots', 'host_hours', 'trap_window')
+     WHERE c.relname IN ('hosts', 'roots', 'host_hours', 'trap_window')
        AND c.relkind IN ('r', 'p')
 """
 

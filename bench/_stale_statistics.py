@@ -25,7 +25,7 @@ from crawler.db.rules import deny_entries
 from crawler.db.server import statistics
 from webpanel.queries import dashboard, host_rows
 
-TABLES = ("hosts", "queue", "roots")
+TABLES = ("hosts", "roots")
 TARGET_RATIO = 1.5
 REPEATS = 2
 TIMEOUT_MS = 600_000  # a plan that compares every host with every entry ends as a FAIL
@@ -97,7 +97,7 @@ def run(url: str, hosts: int, block_list: int, on: str = "") -> bool:
             conn.execute(text(f"ALTER TABLE {table} SET (autovacuum_enabled = false)"))
     load(engine, hosts, block_list, random.Random(23))
     with engine.connect() as conn:
-        believed = statistics.believed_rows(conn, "queue")
+        believed = statistics.believed_rows(conn, "hosts")
     figures = {}
     for state in ("stale", "fresh"):
         if state == "fresh":
@@ -117,7 +117,7 @@ def run(url: str, hosts: int, block_list: int, on: str = "") -> bool:
     exported = export_all(engine)
     ok = stale_export <= TARGET_RATIO * fresh_export and stale_list <= TARGET_RATIO * fresh_list
     print(
-        f"# {label}: the planner believed {believed:,.0f} queue rows before a"
+        f"# {label}: the planner believed {believed:,.0f} hosts rows before a"
         f" {block_list:,}-line block list over {hosts:,} queued hosts (autovacuum off)"
     )
     word = verdict(

@@ -1,13 +1,12 @@
 """Candidate layouts of a host's rows for bench/storage.py --layout (docs/scaling.md,
-"The plan to 350 bytes a host"): scratch tables built from the hosts and queue rows just
-loaded, in the same shuffled order with their indexes in place, then measured as the
-schema is. Nothing reads them; they say what a layout would weigh before any reader is
-moved to it.
+"The plan to 350 bytes a host"): scratch tables built from the hosts rows just loaded,
+in the same shuffled order with their indexes in place, then measured as the schema is.
+Nothing reads them; they say what a layout would weigh before any reader is moved to it.
 
-- **merged**: one row per host, the queue's columns in the hosts row; the name once in
-  a heap, once in the key, once reversed; the indexes the claim and the panel read today,
-  less the second copy of each.
-- **compact**: the merged row keyed by (root, the labels left of it): the name is never
+The first candidate, **merged** (one row per host, the queue's columns in the hosts row),
+is the schema since migration 0030: storage.py's own figures are its figures.
+
+- **compact**: the hosts row keyed by (root, the labels left of it): the name is never
   stored whole; hidden rows (under a deny entry) in a partition of their own, so the
   shown partition's key is the main list's walk and needs no partial copy; the name-tree
   walk within a root is (root, reverse(labels)); no index on the due date alone (the
@@ -48,27 +47,6 @@ COPIED = """
 ROUTABLE = "status_reason IS NULL AND denied_by IS NULL"
 HIDDEN = "status_reason IS NOT NULL OR denied_by IS NOT NULL"
 
-MERGED = [
-    HOST_STATE.format(
-        table="merged",
-        key='hostname varchar(253) COLLATE "C", root varchar(253) COLLATE "C",'
-        " PRIMARY KEY (hostname, root)",
-        options="WITH (fillfactor = 90)",
-    ),
-    "CREATE INDEX merged_reversed ON merged (reverse(hostname::text))",
-    f"CREATE INDEX merged_root_due ON merged (root, next_claim_at) WHERE {ROUTABLE}",
-    f"CREATE INDEX merged_due ON merged (next_claim_at) WHERE {ROUTABLE}",
-    f"CREATE INDEX merged_shown ON merged (hostname) WHERE {ROUTABLE}",
-    f"CREATE INDEX merged_hidden_root ON merged (root) WHERE {HIDDEN}",
-    "CREATE INDEX merged_discovered_at ON merged (discovered_at)",
-    "CREATE INDEX merged_outcome ON merged (outcome)",
-]
-MERGED_ROWS = f"""
-    INSERT INTO merged (hostname, root, {COPIED})
-    SELECT h.hostname, h.root, {COPIED} FROM hosts h JOIN queue q USING (hostname, root)
-     ORDER BY h.ctid
-"""
-
 # labels: the name left of its root ('' for the root itself): hostname = labels.root
 COMPACT = [
     HOST_STATE.format(
@@ -87,8 +65,8 @@ COMPACT = [
 COMPACT_ROWS = f"""
     INSERT INTO compact (root, labels, hidden, {COPIED})
     SELECT h.root, left(h.hostname, greatest(length(h.hostname) - length(h.root) - 1, 0)),
-           q.status_reason IS NOT NULL OR q.denied_by IS NOT NULL, {COPIED}
-      FROM hosts h JOIN queue q USING (hostname, root)
+           h.status_reason IS NOT NULL OR h.denied_by IS NOT NULL, {COPIED}
+      FROM hosts h
      ORDER BY h.ctid
 """
 # As compact, with each root named by a number: 4 bytes in each row and index entry where
@@ -117,12 +95,11 @@ COMPACT_IDS = [
 COMPACT_IDS_ROWS = f"""
     INSERT INTO compact_ids (root_id, labels, hidden, {COPIED})
     SELECT r.id, left(h.hostname, greatest(length(h.hostname) - length(h.root) - 1, 0)),
-           q.status_reason IS NOT NULL OR q.denied_by IS NOT NULL, {COPIED}
-      FROM hosts h JOIN queue q USING (hostname, root) JOIN compact_ids_roots r USING (root)
+           h.status_reason IS NOT NULL OR h.denied_by IS NOT NULL, {COPIED}
+      FROM hosts h JOIN compact_ids_roots r USING (root)
      ORDER BY h.ctid
 """
 LAYOUTS = {
-    "merged": (MERGED, MERGED_ROWS),
     "compact": (COMPACT, COMPACT_ROWS),
     "compact_ids": (COMPACT_IDS, COMPACT_IDS_ROWS),
 }

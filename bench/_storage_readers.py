@@ -1,4 +1,4 @@
-"""Which index each reader of hosts, queue and roots takes, for bench/storage.py --readers
+"""Which index each reader of hosts and roots takes, for bench/storage.py --readers
 (docs/scaling.md, "What each index is for"): EXPLAIN of the panel's, the export's and
 the claim's statements on the loaded rows (one server), the indexes each plan names."""
 
@@ -8,7 +8,6 @@ from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 
 from crawler.db.crawl.claims import OLDEST_DUE
-from crawler.db.crawl.retention import ORPHAN_HOSTS
 from crawler.db.deployments import deployment_of
 from crawler.db.operators.export import export_statement
 from crawler.db.operators.host_filter import DOMAIN, HostFilter
@@ -38,7 +37,6 @@ def statements(conn) -> dict[str, str]:
         for name, s in built.items()
     }
     sql["claim: oldest due"] = OLDEST_DUE.text.replace(":n", "100")
-    sql["retention: orphan hosts"] = ORPHAN_HOSTS
     sql["dashboard: outcomes"] = "SELECT outcome, count(*) FROM hosts GROUP BY outcome"
     return sql
 

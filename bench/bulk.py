@@ -12,9 +12,9 @@ A throwaway embedded Postgres (deleted at exit), one run:
    names under 200 no_follow entries, 1% bad names. Baselines, measured first on the
    same database: COPY of the same lines, as they are, into a scratch table with one
    text column and no index (the cost of moving the bytes into Postgres at all); and
-   COPY of the valid names, normalized beforehand, into scratch copies of hosts, queue
-   and roots (the cost of storing the rows at all). Then the file is seeded by the
-   command's own code, in this process (crawler.cli.bulkrun.run_file over
+   COPY of the valid names, normalized beforehand, with their roots and a date, into
+   scratch copies of hosts and roots (the cost of storing the rows at all). Then the
+   file is seeded by the command's own code, in this process (crawler.cli.bulkrun.run_file over
    crawler.db.operators.bulk.seed with a worker process per core, as `hostcrawl seed -f`: the line
    count, the reader, the progress, the summary), timed from opening the file to the
    last batch committed; its counts are checked against the generator's.
@@ -122,9 +122,10 @@ def raw_copy(engine, path: Path) -> float:
 
 def indexed_copy(engine, path: Path) -> float:
     """Seconds to COPY the file's valid names (normalized beforehand, not timed) with their
-    roots into scratch copies of hosts and queue, and their roots with their counts into
-    one of roots: the same columns and indexes, but no foreign key, no conflict test and
-    no check of any kind. What the rows cost to store."""
+    roots, due now, into a scratch copy of hosts (one row a host, as seeding writes it,
+    migration 0030), and their roots with their counts into one of roots: the same columns
+    and indexes, but no conflict test and no check of any kind. What the rows cost to
+    store."""
     rows = {}
     with path.open(encoding="utf-8") as lines:
         for item in read_lines(lines):
@@ -133,27 +134,27 @@ def indexed_copy(engine, path: Path) -> float:
             except HostnameError:
                 continue
             rows.setdefault(name, root(name))
-    data = "".join(f"{h}\t{r}\n" for h, r in sorted(rows.items())).encode()
+    due = time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime())
+    data = "".join(f"{h}\t{r}\t{due}\n" for h, r in sorted(rows.items())).encode()
     counts: dict[str, int] = {}
     for r in rows.values():
         counts[r] = counts.get(r, 0) + 1
     roots = "".join(f"{r}\t{n}\n" for r, n in sorted(counts.items())).encode()
     with engine.begin() as conn:
-        for table in ("hosts", "queue", "roots"):
+        for table in ("hosts", "roots"):
             conn.execute(text(f"CREATE TABLE scratch_{table} (LIKE {table} INCLUDING ALL)"))
     start = time.perf_counter()
     with engine.begin() as conn:
         cursor = conn.connection.driver_connection.cursor()
         for table, columns, payload in (
-            ("scratch_hosts", "hostname, root", data),
-            ("scratch_queue", "hostname, root", data),
+            ("scratch_hosts", "hostname, root, next_claim_at", data),
             ("scratch_roots", "root, hosts", roots),
         ):
             with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
                 copy.write(payload)
     took = time.perf_counter() - start
     with engine.begin() as conn:
-        conn.execute(text("DROP TABLE scratch_hosts, scratch_queue, scratch_roots"))
+        conn.execute(text("DROP TABLE scratch_hosts, scratch_roots"))
     return took
 
 
@@ -295,8 +296,8 @@ def seed_run(lines: int) -> tuple[bool, Engine, random.Random, float]:
     )
     print(
         f"seed: {seed_rate:,.0f} names/s ({lines:,} lines in {seed_s:.1f} s, file to committed"
-        f" rows); baseline COPY of the normalized names into scratch hosts, queue and roots"
-        f" (same indexes, no FK, no conflict test): {indexed_rate:,.0f} lines/s"
+        f" rows); baseline COPY of the normalized names into scratch hosts and roots"
+        f" (same indexes, no conflict test): {indexed_rate:,.0f} lines/s"
         f" ({indexed_s:.1f} s); ratio {seed_rate / indexed_rate:.2f} (target >= {SEED_TARGET:,}"
         f" names/s): {seed_word}"
     )

@@ -30,7 +30,8 @@ the churn (so both go slower than alone).
 Verdicts (bench/_churn_verdicts.py; after phase, from minute WARMUP on), given only
 on the volume the benchmark is for, >= MIN_ROW_UPDATES row updates in >= MIN_MINUTES
 (a shorter run prints its figures and no verdict; a full-length one that misses the
-volume fails): dead tuples of queue and hosts stay under 5% of their rows; bytes per
+volume fails): dead tuples of hosts (the queue is its columns since migration 0030)
+stay under 5% of its rows; bytes per
 row (table + indexes) of every table that grows, and of root_claims (it starts full,
 with the retention's 65 minutes), grow < 10% (rows may come, bloat may not); claim
 latency median of the last 5 minutes <= 1.5 x that of minutes WARMUP..WARMUP+5; the
@@ -77,7 +78,7 @@ RECRAWL_AFTER = timedelta(minutes=10)
 BEFORE_MINUTES = 6
 AFTER_MINUTES = MIN_MINUTES
 CAP_MINUTES = 26
-TABLES = ("queue", "hosts", "trap_window", "roots", "root_claims")  # in each minute's line
+TABLES = ("hosts", "trap_window", "roots", "root_claims")  # in each minute's line
 TRAP_WINDOW = config.setting("TRAP_WINDOW").default  # the crawl's window, as deployed
 # Deployed workers prune hourly, so root_claims swings between 65 and 125 minutes of
 # rows; pruning each minute here lets a 20-minute run see whether retention holds it flat.
@@ -214,6 +215,8 @@ def prepare(url: str, defaults: bool) -> None:
         churn = __import__("0007_churn")
         with engine.begin() as conn:
             for table, options in churn.SETTINGS.items():
+                if table == "queue":  # a view of hosts since migration 0030: hosts' reset
+                    continue
                 conn.execute(text(f"ALTER TABLE {table} RESET ({', '.join(options)})"))
     print(
         f"# loaded {ROOTS * (SUBS_PER_ROOT + 1):,} hosts: {load(engine, (0, ROOTS), (0, 0), True)}"
@@ -297,22 +300,21 @@ def run_phase(label: str, url: str, minutes: float, crawler=None) -> list[dict]:
 
 
 def summarize(minute: int, first: dict, now: dict, recent: list[float], crawler) -> dict:
-    q, h = now["queue"], now["hosts"]
-    upd = sum(now[t]["n_tup_upd"] - first[t]["n_tup_upd"] for t in ("queue", "hosts"))
-    hot = sum(now[t]["n_tup_hot_upd"] - first[t]["n_tup_hot_upd"] for t in ("queue", "hosts"))
+    h = now["hosts"]
+    upd = h["n_tup_upd"] - first["hosts"]["n_tup_upd"]
+    hot = h["n_tup_hot_upd"] - first["hosts"]["n_tup_hot_upd"]
     s = {
         "minute": minute,
         "writes": total(first, now, "n_tup_upd", "n_tup_ins", "n_tup_del"),
         "updates": total(first, now, "n_tup_upd"),  # every table's: the volume judged
-        "host_updates": upd,  # of queue and hosts: the rows the crawl itself rewrites
-        "hot": {t: hot_ratio(first[t], now[t]) for t in ("queue", "hosts")},
+        "host_updates": upd,  # of hosts: the rows the crawl itself rewrites
         "dead": {t: now[t]["n_dead_tup"] for t in TABLES},
         "rows": {t: now[t]["rows"] for t in now},
         "bytes": {t: now[t]["heap"] + now[t]["ix"] for t in now},
         "mb": {t: (now[t]["heap"] + now[t]["ix"]) / 2**20 for t in TABLES},
         "heap_mb": {t: now[t]["heap"] / 2**20 for t in TABLES},
         "autovacuum": {t: now[t]["autovacuum_count"] for t in TABLES},
-        "bytes_per_row": (q["heap"] + q["ix"] + h["heap"] + h["ix"]) / max(1, q["rows"]),
+        "bytes_per_row": (h["heap"] + h["ix"]) / max(1, h["rows"]),
         "claims": len(recent),
         "p50": statistics.median(recent) * 1000 if recent else float("nan"),
         "p95": p95(recent) * 1000 if len(recent) > 1 else float("nan"),
@@ -323,11 +325,6 @@ def summarize(minute: int, first: dict, now: dict, recent: list[float], crawler)
     return s
 
 
-def hot_ratio(before: dict, after: dict) -> float:
-    upd = after["n_tup_upd"] - before["n_tup_upd"]
-    return (after["n_tup_hot_upd"] - before["n_tup_hot_upd"]) / max(1, upd)
-
-
 def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20, method="inclusive")[-1]
 
@@ -335,7 +332,7 @@ def p95(values: list[float]) -> float:
 def line(s: dict) -> str:
     text_ = (
         f"min {s['minute']:2d}: {s['writes'] / 1e6:.2f}M row writes"
-        f" ({s['updates'] / 1e6:.2f}M updates, queue + hosts {s['host_updates'] / 1e6:.2f}M),"
+        f" ({s['updates'] / 1e6:.2f}M updates, hosts {s['host_updates'] / 1e6:.2f}M),"
         f" {s['claims'] * BATCH / 60:,.0f} hosts/s; claim p50 {s['p50']:.1f} ms"
         f" p95 {s['p95']:.1f} ms; "
     )
@@ -344,10 +341,7 @@ def line(s: dict) -> str:
             f"{t} {s['mb'][t]:.0f} MB (heap {s['heap_mb'][t]:.0f}), {s['rows'][t]:,} rows,"
             f" dead {s['dead'][t]:,}, autovac {s['autovacuum'][t]}; "
         )
-    text_ += (
-        f"HOT queue {s['hot']['queue']:.0%} hosts {s['hot']['hosts']:.0%};"
-        f" {s['bytes_per_row']:.0f} B/host"
-    )
+    text_ += f"HOT hosts {s['hot_all']:.0%}; {s['bytes_per_row']:.0f} B/host"
     if "rss" in s:
         text_ += f"; crawler RSS {s['rss']:.0f} MB, {s['pages']:,} pages"
     return text_
@@ -389,9 +383,9 @@ def main() -> None:
     s = after[-1]
     was = f"; before: HOT {before[-1]['hot_all']:.0%}" if before else ""
     print(
-        f"# after: {s['writes']:,} row writes ({s['updates']:,} updates, of which queue +"
-        f" hosts {s['host_updates']:,}, the rest trap_window, roots and root_claims; HOT,"
-        f" queue and hosts: {s['hot_all']:.0%}) in {s['minute']} minutes{was}"
+        f"# after: {s['writes']:,} row writes ({s['updates']:,} updates, of which hosts"
+        f" {s['host_updates']:,}, the rest trap_window, roots and root_claims; HOT,"
+        f" hosts: {s['hot_all']:.0%}) in {s['minute']} minutes{was}"
     )
     print_sizes(after)
     ok = verdicts(after, before, after_minutes)

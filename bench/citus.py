@@ -18,7 +18,7 @@ the same code measuring them. Each crawl prints the CPU seconds each server spen
    executions, and the statements of its "multi-task query" log lines by text.
    Target: >= 99% single-shard; the multi-shard statements are printed by calls.
 2. Balance: 1M hosts over 200,000 roots (bench/_growth_data.py, generate_series) on two
-   workers: the rows of roots, hosts, queue and trap_window on each worker. Target:
+   workers: the rows of roots, hosts and trap_window on each worker. Target:
    max/min <= 1.2 for each.
 3. Pages/s of that crawl (no counting), one server then the cluster, interleaved, best
    of 2 each, the tables emptied and the first host seeded before each round. Target:

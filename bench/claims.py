@@ -25,11 +25,11 @@ Baseline, same database and processes, rounds alternating (polite, bare, polite,
 bare; best of each): the bare SKIP LOCKED claim on the same partial index, with
 no deny-entry check and no per-root limit
 
-    WITH c AS (SELECT hostname FROM queue
+    WITH c AS (SELECT hostname FROM hosts
                 WHERE status_reason IS NULL AND denied_by IS NULL AND next_claim_at <= now()
                ORDER BY next_claim_at LIMIT :n FOR UPDATE SKIP LOCKED)
-    UPDATE hosts q SET next_claim_at = now() + interval '10 minutes'
-      FROM c WHERE q.hostname = c.hostname RETURNING q.hostname
+    UPDATE hosts h SET next_claim_at = now() + interval '10 minutes'
+      FROM c WHERE h.hostname = c.hostname RETURNING h.hostname
 
 Before each round every dated row is made due again, the budget counters are
 emptied and the tables vacuumed.
@@ -70,11 +70,11 @@ AFTER_SEED_BATCH = 256  # the spider's largest claim (MAX_CLAIM_BATCHES x CLAIM_
 
 BARE = text(
     """
-    WITH c AS (SELECT hostname FROM queue
+    WITH c AS (SELECT hostname FROM hosts
                 WHERE status_reason IS NULL AND denied_by IS NULL AND next_claim_at <= now()
                ORDER BY next_claim_at LIMIT :n FOR UPDATE SKIP LOCKED)
-    UPDATE hosts q SET next_claim_at = now() + interval '10 minutes'
-      FROM c WHERE q.hostname = c.hostname RETURNING q.hostname
+    UPDATE hosts h SET next_claim_at = now() + interval '10 minutes'
+      FROM c WHERE h.hostname = c.hostname RETURNING h.hostname
     """
 )
 NO_CHECK = " (it has no deny check and no per-root limit)"
@@ -87,7 +87,7 @@ RESET = [
     text("UPDATE roots SET held_until = NULL, next_due_at = now() - interval '1 hour'"),
 ]
 MOST_AT_ONCE = text(
-    "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM queue"
+    "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM hosts"
     " WHERE claimed_by IS NOT NULL AND next_claim_at > now() GROUP BY root) c"
 )
 

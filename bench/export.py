@@ -8,7 +8,7 @@ user's bulk import:
 
 1. HOSTS hosts over HOSTS / 15 registered domains queued in bulk (crawler.db.operators.bulk.seed,
    what `hostcrawl seed --file` runs), then ANALYZE, then autovacuum switched off on
-   queue and hosts: nothing refreshes their statistics behind the next step's back.
+   hosts: nothing refreshes their statistics behind the next step's back.
 2. A no_follow list of HOSTS x 0.34 lines through the bulk writer (what `hostcrawl
    no-follow add --file` runs): a tenth of the domains that have hosts, the rest names
    of no host. At 300,000 hosts: 20,000 domains, 102,000 lines, 2,000 of them domains
@@ -90,8 +90,7 @@ def bulk_import(engine, hosts: int) -> str:
     seeded = time.perf_counter() - started
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("ANALYZE"))
-        for table in ("queue", "hosts"):
-            conn.execute(text(f"ALTER TABLE {table} SET (autovacuum_enabled = off)"))
+        conn.execute(text("ALTER TABLE hosts SET (autovacuum_enabled = off)"))
     started = time.perf_counter()
     lines = no_follow_lines(hosts)
     for _ in deny_entries.add_no_follow_batches(engine, lines):
@@ -226,8 +225,8 @@ SHARD_STATISTICS = text(
 
 
 def shard_statistics(engine) -> None:
-    """The cluster's statistics per shard of queue and hosts, summed up in a line each."""
-    for table in ("queue", "hosts"):
+    """The cluster's statistics per shard of hosts, summed up in a line."""
+    for table in ("hosts",):
         with engine.connect() as conn:
             shards = [
                 r.split(" ", 3) for r in conn.execute(SHARD_STATISTICS, {"table": table}).scalars()

@@ -66,7 +66,7 @@ from sqlalchemy.engine import make_url
 from crawler.core.denylist import BLOCKED, NO_FOLLOW, DenyList
 from crawler.core.traps import Observation, describe
 from crawler.db.deployments import Deployment, deployment_of
-from crawler.db.models import Host, QueueRow
+from crawler.db.models import Host
 from crawler.db.operators import accounts
 from crawler.db.operators.host_filter import HostFilter
 from webpanel.queries import deny_lists, host_rows, paging
@@ -138,7 +138,8 @@ def drop_indexes(conn, tables) -> list:
 
 
 def load(url: str, rng: random.Random) -> dict:
-    """Bulk-load hosts, queue, deny entries, trap windows and the change log; stats."""
+    """Bulk-load hosts (their routing columns included), deny entries, trap windows and
+    the change log; stats."""
     started = time.perf_counter()
     roots, no_follow, traps = generate(rng)
     entries = [(n, NO_FOLLOW) for n in no_follow] + [(t, BLOCKED) for t in traps]
@@ -148,13 +149,13 @@ def load(url: str, rng: random.Random) -> dict:
 
     engine = create_engine(url)
     with engine.begin() as conn:
-        dropped = drop_indexes(conn, [Host.__table__, QueueRow.__table__])
+        dropped = drop_indexes(conn, [Host.__table__])
     conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
     now = datetime.now(UTC)
     hidden = 0
     with psycopg.connect(conninfo) as pg, pg.cursor() as cur:
         cur.execute("SET synchronous_commit = off")
-        host_rows, queue_rows = [], []
+        host_rows = []
         batch_at = now
         for i, (name, root) in enumerate(sorted(roots.items(), key=lambda kv: rng.random())):
             if i % 40 == 0:  # a crawled page's links share one discovery time
@@ -165,6 +166,12 @@ def load(url: str, rng: random.Random) -> dict:
             hidden += denial is not None
             outcome = None if rule else pick(rng, OUTCOMES)
             crawled = now - timedelta(seconds=rng.uniform(0, 7 * 86400)) if outcome else None
+            if rule:
+                next_claim = None
+            elif crawled:
+                next_claim = crawled + timedelta(days=7)
+            else:
+                next_claim = batch_at
             host_rows.append(
                 (
                     name,
@@ -174,23 +181,17 @@ def load(url: str, rng: random.Random) -> dict:
                     rng.choice((200, 200, 200, 301, 404)) if outcome == "OK" else None,
                     f"{name.split('.')[0].title()} — home" if outcome == "OK" else None,
                     crawled,
+                    next_claim,
+                    rule,
+                    denied_by,
                 )
             )
-            if rule:
-                next_claim = None
-            elif crawled:
-                next_claim = crawled + timedelta(days=7)
-            else:
-                next_claim = batch_at
-            queue_rows.append((name, root, next_claim, rule, denied_by))
-        columns = "hostname, root, discovered_at, outcome, http_status, title, last_crawled_at"
+        columns = (
+            "hostname, root, discovered_at, outcome, http_status, title, last_crawled_at,"
+            " next_claim_at, status_reason, denied_by"
+        )
         with cur.copy(f"COPY hosts ({columns}) FROM STDIN") as copy:
             for row in host_rows:
-                copy.write_row(row)
-        with cur.copy(
-            "COPY queue (hostname, root, next_claim_at, status_reason, denied_by) FROM STDIN"
-        ) as copy:
-            for row in queue_rows:
                 copy.write_row(row)
         window_rows, change_rows, reasons = [], [], []
         for trap, junk in traps.items():
@@ -212,8 +213,8 @@ def load(url: str, rng: random.Random) -> dict:
             for row in reasons:
                 copy.write_row(row)
         cur.execute(
-            "UPDATE hosts q SET blocked_reason = r.reason, blocked_at = r.at"
-            " FROM reasons r WHERE q.hostname = r.hostname"
+            "UPDATE hosts h SET blocked_reason = r.reason, blocked_at = r.at"
+            " FROM reasons r WHERE h.hostname = r.hostname"
         )
         for name in no_follow:
             at = now - timedelta(seconds=rng.uniform(0, 90 * 86400))
@@ -232,7 +233,7 @@ def load(url: str, rng: random.Random) -> dict:
         keep_root_counters(
             conn,
             hosts=[(row[1], row[3]) for row in host_rows],
-            dated=[(row[1], row[2]) for row in queue_rows],
+            dated=[(row[1], row[7]) for row in host_rows],
             windows=traps,
         )
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:

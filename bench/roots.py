@@ -6,7 +6,7 @@ deep keyset page by name, a prefix search, wildcard zones only) and for a root's
 (the biggest root, 100,000 subdomains, and a small one).
 
 A throwaway embedded Postgres (deleted at exit) is migrated, then bulk-loaded with
-COPY as bench/panel.py does (hosts and queue rows, the non-key indexes dropped
+COPY as bench/panel.py does (hosts rows, the non-key indexes dropped
 during the load and re-created): 200,000 registered domains with 1 + about 3.5
 subdomains each, and one wildcard farm of 100,000; the roots table is then filled by
 crawler.db.crawl.rollups from the same rows, as any writer of ours fills it. Then trap
@@ -48,7 +48,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from crawler.core import config
-from crawler.db.models import Host, QueueRow
+from crawler.db.models import Host
 from crawler.db.operators import accounts
 from webpanel.queries import paging, root_rows
 
@@ -95,26 +95,22 @@ def load(url: str, rng: random.Random) -> tuple[list[str], str]:
     roots, hosts, farm = generate(rng)
     engine = create_engine(url)
     with engine.begin() as conn:
-        dropped = [ix for table in (Host.__table__, QueueRow.__table__) for ix in table.indexes]
+        dropped = list(Host.__table__.indexes)
         for ix in dropped:
             ix.drop(conn)
     conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
     now = datetime.now(UTC)
     with psycopg.connect(conninfo) as pg, pg.cursor() as cur:
         cur.execute("SET synchronous_commit = off")
-        host_rows, queue_rows = [], []
+        host_rows = []
         for name, root in hosts.items():
             crawled = rng.random() < 0.6
             at = now - timedelta(seconds=rng.uniform(0, 7 * 86400))
             outcome = rng.choice(("OK", "OK", "OK", "DNS_NXDOMAIN")) if crawled else None
-            host_rows.append((name, root, at, outcome, at if crawled else None))
-            queue_rows.append((name, root, at + timedelta(days=7) if crawled else at))
-        copy_rows(
-            cur,
-            "COPY hosts (hostname, root, discovered_at, outcome, last_crawled_at) FROM STDIN",
-            host_rows,
-        )
-        copy_rows(cur, "COPY queue (hostname, root, next_claim_at) FROM STDIN", queue_rows)
+            due = at + timedelta(days=7) if crawled else at
+            host_rows.append((name, root, at, outcome, at if crawled else None, due))
+        columns = "hostname, root, discovered_at, outcome, last_crawled_at, next_claim_at"
+        copy_rows(cur, f"COPY hosts ({columns}) FROM STDIN", host_rows)
         windowed = rng.sample(roots, WINDOWS)
         window_rows = []
         for i, root in enumerate(windowed):
@@ -148,8 +144,8 @@ def load(url: str, rng: random.Random) -> tuple[list[str], str]:
             ix.create(conn)
         keep_root_counters(
             conn,
-            hosts=[(r, o) for _, r, _, o, _ in host_rows],
-            dated=[(r, due) for _, r, due in queue_rows],
+            hosts=[(r, o) for _, r, _, o, _, _ in host_rows],
+            dated=[(r, due) for _, r, *_, due in host_rows],
             windows=windowed,
         )
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:

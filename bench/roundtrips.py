@@ -8,7 +8,7 @@ settings), migrated by `upgrade_to_head()`, each loaded with the same LOADED_ROO
 of 5 hosts (bench/_growth_data.py, generate_series) and every host made due.
 
 1. Bytes per host: every distributed table and its indexes (the per-root ones: hosts,
-   queue, roots, trap_window ...), the shards' sizes summed (citus_table_size,
+   roots, trap_window ...), the shards' sizes summed (citus_table_size,
    citus_total_relation_size), over the hosts; one server's same tables beside it, and
    each index's bytes a host. Target: the cluster's <= 1.1x one server's (sharding
    stores the same rows).

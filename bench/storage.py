@@ -9,12 +9,13 @@ database that lived ever does). Foreign keys are not checked during the load
 (session_replication_role = replica, as bench/_growth_data.py loads). Two variants, each
 on emptied tables:
 
-- **seeded**: what `hostcrawl seed` writes: hosts (name, root, date), queue (due at once),
-  roots (each root's count and date);
+- **seeded**: what `hostcrawl seed` writes: hosts (name, root, date, due at once; one row
+  a host, the queue's columns in it since migration 0030), roots (each root's count and
+  date);
 - **crawled**: the same hosts after one pass of a crawl, as `queue.finish_many` writes
   them (bench/_growth_data.py's mix of outcomes: 60% OK, 22% not yet crawled, the rest
   failures): outcome, status, final URL, title, scheme, link counts, dates, the page
-  that named the host and where; the queue dated a week on; trap windows (a root's
+  that named the host and where; its next claim dated a week on; trap windows (a root's
   subdomains, every 4th root); the hourly counts.
 
 Then VACUUM ANALYZE and, per table, its heap (free space and visibility maps included),
@@ -63,7 +64,7 @@ HOSTS = 1_000_000
 HOSTS_PER_ROOT = 5
 TARGET = 350  # bytes per host, every table and index counted
 WINDOW_EVERY = 4  # as bench/_growth_data.py: every 4th root has a trap window
-TABLES = ("hosts", "queue", "roots", "trap_window", "host_hours")
+TABLES = ("hosts", "roots", "trap_window", "host_hours")
 BASELINE = """
     CREATE TABLE names_alone (hostname varchar(253) COLLATE "C" PRIMARY KEY,
                               root varchar(253) COLLATE "C" NOT NULL)
@@ -124,7 +125,7 @@ def crawled_columns(rng: random.Random, name: str, root: str, j: int) -> dict:
 HOST_COLUMNS = words(
     "hostname root discovered_at discovered_from found_source found_via last_crawled_at"
     " outcome http_status final_url title scheme links_found links_saved links_filtered"
-    " links_over_cap fail_streak crawl_count"
+    " links_over_cap fail_streak crawl_count next_claim_at"
 )
 
 
@@ -136,29 +137,27 @@ def copy_rows(conn, table: str, columns: list[str], rows) -> None:
 
 
 def load(engine, rows: list[tuple[str, str, int]], crawled: bool, seed: int) -> float:
-    """Empty the tables, then COPY hosts, queue, roots (and, crawled, trap windows and the
+    """Empty the tables, then COPY hosts, roots (and, crawled, trap windows and the
     hourly counts) from `rows`; seconds taken."""
     rng = random.Random(seed)
     started = time.perf_counter()
     now = time.time()
-    hosts, queue, windows, roots = [], [], [], {}
+    hosts, windows, roots = [], [], {}
     for name, root, j in rows:
         found = now - rng.randrange(30 * 86400)
         facts = crawled_columns(rng, name, root, j) if crawled else {"crawled": False}
         done = found + rng.randrange(86400) if facts["crawled"] else None
         due = done + 7 * 86400 if done else found
-        hosts.append([name, root, stamp(found), *host_facts(facts, done)])
-        queue.append((name, root, stamp(due)))
+        hosts.append([name, root, stamp(found), *host_facts(facts, done), stamp(due)])
         count, first = roots.get(root, (0, due))
         roots[root] = (count + 1, min(first, due))
         if crawled and j and zlib.crc32(root.encode()) % WINDOW_EVERY == 0:
             windows.append((root, name, facts["outcome"] or "DNS_NXDOMAIN", stamp(done or found)))
     with engine.begin() as conn:
-        conn.execute(text("TRUNCATE hosts, queue, roots, trap_window, host_hours"))
+        conn.execute(text("TRUNCATE hosts, roots, trap_window, host_hours"))
         conn.execute(text("SET LOCAL session_replication_role = replica"))
         conn.execute(text("SET LOCAL synchronous_commit = off"))
         copy_rows(conn, "hosts", HOST_COLUMNS, hosts)
-        copy_rows(conn, "queue", ["hostname", "root", "next_claim_at"], queue)
         copy_rows(
             conn,
             "roots",
@@ -172,7 +171,8 @@ def load(engine, rows: list[tuple[str, str, int]], crawled: bool, seed: int) -> 
 
 
 def host_facts(facts: dict, done: float | None) -> list:
-    """The hosts columns after discovered_at, in HOST_COLUMNS' order."""
+    """The hosts columns after discovered_at and before next_claim_at, in HOST_COLUMNS'
+    order."""
     return [
         facts.get("discovered_from"),
         facts.get("found_source"),
