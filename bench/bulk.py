@@ -309,7 +309,11 @@ def seed_into_hosts(lines: int, hosts: int, fresh_rate: float) -> bool:
     COPY speed, bench/_growth_data.py: names of another shape, so every seed is new)."""
     from _growth_data import SUBS_PER_ROOT, load
 
+    fresh_url = os.environ["DATABASE_URL"]
     engine = create_engine(start_database("hostcrawl-bench-seedbig-"))
+    # start_database points DATABASE_URL here: the export of step 3 (a child process)
+    # reads the fresh database step 1 seeded, as the panel's count does.
+    os.environ["DATABASE_URL"] = fresh_url
     roots = hosts // (SUBS_PER_ROOT + 1)
     took = load(engine, (0, roots), (0, 0), entries=False)
     print(f"# a database of {roots * (SUBS_PER_ROOT + 1):,} hosts: {took}")
