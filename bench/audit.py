@@ -53,8 +53,8 @@ def audit_round(web: FakeWeb, engine, round_no: int) -> float:
         "-s", "AUDIT_PROGRESS_EVERY=60",
     ]  # fmt: skip
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
-    found = re.search(r"audited (\d+) hosts in ([\d.]+)s", done.stdout)
-    audited, seconds = int(found.group(1)), float(found.group(2))
+    found = re.search(r"audited ([\d,]+) hosts in ([\d.]+)s", done.stdout)  # "20,000"
+    audited, seconds = int(found.group(1).replace(",", "")), float(found.group(2))
     assert audited == NAMES, done.stdout
     return audited / seconds
 
