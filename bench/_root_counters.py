@@ -16,7 +16,7 @@ def keep_root_counters(
     windows: Iterable[str],
 ) -> None:
     """Count `hosts` (root, outcome: None never crawled) in their roots, lower the roots'
-    dates to the queue rows' `dated` (root, next_claim_at), recount the trap `windows`."""
+    dates to the hosts' `dated` (root, next_claim_at), recount the trap `windows`."""
     hosts = list(hosts)
     rollups.count_hosts(
         conn,
