@@ -40,8 +40,7 @@ def _hosts(flt: HostFilter, deployment: Deployment) -> Select:
     """The list's query: by name, a walk of ix_hosts_shown in order; by date, of
     ix_hosts_shown_by_date; otherwise the planner picks (the outcome or a root's index may
     lead). The facts are in the row the walk reads (one row a host, 0030)."""
-    on_routing, on_facts = flt.conditions(deployment)
-    return select(*HOST_COLUMNS).where(*on_routing, *on_facts)
+    return select(*HOST_COLUMNS).where(*flt.conditions(deployment))
 
 
 def host_statement(
@@ -89,11 +88,11 @@ def hidden_matches(conn, flt: HostFilter) -> HiddenMatches:
     """The hosts `flt` matches among the hidden rows: the deny entries themselves and the
     rows an entry took out of routing (hosts.denied_by names it). At most HIDDEN_CAP + 1
     rows are read, whatever the size of the lists."""
-    on_queue, on_hosts = replace(flt, include_denied=True).conditions(deployment_of(conn))
+    matched = replace(flt, include_denied=True).conditions(deployment_of(conn))
     entry = func.coalesce(Host.denied_by, Host.hostname).label("entry")
     hidden = or_(Host.status_reason.is_not(None), Host.denied_by.is_not(None))
     rows = conn.execute(
-        select(Host.hostname, entry).where(hidden, *on_queue, *on_hosts).limit(HIDDEN_CAP + 1)
+        select(Host.hostname, entry).where(hidden, *matched).limit(HIDDEN_CAP + 1)
     ).all()
     rows = rows[:HIDDEN_CAP]
     per_entry = Counter(row.entry for row in rows)

@@ -50,12 +50,11 @@ def export_statement(
     """The hosts of `flt` on `deployment` (`deployment_of` the connection: one server's
     deny test is not the cluster's), by hostname. HostnameError for a search or root that
     is no name."""
-    on_queue, on_hosts = flt.conditions(deployment)
     columns = [
         neutralised(c) if for_spreadsheet and c.key in ("title", "final_url") else c
         for c in COLUMNS
     ]
-    return select(*columns).where(*on_queue, *on_hosts).order_by(Host.hostname)
+    return select(*columns).where(*flt.conditions(deployment)).order_by(Host.hostname)
 
 
 def csv_chunks(engine: Engine, flt: HostFilter) -> Iterator[bytes]:

@@ -46,26 +46,22 @@ class HostFilter:
     since: datetime | None = None  # discovered at or after (the export's --since)
     include_denied: bool = False  # the export's --include-denied: names under entries too
 
-    def conditions(
-        self, deployment: Deployment
-    ) -> tuple[list[ColumnElement[bool]], list[ColumnElement[bool]]]:
-        """(on routing, on facts) SQL conditions on hosts, with the deployment's deny
-        test; HostnameError for a search or root that is no hostname."""
-        shown = deployment.visible(Host.hostname, Host.root)
-        on_queue = [] if self.include_denied else [SHOWN, shown]
+    def conditions(self, deployment: Deployment) -> list[ColumnElement[bool]]:
+        """The SQL conditions on hosts, with the deployment's deny test; HostnameError for
+        a search or root that is no hostname."""
+        found = [] if self.include_denied else [SHOWN, deployment.visible(Host.hostname, Host.root)]
         searched = search_condition(Host.hostname, REVERSED_NAME, self.q, self.match)
         if searched is not None:
-            on_queue.append(searched)
-        on_hosts = []
+            found.append(searched)
         if self.outcome == NEVER_CRAWLED:
-            on_hosts.append(Host.outcome.is_(None))
+            found.append(Host.outcome.is_(None))
         elif self.outcome:
-            on_hosts.append(Host.outcome == self.outcome)
+            found.append(Host.outcome == self.outcome)
         if self.root.strip():
-            on_queue.append(of_root(normalize(self.root), self.include_denied))
+            found.append(of_root(normalize(self.root), self.include_denied))
         if self.since is not None:
-            on_hosts.append(Host.discovered_at >= self.since)
-        return on_queue, on_hosts
+            found.append(Host.discovered_at >= self.since)
+        return found
 
 
 def of_root(name: str, include_denied: bool) -> ColumnElement[bool]:
