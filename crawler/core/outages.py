@@ -29,6 +29,7 @@ from crawler.core.outcomes import (
     TLS_HANDSHAKE,
     TLS_TIMEOUT,
 )
+from crawler.core.words import counted
 
 # The layers a failure is judged at (crawler.rules.evidence uses the same words).
 DNS = "dns"
@@ -198,3 +199,28 @@ def why_silent(failures: LayerFailures | None, span: float, check: str, verdict:
     if failures is None:
         return verdict
     return f"{failures.describe(span)} ({check}); {verdict}"
+
+
+# The log's three lines of a spell of our silence (crawler.rules.world_check): its start,
+# its summary every so often, and its end.
+def silence_began(reason: str, held: int) -> str:
+    return (
+        f"the world is not answering us ({reason}): blocks are held, and failures below"
+        f" HTTP are held back until it answers, not settled; {counted(held, 'host')} held back"
+    )
+
+
+def silence_so_far(seconds: float, reason: str, held: int, failures: int, since: float) -> str:
+    return (
+        f"the world has not answered us for {seconds:.0f} s ({reason}):"
+        f" {counted(held, 'host')} held back so far, {counted(failures, 'failure')} tried"
+        f" again in the last {since:.0f} s; blocks are held"
+    )
+
+
+def silence_ended(seconds: float, held: int) -> str:
+    return (
+        f"the world answers again after {seconds:.0f} s:"
+        f" {counted(held, 'host was', 'hosts were')} held back (asked again now, not"
+        " settled); blocks resume"
+    )

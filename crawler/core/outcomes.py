@@ -128,3 +128,24 @@ def layer_of(outcome: str | None) -> str | None:
     if outcome is None or outcome in ALIVE or outcome == IGNORED:
         return None
     return outcome.partition("_")[0]
+
+
+def told_over_the_fallback(https_outcome: str | None, outcome: str) -> str:
+    """The outcome of a host whose plain-HTTP fallback failed with `outcome`: the https
+    try's when it failed at TLS and the fallback below HTTP. The host listens for TLS, and
+    TLS is what failed (a certificate the TLS library would not read); the fallback's
+    refused or reset connection would name what was never the host's way in."""
+    tls_failed = https_outcome is not None and layer_of(https_outcome) == "TLS"
+    return https_outcome if tls_failed and is_network_failure(outcome) else outcome
+
+
+# The largest status the hosts table keeps (a SMALLINT): a status past it (99999) is
+# named by the outcome, HTTP_BAD_STATUS, and not stored.
+MAX_STORED_STATUS = 32767
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The status of the response a failure came with (HttpError), when it fits."""
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status", None)
+    return status if isinstance(status, int) and 0 < status <= MAX_STORED_STATUS else None

@@ -26,11 +26,13 @@ from crawler.core.outages import (
     crawl_says_it_answers,
     no_canary_reason,
     settings_to_check,
+    silence_began,
+    silence_ended,
+    silence_so_far,
     silence_without_canary,
     why_silent,
 )
 from crawler.core.outcomes import DNS_ALIVE, OK
-from crawler.core.words import counted
 from crawler.db.rules import canaries as canary_db
 from crawler.db.server.retry import in_thread_until_up
 from crawler.network.probes import front_page
@@ -383,21 +385,11 @@ class WorldCheck:
         self.held = set(self._asking)
         self.tries_held = 0
         self._summed_up = (time.monotonic(), 0)
-        log.warning(
-            "the world is not answering us (%s): blocks are held, and failures below"
-            " HTTP are held back until it answers, not settled; %s held back",
-            self.reason(why),
-            counted(len(self.held), "host"),
-        )
+        log.warning(silence_began(self.reason(why), len(self.held)))
 
     def _end(self) -> None:
         spell = (datetime.now(UTC) - self.unproven_since).total_seconds()
-        log.warning(
-            "the world answers again after %.0f s: %s held back (asked again"
-            " now, not settled); blocks resume",
-            spell,
-            counted(len(self.held), "host was", "hosts were"),
-        )
+        log.warning(silence_ended(spell, len(self.held)))
         self.unproven_since = None
         self.ended_at = time.monotonic()
         self.on_change(None, False, len(self.held))
@@ -413,13 +405,6 @@ class WorldCheck:
         """One line for the spell so far: how long, why, and what was held back."""
         told_at, tries_then = self._summed_up
         spell = (datetime.now(UTC) - self.unproven_since).total_seconds()
-        log.warning(
-            "the world has not answered us for %.0f s (%s): %s held back so far,"
-            " %s tried again in the last %.0f s; blocks are held",
-            spell,
-            self.reason(why),
-            counted(len(self.held), "host"),
-            counted(self.tries_held - tries_then, "failure"),
-            now - told_at,
-        )
+        held, tried = len(self.held), self.tries_held - tries_then
+        log.warning(silence_so_far(spell, self.reason(why), held, tried, now - told_at))
         self._summed_up = (now, self.tries_held)

@@ -40,8 +40,9 @@ from crawler.core.outcomes import (
     TLS_CERTIFICATE,
     TLS_HANDSHAKE,
     TLS_TIMEOUT,
-    is_network_failure,
     layer_of,
+    status_of,
+    told_over_the_fallback,
 )
 from crawler.core.sources import parse_groups
 from crawler.core.words import counted
@@ -78,9 +79,6 @@ FALLS_BACK = frozenset(
 )
 # The outcome of the https try a fallback request follows.
 HTTPS_OUTCOME = "hostcrawl_https_outcome"
-# The largest status the hosts table keeps (a SMALLINT): a status past it (99999) is
-# named by the outcome, HTTP_BAD_STATUS, and not stored.
-MAX_STORED_STATUS = 32767
 # Most hosts one claim takes, in CLAIM_BATCHes: a bigger claim locks more roots at once.
 MAX_CLAIM_BATCHES = 8
 # Seconds between two counts of the hosts due while the in-flight limit ramps up (it moves
@@ -398,22 +396,6 @@ class HostsSpider(scrapy.Spider):
         if isinstance(item, HostItem):
             self.in_flight.pop(item.hostname, None)
             self._room.set()
-
-
-def told_over_the_fallback(https_outcome: str | None, outcome: str) -> str:
-    """The outcome of a host whose plain-HTTP fallback failed with `outcome`: the https
-    try's when it failed at TLS and the fallback below HTTP. The host listens for TLS, and
-    TLS is what failed (a certificate the TLS library would not read); the fallback's
-    refused or reset connection would name what was never the host's way in."""
-    tls_failed = https_outcome is not None and layer_of(https_outcome) == "TLS"
-    return https_outcome if tls_failed and is_network_failure(outcome) else outcome
-
-
-def status_of(exc: BaseException) -> int | None:
-    """The status of the response a failure came with (HttpError), when it fits."""
-    response = getattr(exc, "response", None)
-    status = getattr(response, "status", None)
-    return status if isinstance(status, int) and 0 < status <= MAX_STORED_STATUS else None
 
 
 def denied_item(request: scrapy.Request, denial: Denial) -> HostItem:

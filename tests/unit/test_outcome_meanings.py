@@ -48,7 +48,7 @@ def test_a_failed_fallback_keeps_the_https_tries_tls_outcome():
     """TLS failed at the host's https port, then plain HTTP was closed: TLS is what the
     host's outcome names. A fallback that got an answer, or an https try that failed
     below TLS, leaves the fallback's outcome."""
-    from crawler.spiders.hosts import told_over_the_fallback
+    from crawler.core.outcomes import told_over_the_fallback
 
     assert told_over_the_fallback("TLS_CERTIFICATE", "TCP_REFUSED") == "TLS_CERTIFICATE"
     assert told_over_the_fallback("TLS_HANDSHAKE", "TCP_RESET") == "TLS_HANDSHAKE"
